@@ -1,0 +1,93 @@
+"""Who may see and do what. Roles are given on a project (to a user or a team) and hold in every
+sub-project; a role grants everything the weaker roles grant; superusers are admins everywhere."""
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Q, QuerySet
+
+from .choices import ROLE_RANK, Role
+from .models import Deployment, Environment, Project, ProjectMembership
+
+
+def _direct_roles(user: AbstractBaseUser) -> dict[int, str]:
+    """The strongest role given directly on each project, to the user or to one of their teams."""
+    memberships = ProjectMembership.objects.filter(Q(user=user) | Q(team__members=user)).values_list(
+        "project_id", "role"
+    )
+    roles: dict[int, str] = {}
+    for project_id, role in memberships:
+        if ROLE_RANK[role] > ROLE_RANK.get(roles.get(project_id), 0):
+            roles[project_id] = role
+    return roles
+
+
+def role_in_project(user: AbstractBaseUser, project: Project) -> str | None:
+    if not user.is_authenticated or not user.is_active:
+        return None
+    if user.is_superuser:
+        return Role.ADMIN
+    direct = _direct_roles(user)
+    best: str | None = None
+    for node in [project, *project.ancestors()]:
+        role = direct.get(node.pk)
+        if role and ROLE_RANK[role] > ROLE_RANK.get(best, 0):
+            best = role
+    return best
+
+
+def _has_at_least(user: AbstractBaseUser, project: Project, role: str) -> bool:
+    return ROLE_RANK.get(role_in_project(user, project), 0) >= ROLE_RANK[role]
+
+
+def can_view(user: AbstractBaseUser, project: Project) -> bool:
+    return _has_at_least(user, project, Role.VIEWER)
+
+
+def can_deploy(user: AbstractBaseUser, project: Project) -> bool:
+    return _has_at_least(user, project, Role.DEPLOYER)
+
+
+def can_approve(user: AbstractBaseUser, project: Project) -> bool:
+    return _has_at_least(user, project, Role.APPROVER)
+
+
+def can_administer(user: AbstractBaseUser, project: Project) -> bool:
+    return _has_at_least(user, project, Role.ADMIN)
+
+
+def visible_project_ids(user: AbstractBaseUser) -> set[int] | None:
+    """Ids of the projects the user may see; None means all of them (superusers)."""
+    if user.is_superuser:
+        return None
+    if not user.is_authenticated:
+        return set()
+    granted = set(_direct_roles(user))
+    children: dict[int | None, list[int]] = {}
+    for pk, parent_id in Project.objects.values_list("pk", "parent_id"):
+        children.setdefault(parent_id, []).append(pk)
+    visible: set[int] = set()
+    stack = list(granted)
+    while stack:
+        pk = stack.pop()
+        if pk in visible:
+            continue
+        visible.add(pk)
+        stack.extend(children.get(pk, ()))
+    return visible
+
+
+def visible_projects(user: AbstractBaseUser) -> QuerySet[Project]:
+    ids = visible_project_ids(user)
+    projects = Project.objects.all()
+    return projects if ids is None else projects.filter(pk__in=ids)
+
+
+def visible_environments(user: AbstractBaseUser) -> QuerySet[Environment]:
+    ids = visible_project_ids(user)
+    environments = Environment.objects.select_related("project", "template")
+    return environments if ids is None else environments.filter(project_id__in=ids)
+
+
+def visible_deployments(user: AbstractBaseUser) -> QuerySet[Deployment]:
+    ids = visible_project_ids(user)
+    deployments = Deployment.objects.select_related("environment__project", "environment__template", "deployer")
+    return deployments if ids is None else deployments.filter(environment__project_id__in=ids)

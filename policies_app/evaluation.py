@@ -1,0 +1,122 @@
+"""Evaluating a deployment: which policies apply, what they are shown, what they decide, and recording it."""
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from . import rego
+from .choices import ApprovalDecision, Decision, RequestType
+from .models import ApprovalPolicy, Deployment, Environment, PolicyRevision
+from .policies import policy_source
+from .policy_input import build_policy_input
+
+logger = logging.getLogger(__name__)
+
+MESSAGE_KINDS = ("deny", "pending", "warn", "allow")
+
+
+def effective_policies(environment: Environment) -> list[ApprovalPolicy]:
+    """The template's policies, then the project's, then every ancestor's, each policy once."""
+    policies: dict[int, ApprovalPolicy] = {}
+    sources = [environment.template, environment.project, *environment.project.ancestors()]
+    for source in sources:
+        for policy in source.approval_policies.all():
+            policies.setdefault(policy.pk, policy)
+    return list(policies.values())
+
+
+def approves_automatically(environment: Environment) -> bool:
+    """Automatic approval holds only while no policy applies to the environment."""
+    return environment.approve_plans_automatically and not effective_policies(environment)
+
+
+def latest_revisions(policies: list[ApprovalPolicy]) -> list[PolicyRevision]:
+    revisions = []
+    for policy in policies:
+        revision = policy.latest_revision
+        if revision is not None:
+            revisions.append(revision)
+    return revisions
+
+
+@dataclass
+class Verdict:
+    """What an evaluation concluded, ready to be recorded."""
+
+    request_type: str
+    input_json: str
+    revisions: list[PolicyRevision]
+    decision: str
+    messages: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in MESSAGE_KINDS})
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
+    error: str = ""
+    engine: str = ""
+    duration_ms: float = 0.0
+
+
+def _verdict_without_policies(deployment: Deployment, request_type: str, input_json: str) -> Verdict:
+    if deployment.environment.approve_plans_automatically:
+        decision, reason = Decision.ALLOW, "No approval policy applies and the environment approves plans automatically."
+    elif deployment.approvals.filter(decision=ApprovalDecision.APPROVE).exists():
+        decision, reason = Decision.ALLOW, "No approval policy applies; approved by an approver."
+    else:
+        decision, reason = Decision.PENDING, "No approval policy applies; waiting for one approval by an approver."
+    verdict = Verdict(request_type, input_json, [], decision, engine="none")
+    verdict.messages[decision].append(reason)
+    return verdict
+
+
+def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevision]) -> Verdict:
+    """Build the input once, run every pinned policy revision over it, and combine their decisions."""
+    started = time.perf_counter()
+    input_json = json.dumps(build_policy_input(deployment, request_type), separators=(",", ":"))
+    if not revisions:
+        return _verdict_without_policies(deployment, request_type, input_json)
+    revision_by_key = {f"{r.policy_id}@{r.number}": r for r in revisions}
+    result = rego.evaluate_policies(
+        [policy_source(r) for r in revisions],
+        input_json,
+        settings.POLICY_ENGINE,
+        timeout_s=settings.POLICY_EVALUATION_TIMEOUT_SECONDS,
+        memory_mb=settings.POLICY_ENGINE_MEMORY_MB,
+    )
+    outcomes = []
+    for outcome in result.outcomes:
+        revision = revision_by_key.get(outcome.key)
+        outcomes.append(
+            {
+                "policy_id": revision.policy_id if revision else None,
+                "policy": outcome.name,
+                "revision": revision.number if revision else None,
+                "decision": outcome.decision,
+                **{kind: outcome.messages.get(kind, []) for kind in MESSAGE_KINDS},
+                "error": str(outcome.error) if outcome.error else None,
+            }
+        )
+    logger.info(
+        "deployment %s %s: %s in %.1f ms (%d policies)",
+        deployment.pk,
+        request_type,
+        result.decision,
+        (time.perf_counter() - started) * 1000,
+        len(revisions),
+    )
+    return Verdict(
+        request_type=request_type,
+        input_json=input_json,
+        revisions=revisions,
+        decision=result.decision,
+        messages={kind: list(result.messages.get(kind, [])) for kind in MESSAGE_KINDS},
+        outcomes=outcomes,
+        error=str(result.error) if result.error else "",
+        engine=result.engine,
+        duration_ms=result.duration_ms,
+    )
+
+
+def request_type_for(deployment: Deployment, resume: bool) -> str:
+    return RequestType.for_deployment(deployment.type, resume)

@@ -1,0 +1,160 @@
+"""Writing approval policies: every save is checked by the engine and becomes a new immutable revision."""
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from . import rego
+from .choices import RegoVersion
+from .models import ApprovalPolicy, PolicyModule, PolicyRevision
+
+
+class PolicyValidationError(Exception):
+    """Field-level problems with a policy, e.g. {"modules": ["main.rego:3:5: unexpected token"]}."""
+
+    def __init__(self, errors: dict[str, list[str]]):
+        super().__init__(errors)
+        self.errors = errors
+
+
+def policy_source(revision: PolicyRevision) -> rego.PolicySource:
+    """The engine's view of a stored revision."""
+    return rego.PolicySource(
+        key=f"{revision.policy_id}@{revision.number}",
+        name=revision.policy.name,
+        rego_version=revision.rego_version,
+        modules=tuple(rego.PolicyModule(m.filename, m.source) for m in revision.modules.all()),
+        data=revision.data,
+    )
+
+
+def _validated_modules(modules: Any) -> list[dict[str, str]]:
+    if not isinstance(modules, list) or not modules:
+        raise PolicyValidationError({"modules": ["At least one Rego module is required."]})
+    seen: set[str] = set()
+    problems: list[str] = []
+    for position, module in enumerate(modules):
+        filename = (module or {}).get("filename", "") if isinstance(module, dict) else ""
+        source = (module or {}).get("source", "") if isinstance(module, dict) else ""
+        if not filename or not isinstance(filename, str) or "/" in filename or "\\" in filename:
+            problems.append(f"modules[{position}].filename: a plain file name such as main.rego is required.")
+        elif not filename.endswith(".rego"):
+            problems.append(f"modules[{position}].filename: {filename} must end with .rego.")
+        elif filename in seen:
+            problems.append(f"modules[{position}].filename: {filename} is given twice.")
+        if not isinstance(source, str) or not source.strip():
+            problems.append(f"modules[{position}].source: the module is empty.")
+        seen.add(filename)
+    if problems:
+        raise PolicyValidationError({"modules": problems})
+    return [{"filename": m["filename"], "source": m["source"]} for m in modules]
+
+
+def _check_with_engine(name: str, rego_version: str, modules: list[dict[str, str]], data: Any) -> None:
+    if rego_version not in RegoVersion.values:
+        raise PolicyValidationError({"rego_version": [f"Must be one of {', '.join(RegoVersion.values)}."]})
+    if data is not None and not isinstance(data, dict):
+        raise PolicyValidationError({"data": ["Policy data must be a JSON object (it becomes data.*)."]})
+    source = rego.PolicySource(
+        key=f"check:{name}",
+        name=name,
+        rego_version=rego_version,
+        modules=tuple(rego.PolicyModule(m["filename"], m["source"]) for m in modules),
+        data=data,
+    )
+    try:
+        rego.check_policy(
+            source,
+            settings.POLICY_ENGINE,
+            timeout_s=settings.POLICY_EVALUATION_TIMEOUT_SECONDS,
+            memory_mb=settings.POLICY_ENGINE_MEMORY_MB,
+        )
+    except rego.PolicyCompileError as problem:
+        raise PolicyValidationError({"modules": [str(problem)]}) from None
+
+
+def _store_revision(
+    policy: ApprovalPolicy,
+    rego_version: str,
+    modules: list[dict[str, str]],
+    data: Any,
+    user: AbstractBaseUser | None,
+) -> PolicyRevision:
+    last = policy.revisions.order_by("-number").values_list("number", flat=True).first() or 0
+    revision = PolicyRevision.objects.create(
+        policy=policy,
+        number=last + 1,
+        rego_version=rego_version,
+        data=data,
+        created_by=user if user is not None and user.is_authenticated else None,
+    )
+    PolicyModule.objects.bulk_create(
+        PolicyModule(revision=revision, filename=m["filename"], source=m["source"]) for m in modules
+    )
+    return revision
+
+
+def create_policy(
+    *,
+    name: str,
+    description: str = "",
+    rego_version: str = RegoVersion.V1,
+    modules: list[dict[str, str]],
+    data: Any = None,
+    user: AbstractBaseUser | None = None,
+) -> ApprovalPolicy:
+    """Check the policy with the engine, then store it with its first revision. Nothing is stored on error."""
+    if not name or not name.strip():
+        raise PolicyValidationError({"name": ["A name is required."]})
+    if ApprovalPolicy.objects.filter(name=name).exists():
+        raise PolicyValidationError({"name": [f"A policy named {name!r} already exists."]})
+    modules = _validated_modules(modules)
+    _check_with_engine(name, rego_version, modules, data)
+    with transaction.atomic():
+        policy = ApprovalPolicy.objects.create(name=name, description=description)
+        _store_revision(policy, rego_version, modules, data, user)
+    return policy
+
+
+def revise_policy(
+    policy: ApprovalPolicy,
+    *,
+    description: str | None = None,
+    rego_version: str | None = None,
+    modules: list[dict[str, str]] | None = None,
+    data: Any = ...,
+    user: AbstractBaseUser | None = None,
+) -> PolicyRevision:
+    """Create revision N+1 from the latest one with the given changes; earlier revisions never change."""
+    latest = policy.latest_revision
+    rego_version = rego_version or latest.rego_version
+    modules = _validated_modules(
+        modules if modules is not None else [{"filename": m.filename, "source": m.source} for m in latest.modules.all()]
+    )
+    data = latest.data if data is ... else data
+    _check_with_engine(policy.name, rego_version, modules, data)
+    with transaction.atomic():
+        if description is not None and description != policy.description:
+            policy.description = description
+            policy.save(update_fields=["description"])
+        return _store_revision(policy, rego_version, modules, data, user)
+
+
+def dry_run_policy(policy: ApprovalPolicy | PolicyRevision, input_document: Any) -> dict[str, Any]:
+    """Evaluate one policy on a given input without storing anything."""
+    revision = policy.latest_revision if isinstance(policy, ApprovalPolicy) else policy
+    result = rego.evaluate_policies(
+        [policy_source(revision)],
+        json.dumps(input_document),
+        settings.POLICY_ENGINE,
+        timeout_s=settings.POLICY_EVALUATION_TIMEOUT_SECONDS,
+        memory_mb=settings.POLICY_ENGINE_MEMORY_MB,
+    )
+    return {
+        "decision": result.decision,
+        **{kind: result.messages[kind] for kind in ("deny", "pending", "warn", "allow")},
+        "error": str(result.error) if result.error else None,
+    }

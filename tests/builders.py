@@ -1,0 +1,83 @@
+"""Builders for the Django tests: a small organisation, policies in Rego, plans."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from policies_app import policies
+from policies_app.choices import Role
+from policies_app.models import ApprovalPolicy, Environment, Project, ProjectMembership, Team, Template
+
+User = get_user_model()
+
+
+def make_user(username: str, **extra: Any):
+    return User.objects.create_user(username=username, email=f"{username}@example.com", password="pw", **extra)
+
+
+def api_client_for(user) -> APIClient:
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+def make_policy(name: str, source: str, rego_version: str = "v1", data: Any = None) -> ApprovalPolicy:
+    return policies.create_policy(
+        name=name, rego_version=rego_version, modules=[{"filename": "main.rego", "source": source}], data=data
+    )
+
+
+def plan_with(*changes: tuple[str, list[str]]) -> dict:
+    """A Terraform JSON plan with one resource change per (address, actions)."""
+    resource_changes = []
+    for address, actions in changes:
+        rtype, name = address.rsplit(".", 1)[0].split(".")[-1], address.rsplit(".", 1)[1]
+        resource_changes.append(
+            {
+                "address": address,
+                "type": rtype,
+                "name": name,
+                "provider_name": "registry.terraform.io/hashicorp/aws",
+                "change": {"actions": actions, "before": None, "after": {}},
+            }
+        )
+    return {"format_version": "1.2", "terraform_version": "1.11.4", "resource_changes": resource_changes}
+
+
+@dataclass
+class World:
+    admin: Any
+    alice: Any
+    bob: Any
+    charlie: Any
+    vera: Any
+    sam: Any
+    security: Team
+    platform: Project
+    payments: Project
+    payments_eu: Project
+    template: Template
+    environment: Environment
+
+    @classmethod
+    def create(cls) -> "World":
+        admin = make_user("admin", is_staff=True, is_superuser=True)
+        alice, bob, charlie, vera, sam = (make_user(n) for n in ("alice", "bob", "charlie", "vera", "sam"))
+        security = Team.objects.create(name="security team")
+        security.members.add(sam)
+        approvers = Team.objects.create(name="approvers team")
+        approvers.members.add(alice)
+        platform = Project.objects.create(name="Platform")
+        payments = Project.objects.create(name="Payments", parent=platform)
+        payments_eu = Project.objects.create(name="Payments EU", parent=payments)
+        for user, role in ((alice, Role.APPROVER), (bob, Role.DEPLOYER), (vera, Role.VIEWER), (sam, Role.APPROVER)):
+            ProjectMembership.objects.create(project=platform, user=user, role=role)
+        template = Template.objects.create(
+            name="network", type="terraform", repository="", path="network", revision="main"
+        )
+        environment = Environment.objects.create(name="prod", project=payments_eu, template=template)
+        return cls(admin, alice, bob, charlie, vera, sam, security, platform, payments, payments_eu, template, environment)

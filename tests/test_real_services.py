@@ -1,0 +1,124 @@
+"""Behaviour that only real services can show: row locks on PostgreSQL, a Celery worker fed through Redis.
+
+.ci/run starts PostgreSQL and Redis and points DATABASE_URL and TEST_REDIS_URL at them; elsewhere these
+tests skip and say why."""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from django.db import connection, connections
+
+from policies_app import deployments
+from policies_app.models import Deployment, DeploymentEvent
+from policy_platform.celery import app as celery_app
+from tests.builders import make_policy, make_user
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TWO_APPROVERS = 'package env0\n\nallow contains "two approvers" if count(input.approvers) >= 2\n'
+
+
+def needs_postgresql():
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL: set DATABASE_URL=postgres://... (.ci/run does)")
+
+
+def test_concurrent_approvals_are_all_recorded_and_release_the_deployment_once(world):
+    needs_postgresql()
+    world.platform.approval_policies.add(make_policy("two approvers", TWO_APPROVERS))
+    extra = [make_user(f"approver{i}") for i in range(3)]
+    for user in extra:
+        world.platform.memberships.create(user=user, role="approver")
+    deployment, _ = deployments.trigger_deployment(world.environment, world.bob, plan=None)
+    deployment.refresh_from_db()
+    assert deployment.status == "pending_approval"
+
+    approvers = [world.alice, world.sam, *extra]
+    barrier = threading.Barrier(len(approvers))
+    failures: list[BaseException] = []
+
+    def approve(user):
+        try:
+            barrier.wait()
+            deployments.record_approval(Deployment.objects.get(pk=deployment.pk), user, "approve")
+        except deployments.DeploymentActionError:
+            pass  # the deployment was already released: a late approval is refused, as it should be
+        except BaseException as problem:  # noqa: BLE001
+            failures.append(problem)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=approve, args=(user,)) for user in approvers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+
+    assert failures == []
+    deployment.refresh_from_db()
+    assert deployment.status == "approved"
+    assert deployment.approvals.count() >= 2
+    assert DeploymentEvent.objects.filter(deployment=deployment, kind="released").count() == 1
+
+
+def _database_url() -> str:
+    settings = connection.settings_dict
+    password = f":{quote(settings['PASSWORD'])}" if settings.get("PASSWORD") else ""
+    return (
+        f"postgres://{quote(settings['USER'] or '')}{password}@{settings['HOST'] or 'localhost'}:"
+        f"{settings['PORT'] or 5432}/{settings['NAME']}"
+    )
+
+
+@pytest.fixture
+def celery_through_redis():
+    redis_url = os.environ.get("TEST_REDIS_URL")
+    if not redis_url:
+        pytest.skip("needs a Redis server: set TEST_REDIS_URL=redis://... (.ci/run does)")
+    previous = (celery_app.conf.broker_url, celery_app.conf.task_always_eager)
+    celery_app.conf.broker_url = redis_url
+    celery_app.conf.task_always_eager = False
+    celery_app.pool.force_close_all()
+    yield redis_url
+    celery_app.conf.broker_url, celery_app.conf.task_always_eager = previous
+
+
+def test_a_real_celery_worker_evaluates_a_deployment_taken_from_redis(world, celery_through_redis, tmp_path):
+    needs_postgresql()
+    world.platform.approval_policies.add(make_policy("two approvers", TWO_APPROVERS))
+    environment = {
+        **os.environ,
+        "DATABASE_URL": _database_url(),
+        "CELERY_BROKER_URL": celery_through_redis,
+        "PLATFORM_VAR_DIR": str(tmp_path),
+    }
+    log = open(tmp_path / "worker.log", "w")
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "policy_platform", "worker", "--pool=solo", "--concurrency=1",
+         "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        cwd=Path(__file__).resolve().parents[1],
+        env=environment,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deployment, _ = deployments.trigger_deployment(world.environment, world.bob)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            deployment.refresh_from_db()
+            if deployment.status not in ("queued", "evaluating"):
+                break
+            time.sleep(0.2)
+        assert deployment.status == "pending_approval", (tmp_path / "worker.log").read_text()[-3000:]
+        assert deployment.evaluations.get().engine == "regorus"
+        assert "evaluate_deployment_task" in (tmp_path / "worker.log").read_text()
+    finally:
+        worker.terminate()
+        worker.wait(20)
+        log.close()
