@@ -70,7 +70,14 @@ class ProjectAdmin(admin.ModelAdmin):
     search_fields = ["name", "description", "parent__name"]
     filter_horizontal = ["approval_policies"]
     readonly_fields = ["inherited_policies", "created_at"]
-    fields = ["name", "parent", "description", "allow_self_approval", "approval_policies", "inherited_policies"]
+    fields = [
+        "name",
+        "parent",
+        "description",
+        "allow_self_approval",
+        "approval_policies",
+        "inherited_policies",
+    ]
     inlines = [ProjectMembershipInline]
 
     @admin.display(description="Inherited policies")
@@ -93,6 +100,7 @@ class ProjectAdmin(admin.ModelAdmin):
 @admin.register(Team)
 class TeamAdmin(admin.ModelAdmin):
     list_display = ["name", "member_count", "description"]
+    list_filter = [("members", admin.RelatedOnlyFieldListFilter), "memberships__role"]
     search_fields = ["name", "description", "members__username"]
     filter_horizontal = ["members"]
 
@@ -121,7 +129,11 @@ class TemplateAdmin(admin.ModelAdmin):
 @admin.register(Environment)
 class EnvironmentAdmin(admin.ModelAdmin):
     list_display = ["name", "project", "template", "approve_plans_automatically", "created_at"]
-    list_filter = ["approve_plans_automatically", "template__type", ("project", admin.RelatedOnlyFieldListFilter)]
+    list_filter = [
+        "approve_plans_automatically",
+        "template__type",
+        ("project", admin.RelatedOnlyFieldListFilter),
+    ]
     search_fields = ["name", "project__name", "template__name"]
     list_select_related = ["project", "template"]
     readonly_fields = ["effective_policy_list"]
@@ -280,7 +292,10 @@ class ApprovalPolicyAdmin(admin.ModelAdmin):
     form = ApprovalPolicyForm
     fields = ["name", "description", "rego_version", "source", "data"]
     list_display = ["name", "latest_revision_number", "attached_projects", "attached_templates", "created_at"]
-    list_filter = [("projects", admin.RelatedOnlyFieldListFilter), ("templates", admin.RelatedOnlyFieldListFilter)]
+    list_filter = [
+        ("projects", admin.RelatedOnlyFieldListFilter),
+        ("templates", admin.RelatedOnlyFieldListFilter),
+    ]
     search_fields = ["name", "description"]
     inlines = [PolicyRevisionInline]
 
@@ -288,6 +303,13 @@ class ApprovalPolicyAdmin(admin.ModelAdmin):
         form = super().get_form(request, obj, change=change, **kwargs)
         form.author = request.user
         return form
+
+    def get_inline_instances(self, request: HttpRequest, obj: Any = None) -> list:
+        # The revision inline only displays history. Leaving it out of a POST means no formset can fail
+        # validation after the form's service call has already stored the new revision.
+        if request.method == "POST":
+            return []
+        return super().get_inline_instances(request, obj)
 
     def get_queryset(self, request: HttpRequest) -> Any:
         return super().get_queryset(request).prefetch_related("projects", "templates", "revisions")
@@ -340,6 +362,7 @@ class PolicyRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 @admin.register(PolicyModule)
 class PolicyModuleAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["filename", "revision"]
+    list_filter = ["filename", "revision__rego_version"]
     search_fields = ["filename", "revision__policy__name", "source"]
     list_select_related = ["revision__policy"]
     exclude = ["source"]
@@ -377,9 +400,24 @@ class DeploymentEventInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 @admin.register(Deployment)
 class DeploymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["id", "environment", "type", "status", "decision", "deployer", "trigger_name", "created_at"]
+    list_display = [
+        "id",
+        "environment",
+        "type",
+        "status",
+        "decision",
+        "deployer",
+        "trigger_name",
+        "created_at",
+    ]
     list_filter = ["status", "decision", "type", "trigger_name", "environment__template__type"]
-    search_fields = ["environment__name", "environment__project__name", "deployer__username", "revision", "idempotency_key"]
+    search_fields = [
+        "environment__name",
+        "environment__project__name",
+        "deployer__username",
+        "revision",
+        "idempotency_key",
+    ]
     list_select_related = ["environment__project", "deployer"]
     date_hierarchy = "created_at"
     exclude = ["plan", "messages", "variables", "policy_data"]

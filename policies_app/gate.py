@@ -42,6 +42,11 @@ NOT_YET_EVALUATED = frozenset({"queued", "evaluating"})
 MAX_CONSECUTIVE_POLL_FAILURES = 5
 
 
+def say(text: str) -> None:
+    """Print at once: a pipeline log must show why the gate waits while it waits, not when it ends."""
+    print(text, flush=True)
+
+
 class GateError(Exception):
     """Something that ends the gate with exit code 2; the message is what the pipeline log shows."""
 
@@ -95,8 +100,9 @@ def api_message(exc: urllib.error.HTTPError) -> str:
 
 def flatten_errors(body: Any, prefix: str = "") -> str:
     if isinstance(body, dict):
-        if set(body) == {"detail"} and not prefix:
-            return flatten_errors(body["detail"])
+        if "detail" in body and not prefix:
+            code = f" ({body['code']})" if body.get("code") else ""
+            return f"{flatten_errors(body['detail'])}{code}"
         parts = []
         for key, value in body.items():
             name = f"{prefix}.{key}" if prefix else str(key)
@@ -179,7 +185,7 @@ def wait_for_verdict(
     wait_for_approval: bool,
     timeout: float,
     poll_interval: float,
-    out: Callable[[str], None] = print,
+    out: Callable[[str], None] = say,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
@@ -201,7 +207,9 @@ def wait_for_verdict(
                     out(f"  pending: {message}")
                 shown_pending = pending
             if not wait_for_approval:
-                out("pending approval: run again with --wait to wait for it")
+                out(
+                    f"not released: deployment {deployment_id} waits for approval (pass --wait to wait for it)"
+                )
                 return EXIT_PENDING
         elif status != shown_status:
             out(f"{describe(deployment)}; waiting for the policies' verdict")
@@ -226,7 +234,7 @@ def command_deploy(args: argparse.Namespace, deployment_type: str) -> int:
     deployment = client.request("POST", f"/api/v1/environments/{args.environment}/deployments/", body)
     if not isinstance(deployment, dict) or "id" not in deployment:
         raise GateError(f"the platform answered without a deployment id: {deployment!r}")
-    print(f"{deployment_type} requested: {describe(deployment)}")
+    say(f"{deployment_type} requested: {describe(deployment)}")
     return wait_for_verdict(
         client,
         deployment,
@@ -243,7 +251,7 @@ def command_complete(args: argparse.Namespace) -> int:
         body["state"] = read_json_file(args.state, "state")
     deployment = client.request("POST", f"/api/v1/deployments/{args.deployment}/complete/", body)
     shown = deployment if isinstance(deployment, dict) else {"id": args.deployment, "status": args.status}
-    print(f"recorded: {describe(shown)}")
+    say(f"recorded: {describe(shown)}")
     return EXIT_RELEASED
 
 
@@ -276,7 +284,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--wait", action="store_true", help="wait while the deployment is pending approval")
         sub.add_argument("--revision", default="")
         sub.add_argument("--trigger", default="cd", help="trigger name (default: cd)")
-        sub.add_argument("--idempotency-key", default="", help="makes a retried request return the same deployment")
+        sub.add_argument(
+            "--idempotency-key", default="", help="makes a retried request return the same deployment"
+        )
         sub.add_argument("--cost-total", type=float, default=None, help="total monthly cost")
         sub.add_argument("--cost-diff", type=float, default=None, help="monthly cost difference")
         sub.add_argument("--timeout", type=positive_number, default=3600.0, help="seconds (default 3600)")

@@ -25,7 +25,7 @@ def policy_source(revision: PolicyRevision) -> rego.PolicySource:
     return rego.PolicySource(
         key=f"{revision.policy_id}@{revision.number}",
         name=revision.policy.name,
-        rego_version=revision.rego_version,
+        rego_version=str(revision.rego_version),
         modules=tuple(rego.PolicyModule(m.filename, m.source) for m in revision.modules.all()),
         data=revision.data,
     )
@@ -61,7 +61,8 @@ def _check_with_engine(name: str, rego_version: str, modules: list[dict[str, str
     source = rego.PolicySource(
         key=f"check:{name}",
         name=name,
-        rego_version=rego_version,
+        # Plain str: the engine worker process unpickles this and must not need Django's enum classes.
+        rego_version=str(rego_version),
         modules=tuple(rego.PolicyModule(m["filename"], m["source"]) for m in modules),
         data=data,
     )

@@ -65,6 +65,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "policies_app",
 ]
 
@@ -139,6 +140,10 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Approval policy platform API",
     "DESCRIPTION": "Gate infrastructure deployments with approval policies written in Rego.",
     "VERSION": "1",
+    # Swagger UI served from our own static files: no CDN, works on a closed network.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Celery: without a broker, tasks run in the calling process (the embedded default).

@@ -3,7 +3,21 @@
 Alice approves, Bob deploys, Charlie is an outsider, Vera only views, Sam approves for the security team;
 Admin is a superuser. All of them hold their roles on the root project "Platform"."""
 
+from pathlib import Path
+
 import pytest
+
+
+ENGINE_TESTS = Path(__file__).parent / "engine"
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(request):
+    # Each test creates several users; the default PBKDF2 hasher would dominate the run time.
+    # The engine tests run without Django, so they are left alone.
+    if ENGINE_TESTS in Path(str(request.node.path)).parents:
+        return
+    request.getfixturevalue("settings").PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

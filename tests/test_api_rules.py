@@ -109,7 +109,7 @@ def test_a_policy_syntax_error_gives_file_line_and_column_and_creates_nothing(wo
     )
     assert response.status_code == 400
     message = response.json()["modules"][0]
-    assert message.startswith("main.rego:5:")
+    assert message.startswith("main.rego:4:9: ")
     assert not ApprovalPolicy.objects.exists()
 
 

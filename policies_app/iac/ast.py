@@ -191,3 +191,14 @@ class Block:
 class File:
     path: str
     body: Body
+
+
+@dataclass(slots=True)
+class TypeExpr(Expr):
+    """A variable's ``type`` argument. ``text`` is the type expression's source (``list(object({a=string}))``)
+    for types.parse_type(); ``expr`` is the same thing parsed as an ordinary expression when the
+    syntax gave one. Used for ``variable.type`` in both syntaxes (JSON gives the text as a string)."""
+
+    text: str
+    pos: Pos
+    expr: Expr | None = None

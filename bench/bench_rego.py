@@ -1,0 +1,139 @@
+"""Rego evaluation time through the public, supervised path (not a test; prints a table).
+
+    .venv/bin/python bench/bench_rego.py [--runs 5] [--engines regorus,regopy] [--budget-s 240]
+
+For 1, 10 and 50 policies on plans of 10, 1,000 and 10,000 resource changes, with both engines:
+the median wall time of evaluate_policies() after one warm-up call (worker started, policies compiled).
+The input is serialised once per plan size, as the platform does. Target: 10 policies on a
+10,000-resource plan in under 150 ms with regorus.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from policies_app.rego import ENGINES, PolicyModule, PolicySource, evaluate_policies  # noqa: E402
+
+# Ten env0-style policies of the kinds the platform runs; several walk every resource change.
+TEMPLATES = [
+    'pending contains "needs two approvers" if { count(input.approvers) < 2 }\n'
+    'allow contains "two approvers" if { count(input.approvers) >= 2 }',
+    'security if { some a in input.approvers; some t in a.teams; t.name == "security team" }\n'
+    'pending contains "security must approve" if { not security }',
+    'deny contains "too expensive" if { input.costEstimation.monthlyCostDiff > data.limit }',
+    "deny contains msg if {\n  some rc in input.plan.resource_changes\n"
+    '  "delete" in rc.change.actions\n  rc.type in {"aws_db_instance", "aws_s3_bucket"}\n'
+    '  msg := sprintf("%s would be destroyed", [rc.address])\n}',
+    'deny contains "main only" if { input.deploymentRequest.revision != "main" }',
+    "warn contains msg if {\n  some rc in input.plan.resource_changes\n"
+    '  rc.change.after.instance_type == "m5.24xlarge"\n  msg := sprintf("large instance %s", [rc.address])\n}',
+    "warn contains msg if {\n  some rc in input.plan.resource_changes\n"
+    '  "create" in rc.change.actions\n  not rc.change.after.tags.owner\n'
+    '  msg := sprintf("%s has no owner tag", [rc.address])\n}',
+    'deny contains "destroy needs a ticket" if {\n  input.deploymentRequest.type == "destroy"\n'
+    "  not input.variables.env0.TICKET\n}",
+    'changes := count([rc | some rc in input.plan.resource_changes; rc.change.actions != ["no-op"]])\n'
+    'pending contains "big change" if { changes > data.limit }',
+    'import data.lib.tfplan\nallow contains "plan reviewed" if { count(input.plan.resource_changes) >= 0 }',
+]
+
+
+def make_policies(count: int) -> list[PolicySource]:
+    policies = []
+    for number in range(count):
+        body = TEMPLATES[number % len(TEMPLATES)]
+        source = f"package env0\n\n{body}\n"
+        policies.append(
+            PolicySource(
+                f"bench{number}@1",
+                f"bench {number}",
+                "v1",
+                (PolicyModule("policy.rego", source),),
+                {"limit": 500},
+            )
+        )
+    return policies
+
+
+def make_input(resources: int) -> str:
+    changes = [
+        {
+            "address": f"aws_instance.web[{index}]",
+            "mode": "managed",
+            "type": "aws_instance",
+            "name": "web",
+            "index": index,
+            "provider_name": "registry.terraform.io/hashicorp/aws",
+            "change": {
+                "actions": ["create"] if index % 3 else ["update"],
+                "before": None,
+                "after": {
+                    "ami": "ami-0123456789abcdef0",
+                    "instance_type": "t3.micro",
+                    "tags": {"Name": f"web-{index}", "owner": "platform"},
+                    "subnet_id": "subnet-0123456789",
+                },
+            },
+        }
+        for index in range(resources)
+    ]
+    document = {
+        "deploymentRequest": {"type": "deploy", "triggerName": "user", "revision": "main"},
+        "template": {"id": "t", "name": "bench", "type": "terraform"},
+        "costEstimation": {"totalMonthlyCost": 1000, "monthlyCostDiff": 10},
+        "plan": {"format_version": "1.2", "terraform_version": "1.11.4", "resource_changes": changes},
+        "deployerUser": {"name": "Alice", "email": "alice@example.com", "teams": []},
+        "approvers": [
+            {"name": "Bob", "email": "bob@example.com", "teams": [{"id": "s", "name": "security team"}]},
+            {"name": "Carol", "email": "carol@example.com", "teams": []},
+        ],
+        "variables": {"environment": {}, "terraform": {}, "env0": {}},
+    }
+    return json.dumps(document)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--engines", default=",".join(ENGINES))
+    parser.add_argument("--budget-s", type=float, default=240.0, help="stop repeating runs beyond this total")
+    args = parser.parse_args()
+    started = time.monotonic()
+    inputs = {size: make_input(size) for size in (10, 1_000, 10_000)}
+    print(
+        f"{'engine':8} {'policies':>8} {'resources':>9} {'input MB':>8} {'median ms':>10} {'min ms':>8} {'runs':>4}"
+    )
+    for engine in args.engines.split(","):
+        for resources, input_json in inputs.items():
+            for count in (1, 10, 50):
+                policies = make_policies(count)
+                warm = evaluate_policies(policies, input_json, engine, timeout_s=300)
+                if warm.decision == "error":
+                    print(f"{engine:8} {count:8} {resources:9}  error: {warm.error}")
+                    continue
+                times = []
+                for _ in range(args.runs):
+                    times.append(evaluate_policies(policies, input_json, engine, timeout_s=300).duration_ms)
+                    over_budget = time.monotonic() - started > args.budget_s
+                    if over_budget or (len(times) >= 2 and sum(times) > 20_000):
+                        break
+                print(
+                    f"{engine:8} {count:8} {resources:9} {len(input_json) / 1e6:8.2f} "
+                    f"{statistics.median(times):10.1f} {min(times):8.1f} {len(times):4}",
+                    flush=True,
+                )
+    print(f"total {time.monotonic() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

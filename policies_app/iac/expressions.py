@@ -1,0 +1,689 @@
+"""Evaluating expressions the way Terraform does, with unknown values as first-class citizens.
+
+The evaluator knows nothing of blocks or graphs: names that are not bound locally (``var``, ``local``,
+``module``, ``data``, resource types) are asked of a ``Resolver`` supplied by the configuration, so
+the same code serves locals, resource arguments, outputs and tfvars files. Errors are raised as
+``EvalError`` carrying the position; callers turn them into diagnostics.
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from policies_app.iac import ast, types
+from policies_app.iac.values import UNKNOWN, TfSet, contains_unknown
+
+try:  # Task B's function library; the evaluator still works (every call unknown) without it.
+    from policies_app.iac.functions import FunctionContext, FunctionError, UnsupportedFunction, call_function
+except ImportError:  # pragma: no cover - only while the library is being written
+    call_function = None  # type: ignore[assignment]
+    FunctionContext = None  # type: ignore[assignment,misc]
+
+    class FunctionError(Exception):  # type: ignore[no-redef]
+        pass
+
+    class UnsupportedFunction(Exception):  # type: ignore[no-redef]
+        def __init__(self, name: str) -> None:
+            super().__init__(name)
+            self.name = name
+
+
+class EvalError(Exception):
+    """An error in the configuration found while evaluating; ``pos`` says where."""
+
+    def __init__(self, summary: str, pos: ast.Pos | None, detail: str = "") -> None:
+        super().__init__(summary if not detail else f"{summary}: {detail}")
+        self.summary = summary
+        self.detail = detail
+        self.pos = pos
+
+
+@dataclass
+class Diagnostic:
+    severity: str  # "error" | "warning"
+    summary: str
+    detail: str = ""
+    file: str | None = None
+    line: int | None = None
+
+    @classmethod
+    def at(cls, severity: str, summary: str, detail: str, pos: ast.Pos | None) -> Diagnostic:
+        return cls(severity, summary, detail, pos.file if pos else None, pos.line if pos else None)
+
+    @classmethod
+    def from_error(cls, error: EvalError) -> Diagnostic:
+        return cls.at("error", error.summary, error.detail, error.pos)
+
+    def as_dict(self) -> dict:
+        return {"severity": self.severity, "summary": self.summary, "detail": self.detail,
+                "file": self.file, "line": self.line}
+
+
+class Resolver(Protocol):
+    """What the configuration answers for names the expression does not bind itself."""
+
+    def variable(self, name: str, pos: ast.Pos) -> Any: ...
+    def local(self, name: str, pos: ast.Pos) -> Any: ...
+    def module(self, name: str, pos: ast.Pos) -> Any: ...
+    def resource(self, type_: str, name: str, pos: ast.Pos) -> Any: ...
+    def data(self, type_: str, name: str, pos: ast.Pos) -> Any: ...
+
+
+class NoReferences:
+    """A resolver for places that allow no references at all (tfvars files, -var values)."""
+
+    def _refuse(self, what: str, pos: ast.Pos) -> Any:
+        raise EvalError("Variables not allowed", pos, f"{what} cannot be referenced here")
+
+    def variable(self, name: str, pos: ast.Pos) -> Any:
+        return self._refuse(f"var.{name}", pos)
+
+    def local(self, name: str, pos: ast.Pos) -> Any:
+        return self._refuse(f"local.{name}", pos)
+
+    def module(self, name: str, pos: ast.Pos) -> Any:
+        return self._refuse(f"module.{name}", pos)
+
+    def resource(self, type_: str, name: str, pos: ast.Pos) -> Any:
+        return self._refuse(f"{type_}.{name}", pos)
+
+    def data(self, type_: str, name: str, pos: ast.Pos) -> Any:
+        return self._refuse(f"data.{type_}.{name}", pos)
+
+
+class ResourceObject(dict):
+    """A resource instance seen from an expression: attributes not set in the configuration exist only
+    after apply, so reading one gives UNKNOWN instead of an error."""
+
+    __slots__ = ()
+
+
+@dataclass
+class Scope:
+    """Names bound around an expression (for variables, count, each, self, iterators), chained to the
+    enclosing scope; the root carries the resolver and what functions need."""
+
+    names: dict[str, Any]
+    resolver: Any
+    parent: Scope | None = None
+    function_context: Any = None
+    warnings: list[Diagnostic] = field(default_factory=list)
+
+    def child(self, names: dict[str, Any]) -> Scope:
+        return Scope(names, self.resolver, self, self.function_context, self.warnings)
+
+    def lookup(self, name: str) -> tuple[bool, Any]:
+        scope: Scope | None = self
+        while scope is not None:
+            names = scope.names
+            if name in names:
+                return True, names[name]
+            scope = scope.parent
+        return False, None
+
+
+class _Namespace:
+    """``var``, ``local``, ``data.TYPE``... on the way to a value: never a value itself."""
+
+    __slots__ = ("kind", "prefix")
+
+    def __init__(self, kind: str, prefix: str = "") -> None:
+        self.kind = kind
+        self.prefix = prefix
+
+    def describe(self) -> str:
+        return f"{self.prefix}" if self.prefix else self.kind
+
+
+_RESERVED_UNBOUND = {
+    "count": "count.index can only be used in a block that sets count",
+    "each": "each.key and each.value can only be used in a block that sets for_each",
+    "self": "self can only be used in provisioner, connection and postcondition blocks",
+}
+
+def type_label(value: Any) -> str:
+    if value is None:
+        return "null"
+    if value is UNKNOWN:
+        return "unknown"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, TfSet):
+        return "set"
+    if isinstance(value, list):
+        return "tuple"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, _Namespace):
+        return "reference"
+    return type(value).__name__
+
+
+_DECIMAL_CONTEXT = decimal.Context(prec=60, rounding=decimal.ROUND_HALF_EVEN)
+
+
+def _decimal(value: int | float) -> decimal.Decimal:
+    # repr() is the shortest text that reads back as the same float: 0.1 stays 0.1, not 0.1000000000000000055.
+    return decimal.Decimal(value) if isinstance(value, int) else decimal.Decimal(repr(value))
+
+
+def arithmetic(op: str, left: int | float, right: int | float) -> int | float:
+    """Terraform computes with arbitrary precision decimals: 0.1 + 0.2 is 0.3 and 1 / 3 rounds only once,
+    when the result becomes a float. Whole numbers stay exact ints. Division by zero is the caller's."""
+    if isinstance(left, int) and isinstance(right, int):
+        if op == "+":
+            return left + right
+        if op == "-":
+            return left - right
+        if op == "*":
+            return left * right
+        if op == "/" and left % right == 0:
+            return left // right
+        if op == "%":
+            # Go's remainder keeps the dividend's sign: -7 % 3 is -1.
+            remainder = abs(left) % abs(right)
+            return -remainder if left < 0 else remainder
+    if isinstance(left, float) and not math.isfinite(left) or isinstance(right, float) and not math.isfinite(right):
+        result_float = {"+": lambda: left + right, "-": lambda: left - right, "*": lambda: left * right,
+                        "/": lambda: left / right, "%": lambda: math.fmod(left, right)}[op]()
+        return types.normalize_number(result_float)
+    a, b = _decimal(left), _decimal(right)
+    context = _DECIMAL_CONTEXT
+    if op == "+":
+        result = context.add(a, b)
+    elif op == "-":
+        result = context.subtract(a, b)
+    elif op == "*":
+        result = context.multiply(a, b)
+    elif op == "/":
+        result = context.divide(a, b)
+    else:
+        result = context.remainder(a, b)  # sign of the dividend, like Go
+    if result == result.to_integral_value():
+        return int(result)
+    return float(result)
+
+
+def to_number(value: Any, pos: ast.Pos | None, what: str = "operand") -> int | float:
+    """types.to_number with the position and Terraform's wording for operators."""
+    if value is None:
+        raise EvalError("Invalid operand", pos, f"the {what} is null; a number is required")
+    try:
+        return types.to_number(value)
+    except types.ConversionError as error:
+        raise EvalError("Invalid operand", pos, f"unsuitable value for the {what}: {error}") from None
+
+
+def to_bool(value: Any, pos: ast.Pos | None, what: str = "condition") -> bool:
+    if value is None:
+        raise EvalError("Invalid operand", pos, f"the {what} is null; a bool is required")
+    try:
+        return types.to_bool(value)
+    except types.ConversionError as error:
+        raise EvalError("Invalid operand", pos, f"unsuitable value for the {what}: {error}") from None
+
+
+def to_string(value: Any, pos: ast.Pos | None, what: str = "value") -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        raise EvalError("Invalid template interpolation value", pos, f"the {what} is null")
+    if isinstance(value, (dict, list, tuple)):
+        raise EvalError("Invalid template interpolation value", pos,
+                        f"cannot include a {type_label(value)} value in a string template")
+    try:
+        return types.to_string(value)
+    except types.ConversionError as error:
+        raise EvalError("Invalid template interpolation value", pos, str(error)) from None
+
+
+values_equal = types.values_equal  # Terraform's ==: no conversion between types ("1" == 1 is false)
+
+
+def iterate_collection(collection: Any, pos: ast.Pos | None) -> list[tuple[Any, Any]]:
+    """(key, value) pairs in Terraform's order: list index, map keys sorted, set element as both."""
+    if isinstance(collection, TfSet):
+        return [(item, item) for item in collection]
+    if isinstance(collection, (list, tuple)):
+        return list(enumerate(collection))
+    if isinstance(collection, dict):
+        return [(key, collection[key]) for key in sorted(collection)]
+    if collection is None:
+        raise EvalError("Iteration over null value", pos, "a null value cannot be used as the collection")
+    raise EvalError("Iteration over non-iterable value", pos,
+                    f"a {type_label(collection)} value cannot be used as the collection in a 'for'")
+
+
+def _primitive_kind(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return None
+
+
+class Evaluator:
+    """Evaluates expression trees. One instance is shared; all state lives in the Scope."""
+
+    def __init__(self) -> None:
+        self._dispatch: dict[type, Callable[[Any, Scope], Any]] = {
+            ast.Literal: self._literal,
+            ast.TemplateExpr: self._template,
+            ast.TupleExpr: self._tuple,
+            ast.ObjectExpr: self._object,
+            ast.Reference: self._reference,
+            ast.GetAttr: self._get_attr,
+            ast.Index: self._index,
+            ast.Splat: self._splat,
+            ast.SplatItem: self._splat_item,
+            ast.FunctionCall: self._function_call,
+            ast.Conditional: self._conditional,
+            ast.BinaryOp: self._binary,
+            ast.UnaryOp: self._unary,
+            ast.ForExpr: self._for,
+        }
+
+    def evaluate(self, expr: ast.Expr, scope: Scope) -> Any:
+        """The value of ``expr``; raises EvalError for errors in the configuration."""
+        value = self._eval(expr, scope)
+        if isinstance(value, _Namespace):
+            raise EvalError("Invalid reference", expr.pos,
+                            f"{value.describe()} must be followed by an attribute name")
+        return value
+
+    def _eval(self, expr: ast.Expr, scope: Scope) -> Any:
+        handler = self._dispatch.get(type(expr))
+        if handler is None:
+            raise EvalError("Unsupported expression", getattr(expr, "pos", None), type(expr).__name__)
+        return handler(expr, scope)
+
+    # -- leaves and constructors -----------------------------------------------------------------
+
+    def _literal(self, expr: ast.Literal, scope: Scope) -> Any:
+        value = expr.value
+        if type(value) is float and value.is_integer():
+            return int(value)  # values.py: whole numbers are ints (1e21 too)
+        return value
+
+    def _tuple(self, expr: ast.TupleExpr, scope: Scope) -> Any:
+        return [self.evaluate(item, scope) for item in expr.items]
+
+    def _object(self, expr: ast.ObjectExpr, scope: Scope) -> Any:
+        result: dict[str, Any] = {}
+        unknown_key = False
+        for key_expr, value_expr in expr.items:
+            key = self.evaluate(key_expr, scope)
+            value = self.evaluate(value_expr, scope)
+            if key is UNKNOWN:
+                unknown_key = True
+                continue
+            if key is None:
+                raise EvalError("Invalid object key", key_expr.pos, "an object key must not be null")
+            result[to_string(key, key_expr.pos, "object key")] = value
+        return UNKNOWN if unknown_key else result
+
+    # -- references --------------------------------------------------------------------------------
+
+    def _reference(self, expr: ast.Reference, scope: Scope) -> Any:
+        found, value = scope.lookup(expr.name)
+        if found:
+            return value
+        name = expr.name
+        if name in ("var", "local", "module", "data", "ephemeral"):
+            return _Namespace(name)
+        if name in _RESERVED_UNBOUND:
+            raise EvalError(f"Invalid reference to {name}", expr.pos, _RESERVED_UNBOUND[name])
+        if name in ("path", "terraform"):
+            raise EvalError(f"Invalid reference to {name}", expr.pos, f"{name} is not available here")
+        return _Namespace("resource_type", name)
+
+    def _get_attr(self, expr: ast.GetAttr, scope: Scope) -> Any:
+        target = self._eval(expr.target, scope)
+        return self.get_attr(target, expr.name, expr.pos, scope)
+
+    def get_attr(self, target: Any, name: str, pos: ast.Pos, scope: Scope) -> Any:
+        if isinstance(target, _Namespace):
+            resolver = scope.resolver
+            kind = target.kind
+            if kind == "local":
+                return resolver.local(name, pos)
+            if kind == "var":
+                return resolver.variable(name, pos)
+            if kind == "module":
+                return resolver.module(name, pos)
+            if kind == "data":
+                return _Namespace("data_type", f"data.{name}")
+            if kind == "data_type":
+                return resolver.data(target.prefix[5:], name, pos)
+            if kind == "ephemeral":
+                return _Namespace("ephemeral_type", f"ephemeral.{name}")
+            if kind == "ephemeral_type":
+                return UNKNOWN  # ephemeral resources exist only during a run, never in a plan
+            return resolver.resource(target.prefix, name, pos)
+        if target is UNKNOWN:
+            return UNKNOWN
+        if isinstance(target, dict):
+            if name in target:
+                return target[name]
+            if isinstance(target, ResourceObject):
+                return UNKNOWN
+            raise EvalError("Unsupported attribute", pos, f"this object does not have an attribute named {name!r}")
+        if target is None:
+            raise EvalError("Attempt to get attribute from null value", pos,
+                            "this value is null, so it does not have any attributes")
+        raise EvalError("Unsupported attribute", pos,
+                        f"can't access attribute {name!r} on a {type_label(target)} value")
+
+    def _index(self, expr: ast.Index, scope: Scope) -> Any:
+        target = self._eval(expr.target, scope)
+        key = self.evaluate(expr.key, scope)
+        if isinstance(target, _Namespace):
+            if isinstance(key, str):
+                return self.get_attr(target, key, expr.pos, scope)
+            raise EvalError("Invalid reference", expr.pos, f"{target.describe()} cannot be indexed")
+        return self.index(target, key, expr.pos)
+
+    def index(self, target: Any, key: Any, pos: ast.Pos) -> Any:
+        if target is UNKNOWN or key is UNKNOWN:
+            return UNKNOWN
+        if key is None:
+            raise EvalError("Invalid index", pos, "can't use a null value as an indexing key")
+        if isinstance(target, TfSet):
+            raise EvalError("Invalid index", pos, "elements of a set are identified only by their value "
+                            "and don't have any separate index or key to select with")
+        if isinstance(target, (list, tuple)):
+            number = to_number(key, pos, "index")
+            if not isinstance(number, int) or isinstance(key, bool):
+                raise EvalError("Invalid index", pos, "the index must be a whole number")
+            if number < 0 or number >= len(target):
+                raise EvalError("Invalid index", pos,
+                                f"the given key does not identify an element in this collection value "
+                                f"(index {number}, length {len(target)})")
+            return target[number]
+        if isinstance(target, dict):
+            if isinstance(key, (dict, list, tuple)):
+                raise EvalError("Invalid index", pos, "a map key must be a string")
+            name = to_string(key, pos, "key")
+            if name in target:
+                return target[name]
+            if isinstance(target, ResourceObject):
+                return UNKNOWN
+            raise EvalError("Invalid index", pos, f"the given key does not identify an element in this "
+                            f"collection value: {name!r}")
+        if target is None:
+            raise EvalError("Attempt to index null value", pos, "this value is null, so it has no elements")
+        raise EvalError("Invalid index", pos, f"this value ({type_label(target)}) does not have any indices")
+
+    def _splat(self, expr: ast.Splat, scope: Scope) -> Any:
+        source = self.evaluate(expr.source, scope)
+        if source is UNKNOWN:
+            return UNKNOWN
+        if source is None:
+            return []
+        items = list(source) if isinstance(source, (list, tuple)) else [source]
+        results = []
+        for item in items:
+            results.append(self.evaluate(expr.each, scope.child({"\0splat": item})))
+        return results
+
+    def _splat_item(self, expr: ast.SplatItem, scope: Scope) -> Any:
+        found, value = scope.lookup("\0splat")
+        if not found:
+            raise EvalError("Invalid splat", expr.pos, "splat item outside a splat expression")
+        return value
+
+    # -- operators -----------------------------------------------------------------------------------
+
+    def _conditional(self, expr: ast.Conditional, scope: Scope) -> Any:
+        condition = self.evaluate(expr.condition, scope)
+        # Terraform checks both branches' types, so both are evaluated and their errors reported.
+        true_value = self.evaluate(expr.true_expr, scope)
+        false_value = self.evaluate(expr.false_expr, scope)
+        if condition is UNKNOWN:
+            return UNKNOWN
+        chosen, other = (true_value, false_value) if to_bool(condition, expr.condition.pos) else \
+            (false_value, true_value)
+        return self._unify(chosen, other, expr.pos)
+
+    def _unify(self, chosen: Any, other: Any, pos: ast.Pos) -> Any:
+        """Both results of a conditional share one type: a number or bool beside a string becomes a
+        string, as Terraform's type unification does."""
+        if chosen is None or chosen is UNKNOWN or other is None or other is UNKNOWN:
+            return chosen
+        kind, other_kind = _primitive_kind(chosen), _primitive_kind(other)
+        if kind is not None and kind == other_kind:
+            return chosen  # the common case, without inferring types
+        unified = types.unify([types.infer_type(chosen), types.infer_type(other)])
+        if unified is None:
+            raise EvalError("Inconsistent conditional result types", pos,
+                            f"the true and false result expressions must have consistent types "
+                            f"({types.type_name(chosen)}, {types.type_name(other)})")
+        try:
+            return types.convert(chosen, unified)
+        except types.ConversionError as error:
+            raise EvalError("Inconsistent conditional result types", pos, str(error)) from None
+
+    def _binary(self, expr: ast.BinaryOp, scope: Scope) -> Any:
+        left = self.evaluate(expr.left, scope)
+        right = self.evaluate(expr.right, scope)
+        op = expr.op
+        if op == "==" or op == "!=":
+            if contains_unknown(left) or contains_unknown(right):
+                return UNKNOWN
+            equal = values_equal(left, right)
+            return equal if op == "==" else not equal
+        if op == "&&" or op == "||":
+            # No short-circuit: both sides are evaluated (and their errors raised) as in Terraform,
+            # and an unknown side makes the result unknown even when the other decides it.
+            left_bool = left if left is UNKNOWN else to_bool(left, expr.left.pos, "operand")
+            right_bool = right if right is UNKNOWN else to_bool(right, expr.right.pos, "operand")
+            if left_bool is UNKNOWN or right_bool is UNKNOWN:
+                return UNKNOWN
+            return (left_bool and right_bool) if op == "&&" else (left_bool or right_bool)
+        left_number = left if left is UNKNOWN else to_number(left, expr.left.pos)
+        right_number = right if right is UNKNOWN else to_number(right, expr.right.pos)
+        if left_number is UNKNOWN or right_number is UNKNOWN:
+            return UNKNOWN
+        if op in ("+", "-", "*", "/", "%"):
+            if right_number == 0 and op in ("/", "%"):
+                raise EvalError("Division by zero", expr.pos, f"the right operand of {op} is zero")
+            return arithmetic(op, left_number, right_number)
+        if op == "<":
+            return left_number < right_number
+        if op == "<=":
+            return left_number <= right_number
+        if op == ">":
+            return left_number > right_number
+        if op == ">=":
+            return left_number >= right_number
+        raise EvalError("Unsupported operator", expr.pos, op)
+
+    def _unary(self, expr: ast.UnaryOp, scope: Scope) -> Any:
+        operand = self.evaluate(expr.operand, scope)
+        if operand is UNKNOWN:
+            return UNKNOWN
+        if expr.op == "!":
+            return not to_bool(operand, expr.operand.pos, "operand")
+        return arithmetic("-", 0, to_number(operand, expr.operand.pos))
+
+    # -- templates and for expressions ---------------------------------------------------------------
+
+    def _template(self, expr: ast.TemplateExpr, scope: Scope) -> Any:
+        out: list[str] = []
+        unknown = self._render_parts(expr.parts, scope, out)
+        return UNKNOWN if unknown else "".join(out)
+
+    def _render_parts(self, parts: list, scope: Scope, out: list[str]) -> bool:
+        """Appends the rendered parts; True when some part is unknown (the result is then unknown, but
+        every part is still evaluated so that its errors are reported)."""
+        unknown = False
+        for part in parts:
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, ast.Interpolation):
+                value = self.evaluate(part.expr, scope)
+                if value is UNKNOWN:
+                    unknown = True
+                elif contains_unknown(value):
+                    raise EvalError("Invalid template interpolation value", part.expr.pos,
+                                    f"cannot include a {type_label(value)} value in a string template")
+                else:
+                    out.append(to_string(value, part.expr.pos))
+            elif isinstance(part, ast.IfDirective):
+                condition = self.evaluate(part.condition, scope)
+                if condition is UNKNOWN:
+                    unknown = True
+                    self._render_parts(part.then_parts, scope, [])
+                    self._render_parts(part.else_parts, scope, [])
+                elif to_bool(condition, part.condition.pos):
+                    unknown |= self._render_parts(part.then_parts, scope, out)
+                else:
+                    unknown |= self._render_parts(part.else_parts, scope, out)
+            elif isinstance(part, ast.ForDirective):
+                collection = self.evaluate(part.collection, scope)
+                if collection is UNKNOWN:
+                    unknown = True
+                    continue
+                for key, value in iterate_collection(collection, part.collection.pos):
+                    names = {part.value_var: value}
+                    if part.key_var:
+                        names[part.key_var] = key
+                    unknown |= self._render_parts(part.body_parts, scope.child(names), out)
+            else:
+                raise EvalError("Unsupported template part", None, type(part).__name__)
+        return unknown
+
+    def _for(self, expr: ast.ForExpr, scope: Scope) -> Any:
+        collection = self.evaluate(expr.collection, scope)
+        if collection is UNKNOWN:
+            return UNKNOWN
+        pairs = iterate_collection(collection, expr.collection.pos)
+        is_object = expr.key_expr is not None
+        items: list[Any] = []
+        result: dict[str, Any] = {}
+        unknown = False
+        for key, value in pairs:
+            names = {expr.value_var: value}
+            if expr.key_var:
+                names[expr.key_var] = key
+            inner = scope.child(names)
+            if expr.condition is not None:
+                keep = self.evaluate(expr.condition, inner)
+                if keep is UNKNOWN:
+                    unknown = True
+                    continue
+                if not to_bool(keep, expr.condition.pos, "for condition"):
+                    continue
+            if not is_object:
+                items.append(self.evaluate(expr.value_expr, inner))
+                continue
+            out_key = self.evaluate(expr.key_expr, inner)
+            out_value = self.evaluate(expr.value_expr, inner)
+            if out_key is UNKNOWN:
+                unknown = True
+                continue
+            if out_key is None:
+                raise EvalError("Invalid object key", expr.key_expr.pos, "the key expression produced null")
+            out_key = to_string(out_key, expr.key_expr.pos, "object key")
+            if expr.grouping:
+                result.setdefault(out_key, []).append(out_value)
+            elif out_key in result:
+                raise EvalError("Duplicate object key", expr.key_expr.pos,
+                                f"two different items produced the key {out_key!r} in this 'for' expression; "
+                                "if duplicates are expected, use the ellipsis (...) after the value "
+                                "expression to enable grouping by key")
+            else:
+                result[out_key] = out_value
+        if unknown:
+            return UNKNOWN
+        if not is_object:
+            return items
+        return {key: result[key] for key in sorted(result)}
+
+    # -- functions -------------------------------------------------------------------------------------
+
+    def _function_call(self, expr: ast.FunctionCall, scope: Scope) -> Any:
+        name = expr.name
+        if name == "try":
+            return self._try(expr, scope)
+        if name == "can":
+            return self._can(expr, scope)
+        args = [self.evaluate(arg, scope) for arg in expr.args]
+        if expr.expand_final and args:
+            last = args.pop()
+            if last is UNKNOWN:
+                return UNKNOWN
+            if not isinstance(last, (list, tuple)):
+                raise EvalError("Invalid expanding argument value", expr.args[-1].pos,
+                                "the expanding argument (indicated by ...) must be a list, tuple or set")
+            args.extend(last)
+        # Unknown arguments are the library's business: length([unknown]) is still 1.
+        if call_function is None:
+            return self._unsupported(name, expr.pos, scope)
+        try:
+            return call_function(name, args, scope.function_context)
+        except UnsupportedFunction as error:
+            return self._unsupported(getattr(error, "name", name), expr.pos, scope)
+        except FunctionError as error:
+            raise EvalError("Error in function call", expr.pos, f"call to function {name!r} failed: {error}") \
+                from None
+        except EvalError:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, ArithmeticError) as error:
+            # A library bug or an input it did not expect must not stop the rest of the configuration.
+            raise EvalError("Error in function call", expr.pos, f"call to function {name!r} failed: {error}") \
+                from None
+
+    def _unsupported(self, name: str, pos: ast.Pos, scope: Scope) -> Any:
+        scope.warnings.append(Diagnostic.at(
+            "warning", f"Unsupported function {name!r}",
+            f"the function {name!r} is not supported by the static evaluator; its result is treated as "
+            "unknown", pos))
+        return UNKNOWN
+
+    def _try(self, expr: ast.FunctionCall, scope: Scope) -> Any:
+        if not expr.args:
+            raise EvalError("Invalid function argument", expr.pos, "try() needs at least one argument")
+        errors: list[str] = []
+        for arg in expr.args:
+            try:
+                value = self.evaluate(arg, scope)
+            except EvalError as error:
+                errors.append(str(error))
+                continue
+            # A value that is not wholly known may still fail once known: Terraform answers unknown.
+            return UNKNOWN if contains_unknown(value) else value
+        raise EvalError("Error in function call", expr.pos,
+                        "no expression given to try() succeeded: " + "; ".join(errors))
+
+    def _can(self, expr: ast.FunctionCall, scope: Scope) -> Any:
+        if len(expr.args) != 1:
+            raise EvalError("Invalid function argument", expr.pos, "can() takes exactly one argument")
+        try:
+            value = self.evaluate(expr.args[0], scope)
+        except EvalError:
+            return False
+        return UNKNOWN if contains_unknown(value) else True
+
+
+EVALUATOR = Evaluator()
+
+
+def evaluate(expr: ast.Expr, scope: Scope) -> Any:
+    """Evaluate ``expr`` in ``scope`` (raises EvalError)."""
+    return EVALUATOR.evaluate(expr, scope)
+
+
+def constant_scope(function_context: Any = None) -> Scope:
+    """A scope where no reference is allowed: tfvars files and -var values."""
+    return Scope({}, NoReferences(), function_context=function_context)

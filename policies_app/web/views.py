@@ -1,0 +1,292 @@
+"""Server-rendered pages. Who may see and do what comes from access.py, what happens from the services:
+a page that the user may not see answers 404, an action the user may not take answers 403."""
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import Prefetch, Q, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from .. import access
+from ..choices import DeploymentStatus
+from ..deployments import DeploymentActionError, cancel_deployment, record_approval
+from ..evaluation import effective_policies
+from ..models import ApprovalPolicy, Deployment, Environment, PolicyModule, PolicyRevision, Project
+from ..policies import dry_run_policy
+from .forms import ApprovalForm, DeploymentFilterForm, DryRunForm
+
+logger = logging.getLogger(__name__)
+
+QUEUE_PAGE_SIZE = 50
+RECENT_DEPLOYMENTS = 20
+# Refusals that are about who the user is answer 403; the others (e.g. no longer pending) are conflicts.
+FORBIDDEN_CODES = frozenset({"forbidden", "self_approval"})
+CANCELLABLE_STATUSES = frozenset({DeploymentStatus.QUEUED, DeploymentStatus.PENDING_APPROVAL})
+
+
+def visible_policies(user: AbstractBaseUser) -> QuerySet[ApprovalPolicy]:
+    """Policies that apply somewhere the user can see: on a visible project or one of its ancestors (which
+    the project inherits), or on the template of a visible environment. Superusers see every policy."""
+    project_ids = access.visible_project_ids(user)
+    if project_ids is None:
+        return ApprovalPolicy.objects.all()
+    parents = dict(Project.objects.values_list("pk", "parent_id"))
+    applying: set[int] = set()
+    for pk in project_ids:
+        node: int | None = pk
+        while node is not None and node not in applying:
+            applying.add(node)
+            node = parents.get(node)
+    template_ids = access.visible_environments(user).values("template_id")
+    return ApprovalPolicy.objects.filter(Q(projects__in=applying) | Q(templates__in=template_ids)).distinct()
+
+
+# --- deployments -------------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def deployment_queue(request: HttpRequest) -> HttpResponse:
+    environments = access.visible_environments(request.user)
+    # Without any filter in the URL the queue shows what waits for someone: the pending deployments.
+    data = request.GET if "status" in request.GET else {"status": DeploymentStatus.PENDING_APPROVAL}
+    form = DeploymentFilterForm(data, environments=[(e.pk, str(e)) for e in environments])
+    deployments = access.visible_deployments(request.user)
+    if form.is_valid():
+        if form.cleaned_data["status"]:
+            deployments = deployments.filter(status=form.cleaned_data["status"])
+        if form.cleaned_data["environment"] is not None:
+            deployments = deployments.filter(environment_id=form.cleaned_data["environment"])
+    else:
+        deployments = deployments.none()
+    page = Paginator(deployments, QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "web/deployment_queue.html",
+        {"form": form, "page": page, "query": query.urlencode()},
+    )
+
+
+def _visible_deployment(request: HttpRequest, pk: int) -> Deployment:
+    return get_object_or_404(access.visible_deployments(request.user), pk=pk)
+
+
+def _render_deployment(
+    request: HttpRequest,
+    deployment: Deployment,
+    *,
+    form: ApprovalForm | None = None,
+    error: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    project = deployment.environment.project
+    pending = deployment.status == DeploymentStatus.PENDING_APPROVAL
+    evaluations = deployment.evaluations.prefetch_related(
+        Prefetch("policy_revisions", queryset=PolicyRevision.objects.select_related("policy"))
+    )
+    context: dict[str, Any] = {
+        "deployment": deployment,
+        "project": project,
+        "evaluations": evaluations,
+        "approvals": deployment.approvals.select_related("user"),
+        "events": deployment.events.select_related("actor"),
+        "pinned_revisions": deployment.policy_revisions.select_related("policy"),
+        "may_approve": pending and access.can_approve(request.user, project),
+        "may_cancel": deployment.status in CANCELLABLE_STATUSES and access.can_deploy(request.user, project),
+        "approval_form": form or ApprovalForm(),
+        "error": error,
+    }
+    return render(request, "web/deployment_detail.html", context, status=status)
+
+
+@login_required
+@require_GET
+def deployment_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    return _render_deployment(request, _visible_deployment(request, pk))
+
+
+@login_required
+@require_POST
+def deployment_decide(request: HttpRequest, pk: int) -> HttpResponse:
+    """Approve or reject; record_approval holds every rule (role, self-approval, still pending, once)."""
+    deployment = _visible_deployment(request, pk)
+    if not access.can_approve(request.user, deployment.environment.project):
+        raise PermissionDenied("Only approvers of this project or a parent project may approve or reject.")
+    form = ApprovalForm(request.POST)
+    if not form.is_valid():
+        return _render_deployment(
+            request, deployment, form=form, error="Choose approve or reject.", status=400
+        )
+    try:
+        record_approval(deployment, request.user, form.cleaned_data["decision"], form.cleaned_data["comment"])
+    except DeploymentActionError as refusal:
+        status = 403 if refusal.code in FORBIDDEN_CODES else 409
+        deployment.refresh_from_db()
+        return _render_deployment(request, deployment, form=form, error=refusal.message, status=status)
+    return redirect("web:deployment-detail", pk=deployment.pk)
+
+
+@login_required
+@require_POST
+def deployment_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    deployment = _visible_deployment(request, pk)
+    if not access.can_deploy(request.user, deployment.environment.project):
+        raise PermissionDenied("Only deployers of this project may cancel deployments.")
+    try:
+        cancel_deployment(deployment, request.user)
+    except DeploymentActionError as refusal:
+        status = 403 if refusal.code in FORBIDDEN_CODES else 409
+        deployment.refresh_from_db()
+        return _render_deployment(request, deployment, error=refusal.message, status=status)
+    return redirect("web:deployment-detail", pk=deployment.pk)
+
+
+@login_required
+@require_GET
+def evaluation_input(request: HttpRequest, pk: int, evaluation_pk: int) -> HttpResponse:
+    """The exact input an evaluation gave the engine, to debug a policy or replay it in a dry run."""
+    deployment = _visible_deployment(request, pk)
+    evaluation = get_object_or_404(deployment.evaluations, pk=evaluation_pk)
+    response = HttpResponse(evaluation.input_json, content_type="application/json")
+    response["Content-Disposition"] = (
+        f'inline; filename="deployment-{deployment.pk}-evaluation-{evaluation.pk}.json"'
+    )
+    return response
+
+
+# --- projects and environments ------------------------------------------------------------------------
+
+
+@dataclass
+class ProjectNode:
+    project: Project
+    own_policies: list[ApprovalPolicy]
+    inherited_policies: list[tuple[ApprovalPolicy, Project]]
+    environments: list[Environment] = field(default_factory=list)
+    children: list["ProjectNode"] = field(default_factory=list)
+
+
+@login_required
+@require_GET
+def project_tree(request: HttpRequest) -> HttpResponse:
+    visible_ids = set(access.visible_projects(request.user).values_list("pk", flat=True))
+    # Every project is loaded once, because a visible project inherits from ancestors the user may not see.
+    projects = {p.pk: p for p in Project.objects.prefetch_related("approval_policies")}
+    environments: dict[int, list[Environment]] = {}
+    for environment in access.visible_environments(request.user):
+        environments.setdefault(environment.project_id, []).append(environment)
+
+    nodes: dict[int, ProjectNode] = {}
+    for pk in sorted(visible_ids, key=lambda pk: projects[pk].name.lower()):
+        project = projects[pk]
+        inherited: list[tuple[ApprovalPolicy, Project]] = []
+        seen = {policy.pk for policy in project.approval_policies.all()}
+        ancestor_id = project.parent_id
+        while ancestor_id is not None and ancestor_id in projects:
+            ancestor = projects[ancestor_id]
+            for policy in ancestor.approval_policies.all():
+                if policy.pk not in seen:
+                    seen.add(policy.pk)
+                    inherited.append((policy, ancestor))
+            ancestor_id = ancestor.parent_id
+            if ancestor_id == pk:
+                break  # a cycle, which Project.clean forbids; never loop on bad data
+        nodes[pk] = ProjectNode(
+            project, list(project.approval_policies.all()), inherited, environments.get(pk, [])
+        )
+
+    roots: list[ProjectNode] = []
+    for pk, node in nodes.items():
+        parent_id = node.project.parent_id
+        if parent_id in nodes and parent_id != pk:
+            nodes[parent_id].children.append(node)
+        else:
+            roots.append(node)
+    return render(request, "web/project_tree.html", {"roots": roots})
+
+
+@login_required
+@require_GET
+def environment_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    environment = get_object_or_404(access.visible_environments(request.user), pk=pk)
+    template_policy_ids = set(environment.template.approval_policies.values_list("pk", flat=True))
+    project_chain = [environment.project, *environment.project.ancestors()]
+    policies = []
+    for policy in effective_policies(environment):
+        if policy.pk in template_policy_ids:
+            source = f"template {environment.template.name}"
+        else:
+            owner = next(
+                (p for p in project_chain if p.approval_policies.filter(pk=policy.pk).exists()), None
+            )
+            source = f"project {owner.full_name}" if owner else ""
+        policies.append((policy, source))
+    deployments = access.visible_deployments(request.user).filter(environment=environment)[
+        :RECENT_DEPLOYMENTS
+    ]
+    context = {
+        "environment": environment,
+        "policies": policies,
+        "deployments": deployments,
+        "current_state": environment.current_state,
+    }
+    return render(request, "web/environment_detail.html", context)
+
+
+# --- policies -----------------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def policy_list(request: HttpRequest) -> HttpResponse:
+    policies = visible_policies(request.user).prefetch_related("projects", "templates", "revisions")
+    return render(request, "web/policy_list.html", {"policies": policies})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def policy_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    policy = get_object_or_404(visible_policies(request.user), pk=pk)
+    revisions = list(
+        policy.revisions.select_related("created_by").prefetch_related(
+            Prefetch("modules", queryset=PolicyModule.objects.order_by("filename"))
+        )
+    )
+    for revision in revisions:
+        revision.data_json = (
+            "" if revision.data is None else json.dumps(revision.data, indent=2, sort_keys=True)
+        )
+    numbers = [revision.number for revision in revisions]
+    result: dict[str, Any] | None = None
+    dry_run_error = ""
+    if request.method == "POST":
+        form = DryRunForm(request.POST, revisions=numbers)
+        if form.is_valid():
+            revision = next(r for r in revisions if r.number == form.cleaned_data["revision"])
+            try:
+                result = dry_run_policy(revision, form.cleaned_data["input_json"])
+            except Exception as problem:  # noqa: BLE001 - show the engine's failure instead of a 500
+                logger.exception("dry run of %s r%s failed", policy.name, revision.number)
+                dry_run_error = f"The evaluation failed: {problem}"
+    else:
+        form = DryRunForm(initial={"revision": numbers[0] if numbers else None}, revisions=numbers)
+    context = {
+        "policy": policy,
+        "revisions": revisions,
+        "projects": [p for p in policy.projects.all() if access.can_view(request.user, p)],
+        "templates": policy.templates.all(),
+        "form": form,
+        "result": result,
+        "dry_run_error": dry_run_error,
+    }
+    return render(request, "web/policy_detail.html", context, status=400 if form.errors else 200)

@@ -1,0 +1,3 @@
+Hello %{ for n in names ~}
+${upper(n)} 
+%{~ endfor }!

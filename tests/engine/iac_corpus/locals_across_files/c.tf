@@ -1,0 +1,4 @@
+locals {
+  base   = 2
+  prefix = "app"
+}

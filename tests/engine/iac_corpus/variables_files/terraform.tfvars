@@ -1,0 +1,3 @@
+name = "from-tfvars"
+size = 2
+servers = [{ name = "a" }, { name = "b", port = 9000 }]

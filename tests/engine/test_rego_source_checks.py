@@ -1,0 +1,316 @@
+"""What we check and rewrite before an engine sees a policy (pure Python, no engine process)."""
+
+import json
+
+import pytest
+
+from policies_app.rego import PolicyCompileError, PolicyModule, PolicySource
+from policies_app.rego.annotations import resolve_metadata_calls
+from policies_app.rego.errors import parse_regopy_errors, parse_regorus_error
+from policies_app.rego.lexer import code_tokens, find_calls, statements, tokenize
+from policies_app.rego.prepare import library_modules, policy_payload, prepare_policy, rule_ref
+
+
+def prepare(*modules, version="v1", data=None):
+    policy = PolicySource("k@1", "policy", version, tuple(PolicyModule(f, s) for f, s in modules), data)
+    return prepare_policy(policy_payload(policy))
+
+
+def test_it_finds_a_builtin_call_but_not_the_same_words_in_strings_comments_or_fields():
+    source = (
+        "package env0\n"
+        "# http.send is not called here\n"
+        'msg := "http.send"\n'
+        "field := input.http.send\n"
+        'raw := `net.lookup_ip_addr("x")`\n'
+        'deny contains "x" if { r := http.send({"url": "u"}); r.status_code == 200 }\n'
+    )
+    code = code_tokens(tokenize(source))
+    found = [
+        (name, code[first].line, code[first].column) for name, first, _ in find_calls(code, {"http.send"})
+    ]
+    assert found == [("http.send", 6, 29)]
+
+
+def test_it_splits_a_module_into_package_imports_and_rules():
+    source = (
+        "package env0.sub\n\nimport rego.v1\n\n"
+        "default allow := false\n"
+        'deny contains msg if {\n  msg := concat(",", [\n    "a",\n  ])\n}\n'
+        "f(x) := 1 if { x == 1 } else := 2\n"
+        "allow if {\n  true\n} else := false\n"
+    )
+    found = [(s.kind, s.path, s.line) for s in statements(code_tokens(tokenize(source)))]
+    assert found == [
+        ("package", ("env0", "sub"), 1),
+        ("import", ("rego", "v1"), 3),
+        ("rule", ("allow",), 5),
+        ("rule", ("deny",), 6),
+        ("rule", ("f",), 11),
+        ("rule", ("allow",), 12),
+    ]
+
+
+def test_it_rejects_http_send_with_its_position():
+    source = 'package env0\n\ndeny contains "down" if {\n  resp := http.send({"method": "get", "url": "https://x"})\n  resp.status_code != 200\n}\n'
+    with pytest.raises(PolicyCompileError) as caught:
+        prepare(("net.rego", source))
+    error = caught.value
+    assert (error.file, error.line, error.column) == ("net.rego", 4, 11)
+    assert "http.send reaches the network" in error.message
+    assert str(error).startswith("net.rego:4:11: http.send")
+
+
+def test_it_rejects_net_lookup_ip_addr():
+    source = 'package env0\n\nwarn contains "dns" if { count(net.lookup_ip_addr("example.com")) > 0 }\n'
+    with pytest.raises(PolicyCompileError, match="net.lookup_ip_addr reaches the network"):
+        prepare(("dns.rego", source))
+
+
+def test_it_allows_opa_runtime():
+    prepared = prepare(("rt.rego", 'package env0\n\nwarn contains "x" if { opa.runtime() }\n'))
+    assert prepared.package == ("env0",)
+
+
+def test_it_reads_decisions_from_env0_when_a_module_says_env0():
+    prepared = prepare(
+        ("a.rego", "package helpers\n\nx := 1\n"), ("b.rego", "package env0\n\nallow := true\n")
+    )
+    assert prepared.package == ("env0",)
+    assert rule_ref(prepared.package, "deny") == "data.env0.deny"
+
+
+def test_it_reads_decisions_from_the_one_package_all_modules_share():
+    prepared = prepare(("a.rego", "package approvals.prod\n\nallow := true\n"))
+    assert prepared.package == ("approvals", "prod")
+    assert rule_ref(prepared.package, "allow") == "data.approvals.prod.allow"
+
+
+def test_it_rejects_modules_in_different_packages_without_env0():
+    with pytest.raises(PolicyCompileError, match=r"different packages \(a, b\)"):
+        prepare(("a.rego", "package a\n\nx := 1\n"), ("b.rego", "package b\n\ny := 1\n"))
+
+
+def test_it_rejects_a_module_without_package():
+    with pytest.raises(PolicyCompileError, match="no package declaration"):
+        prepare(("a.rego", "allow := true\n"))
+
+
+def test_it_reserves_library_module_names():
+    with pytest.raises(PolicyCompileError, match="reserved for the shared library"):
+        prepare(("library/x.rego", "package env0\n\nallow := true\n"))
+
+
+def test_it_rejects_policy_data_that_is_not_an_object():
+    with pytest.raises(PolicyCompileError, match="must be a JSON object"):
+        prepare(("a.rego", "package env0\n\nallow := true\n"), data=[1, 2])
+
+
+def test_it_rejects_policy_data_that_is_not_json():
+    with pytest.raises(PolicyCompileError, match="not JSON-compatible"):
+        prepare(("a.rego", "package env0\n\nallow := true\n"), data={"when": object()})
+
+
+def test_it_hashes_everything_that_changes_compilation():
+    def digest(version="v1", source="package env0\n", data=None):
+        return policy_payload(PolicySource("k", "n", version, (PolicyModule("a.rego", source),), data))[
+            "hash"
+        ]
+
+    base = digest()
+    assert base == digest()
+    assert len({base, digest(version="v0"), digest(source="package env0\n\n"), digest(data={"a": 1})}) == 4
+
+
+METADATA_POLICY = """# METADATA
+# title: Deployments
+# description: approval rules
+package env0
+
+# METADATA
+# title: Two approvals
+# description: at least two people approved
+# authors:
+# - Alice Example <alice@example.com>
+# related_resources:
+# - https://example.com/runbook
+# custom:
+#   severity: high
+
+allow contains format(rego.metadata.rule()) if {
+\tcount(input.approvers) > 1
+}
+
+# METADATA
+# description: the deny document
+# scope: document
+deny contains sprintf("%d", [count(rego.metadata.chain())]) if { false }
+
+pending contains rego.metadata.rule().title if { true }
+
+format(meta) := meta.description
+"""
+
+
+def test_it_replaces_rego_metadata_rule_with_the_rules_annotations_on_the_same_line():
+    [(_, rewritten)] = resolve_metadata_calls([("p.rego", METADATA_POLICY)])
+    lines = rewritten.splitlines()
+    assert len(lines) == len(METADATA_POLICY.splitlines())
+    allow_line = lines[15]
+    assert allow_line.startswith("allow contains format({") and allow_line.endswith(") if {")
+    literal = json.loads(allow_line[len("allow contains format(") : -len(") if {")])
+    assert literal == {
+        "scope": "rule",
+        "title": "Two approvals",
+        "description": "at least two people approved",
+        "authors": [{"name": "Alice Example", "email": "alice@example.com"}],
+        "related_resources": [{"ref": "https://example.com/runbook"}],
+        "custom": {"severity": "high"},
+    }
+    # a rule without a rule-scope block gets an empty object, as in OPA
+    assert lines[24] == "pending contains {}.title if { true }"
+
+
+def test_it_builds_the_metadata_chain_from_rule_to_package():
+    [(_, rewritten)] = resolve_metadata_calls([("p.rego", METADATA_POLICY)])
+    deny_line = rewritten.splitlines()[22]
+    literal = json.loads(deny_line[len('deny contains sprintf("%d", [count(') : -len(")]) if { false }")])
+    assert literal == [
+        {"path": ["env0", "deny"]},
+        {"path": ["env0", "deny"], "annotations": {"scope": "document", "description": "the deny document"}},
+        {
+            "path": ["env0"],
+            "annotations": {"scope": "package", "title": "Deployments", "description": "approval rules"},
+        },
+    ]
+
+
+def test_it_leaves_modules_without_metadata_calls_untouched():
+    source = "package env0\n\n# METADATA\n# title: [unclosed\nallow := true\n"
+    assert resolve_metadata_calls([("p.rego", source)]) == [("p.rego", source)]
+
+
+def test_it_reports_invalid_metadata_yaml_with_its_line():
+    source = "package env0\n\n# METADATA\n# title: ok\n# description: [unclosed\nallow contains rego.metadata.rule().title if { true }\n"
+    with pytest.raises(PolicyCompileError) as caught:
+        prepare(("p.rego", source))
+    assert caught.value.file == "p.rego"
+    assert caught.value.line in (5, 6)
+    assert "invalid METADATA block" in caught.value.message
+
+
+def test_it_rejects_a_package_scope_on_a_rule():
+    source = "package env0\n\n# METADATA\n# scope: package\nallow contains rego.metadata.rule().title if { true }\n"
+    with pytest.raises(PolicyCompileError, match="must be applied to a package"):
+        prepare(("p.rego", source))
+
+
+def test_it_rejects_other_rego_metadata_references():
+    source = "package env0\n\nallow contains x if { x := rego.metadata.rules() }\n"
+    with pytest.raises(PolicyCompileError, match="only rego.metadata.rule"):
+        prepare(("p.rego", source))
+
+
+REGORUS_ERROR = """
+--> policy.rego:6:1
+  |
+6 | }
+  | ^
+error: expecting expression
+
+Stack backtrace:
+   0: <unknown>
+  22: method_vectorcall_FASTCALL_KEYWORDS
+             at ./python-build/Objects/descrobject.c:426:24
+"""
+
+
+def test_it_keeps_only_the_position_and_error_line_of_a_regorus_error():
+    parsed = parse_regorus_error(REGORUS_ERROR)
+    assert (parsed.file, parsed.line, parsed.column, parsed.message) == (
+        "policy.rego",
+        6,
+        1,
+        "expecting expression",
+    )
+
+
+def test_it_reads_a_regorus_error_without_position():
+    parsed = parse_regorus_error("not a valid rule path\n\nStack backtrace:\n   0: <unknown>\n")
+    assert (parsed.file, parsed.line, parsed.message) == (None, None, "not a valid rule path")
+
+
+def test_it_turns_rego_cpp_byte_offsets_into_lines_and_columns():
+    source = 'package env0\n\ndeny contains msg if {\n  msg := "é" +\n}\n'
+    text = "(rego-errorseq\n  (error 6:p.rego|51|1\n    (errormsg 27:Invalid arithmetic operator)\n    (rego-errorcode)))\n"
+    [parsed] = parse_regopy_errors(text, {"p.rego": source})
+    assert (parsed.file, parsed.line, parsed.column, parsed.message) == (
+        "p.rego",
+        4,
+        14,
+        "Invalid arithmetic operator",
+    )
+
+
+def test_it_reads_a_rego_cpp_error_without_position():
+    text = "(error\n  (errormsg 23:Function not found: foo)\n  (errorast (rego-input))\n  (rego-errorcode))\n"
+    [parsed] = parse_regopy_errors(text, {})
+    assert (parsed.file, parsed.message) == (None, "Function not found: foo")
+
+
+def test_it_loads_every_library_module_except_tests(tmp_path):
+    (tmp_path / "tfstate.rego").write_text("package lib.tfstate\n\nimport rego.v1\n\nx := 1\n")
+    (tmp_path / "nested").mkdir()
+    (tmp_path / "nested" / "plan.rego").write_text("package lib.plan\n\nimport rego.v1\n\ny := 2\n")
+    (tmp_path / "tfstate_test.rego").write_text("package lib.tfstate_test\n\ntest_x if { true }\n")
+    modules = library_modules(tmp_path)
+    assert [name for name, _ in modules] == ["library/nested/plan.rego", "library/tfstate.rego"]
+
+
+def test_it_has_no_library_when_the_folder_is_missing(tmp_path):
+    assert library_modules(tmp_path / "absent") == ()
+
+
+def test_it_prints_errors_as_policy_file_line_column_message():
+    from policies_app.rego import PolicyError
+
+    assert (
+        str(PolicyError("cost limit", "policy.rego", 4, 11, "boom")) == "cost limit: policy.rego:4:11: boom"
+    )
+    assert (
+        str(PolicyError("cost limit", "policy.rego", None, None, "boom")) == "cost limit: policy.rego: boom"
+    )
+    assert str(PolicyError("cost limit", None, None, None, "boom")) == "cost limit: boom"
+    error = PolicyCompileError("boom", policy="p", file="a.rego", line=2, column=5)
+    assert str(error) == "a.rego:2:5: boom"
+    assert (error.policy, error.file, error.line, error.column, error.message) == (
+        "p",
+        "a.rego",
+        2,
+        5,
+        "boom",
+    )
+
+
+def test_it_refuses_an_unknown_engine():
+    from policies_app.rego import check_policy, evaluate_policies
+
+    with pytest.raises(ValueError, match="unknown Rego engine 'opa'"):
+        evaluate_policies([], "{}", "opa")
+    with pytest.raises(ValueError, match="unknown Rego engine 'opa'"):
+        check_policy(PolicySource("k", "n", "v1", ()), "opa")
+
+
+def test_it_takes_package_and_subpackages_annotations_from_other_modules_into_the_chain():
+    parent = "# METADATA\n# scope: subpackages\n# title: All deployments\npackage deploy\n"
+    sibling = "# METADATA\n# title: Production\npackage deploy.prod\n"
+    rules = "package deploy.prod\n\ndeny contains x if { x := json.marshal(rego.metadata.chain()) }\n"
+    rewritten = dict(resolve_metadata_calls([("a.rego", parent), ("b.rego", sibling), ("c.rego", rules)]))
+    line = rewritten["c.rego"].splitlines()[2]
+    literal = json.loads(line[len("deny contains x if { x := json.marshal(") : -len(") }")])
+    assert literal == [
+        {"path": ["deploy", "prod", "deny"]},
+        {"path": ["deploy", "prod"], "annotations": {"scope": "package", "title": "Production"}},
+        {"path": ["deploy"], "annotations": {"scope": "subpackages", "title": "All deployments"}},
+    ]
+    assert rewritten["a.rego"] == parent

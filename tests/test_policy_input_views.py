@@ -1,0 +1,129 @@
+"""Policies see the template's configuration, evaluated by the platform, and the environment's state."""
+
+import pytest
+
+from tests.builders import make_policy
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CONFIGURATION = """
+variable "replicas" {
+  type    = number
+  default = 1
+}
+
+locals {
+  names = [for i in range(var.replicas) : "web-${i}"]
+}
+
+resource "terraform_data" "web" {
+  count = var.replicas
+  input = local.names[count.index]
+}
+
+output "names" {
+  value = local.names
+}
+"""
+
+TOO_MANY_REPLICAS = """
+package env0
+
+replicas := count([r | some r in input.configuration.resources; r.type == "terraform_data"])
+
+deny contains sprintf("%d replicas is more than 2", [replicas]) if replicas > 2
+allow contains sprintf("%d replicas", [replicas]) if replicas <= 2
+"""
+
+STATE = {
+    "version": 4,
+    "terraform_version": "1.11.4",
+    "serial": 7,
+    "lineage": "0d6c-state",
+    "outputs": {"endpoint": {"value": "db.internal", "type": "string"}},
+    "resources": [
+        {
+            "mode": "managed",
+            "type": "terraform_data",
+            "name": "database",
+            "provider": 'provider["terraform.io/builtin/terraform"]',
+            "instances": [
+                {
+                    "schema_version": 0,
+                    "attributes": {"id": "db-1", "input": "protected", "output": "protected", "triggers_replace": None},
+                    "sensitive_attributes": [],
+                }
+            ],
+        }
+    ],
+}
+
+PROTECTS_STATE = """
+package env0
+
+import data.lib.tfstate
+
+protected contains name if {
+    some name, instances in input.state.resources.terraform_data
+    some instance in instances
+    instance.attr.input == "protected"
+}
+
+deny contains sprintf("destroying %s is not allowed", [name]) if {
+    input.deploymentRequest.type == "destroy"
+    some name in protected
+}
+allow contains "nothing protected" if count(protected) == 0
+"""
+
+
+@pytest.fixture
+def template_dir(tmp_path):
+    folder = tmp_path / "repo" / "web"
+    folder.mkdir(parents=True)
+    (folder / "main.tf").write_text(CONFIGURATION)
+    return tmp_path / "repo"
+
+
+def trigger(client, environment, **body):
+    return client.post(f"/api/v1/environments/{environment.pk}/deployments/", body, format="json").json()
+
+
+def test_policies_see_the_configuration_evaluated_with_the_deployment_variables(world, api, template_dir, settings, tmp_path):
+    settings.IAC_PARSE_CACHE_DIR = str(tmp_path / "parse-cache")
+    settings.TEMPLATE_CHECKOUT_DIR = str(tmp_path / "checkouts")
+    world.template.repository = str(template_dir)
+    world.template.path = "web"
+    world.template.revision = ""
+    world.template.save()
+    world.platform.approval_policies.add(make_policy("replicas", TOO_MANY_REPLICAS))
+
+    few = trigger(api(world.bob), world.environment, variables={"terraform": {"replicas": 2}})
+    assert few["status"] == "approved", few
+    assert few["messages"]["allow"] == ["2 replicas"]
+    many = trigger(api(world.bob), world.environment, variables={"terraform": {"replicas": 3}})
+    assert many["status"] == "denied"
+
+    document = api(world.bob).get(f"/api/v1/deployments/{many['id']}/input/").json()
+    configuration = document["configuration"]
+    assert configuration["outputs"]["names"]["value"] == ["web-0", "web-1", "web-2"]
+    assert [r["address"] for r in configuration["resources"]] == [
+        "terraform_data.web[0]",
+        "terraform_data.web[1]",
+        "terraform_data.web[2]",
+    ]
+
+
+def test_policies_see_the_environment_state_in_the_sentinel_shape(world, api):
+    client = api(world.bob)
+    assert client.put(f"/api/v1/environments/{world.environment.pk}/state/", STATE, format="json").status_code == 200
+    world.platform.approval_policies.add(make_policy("protect state", PROTECTS_STATE))
+
+    destroy = trigger(client, world.environment, type="destroy", plan=None)
+    assert destroy["status"] == "denied"
+    assert destroy["messages"]["deny"] == ["destroying database is not allowed"]
+
+    document = client.get(f"/api/v1/deployments/{destroy['id']}/input/").json()
+    assert document["state"]["terraform_version"] == "1.11.4"
+    assert document["state"]["outputs"]["endpoint"]["value"] == "db.internal"
+    assert document["state"]["module_paths"] == [[]]
