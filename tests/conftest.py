@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-
 ENGINE_TESTS = Path(__file__).parent / "engine"
 
 

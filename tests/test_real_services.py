@@ -16,7 +16,6 @@ from django.db import connection, connections
 
 from policies_app import deployments
 from policies_app.models import Deployment, DeploymentEvent
-from policy_platform.celery import app as celery_app
 from tests.builders import make_policy, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -77,38 +76,47 @@ def _database_url() -> str:
 
 
 @pytest.fixture
-def celery_through_redis():
-    redis_url = os.environ.get("TEST_REDIS_URL")
-    if not redis_url:
+def redis_url():
+    url = os.environ.get("TEST_REDIS_URL")
+    if not url:
         pytest.skip("needs a Redis server: set TEST_REDIS_URL=redis://... (.ci/run does)")
-    previous = (celery_app.conf.broker_url, celery_app.conf.task_always_eager)
-    celery_app.conf.broker_url = redis_url
-    celery_app.conf.task_always_eager = False
-    celery_app.pool.force_close_all()
-    yield redis_url
-    celery_app.conf.broker_url, celery_app.conf.task_always_eager = previous
+    return url
 
 
-def test_a_real_celery_worker_evaluates_a_deployment_taken_from_redis(world, celery_through_redis, tmp_path):
+def test_a_real_celery_worker_evaluates_a_deployment_taken_from_redis(world, redis_url, tmp_path):
     needs_postgresql()
     world.platform.approval_policies.add(make_policy("two approvers", TWO_APPROVERS))
     environment = {
         **os.environ,
         "DATABASE_URL": _database_url(),
-        "CELERY_BROKER_URL": celery_through_redis,
+        "CELERY_BROKER_URL": redis_url,
         "PLATFORM_VAR_DIR": str(tmp_path),
     }
+    root = Path(__file__).resolve().parents[1]
     log = open(tmp_path / "worker.log", "w")
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "policy_platform", "worker", "--pool=solo", "--concurrency=1",
          "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=root,
         env=environment,
         stdout=log,
         stderr=subprocess.STDOUT,
     )
     try:
-        deployment, _ = deployments.trigger_deployment(world.environment, world.bob)
+        # The trigger runs in its own process configured like production: the broker comes from the
+        # environment, so the task is published to Redis instead of running in-process.
+        trigger = (
+            "from policies_app import deployments; from policies_app.models import Environment; "
+            "from django.contrib.auth.models import User; "
+            f"d, _ = deployments.trigger_deployment(Environment.objects.get(pk={world.environment.pk}), "
+            "User.objects.get(username='bob')); print(d.pk)"
+        )
+        published = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", trigger],
+            cwd=root, env=environment, capture_output=True, text=True, timeout=60,
+        )
+        assert published.returncode == 0, published.stderr
+        deployment = Deployment.objects.get(pk=int(published.stdout.split()[-1]))
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             deployment.refresh_from_db()

@@ -1,9 +1,10 @@
 """Static evaluation of a Terraform/OpenTofu configuration over a graph of its blocks.
 
 The hybrid design of the Trivy proposal: the whole graph is built up front (one node per variable,
-per local, per resource and data block, per module call, per output, for every module in the tree);
-values are computed lazily with a cache when one is asked for (only that node's ancestors are
-evaluated), and the whole graph is evaluated in topological order when everything is asked for.
+per local, per resource and data block, per module call, per output, per check block, for every
+module in the tree); values are computed lazily with a cache when one is asked for (only that node's
+ancestors are evaluated), and the whole graph is evaluated in topological order when everything is
+asked for.
 Each node is evaluated once, for every instance of its module.
 
 Nodes are per module *path* (``("app", "net")``), not per module instance: a node's evaluation loops
@@ -12,8 +13,11 @@ which every node of the child module depends on. That is how Terraform expands m
 
 The output document (see ``document``):
 
-- ``outputs``: root outputs, ``{NAME: {"value", "sensitive", "unknown"}}``;
-- ``resources``: one entry per resource instance, with ``expansion`` "none", "count" or "for_each";
+- ``outputs``: root outputs, ``{NAME: {"value", "sensitive", "unknown"}}``; ``value`` has unknowns as
+  null, ``unknown`` is ``false`` for a wholly known value, else values.unknown_tree of it;
+- ``resources``: one entry per resource instance (``address``, ``module``, ``mode``, ``type``, ``name``,
+  ``index``, ``values`` with unknowns as null, ``unknown`` = values.unknown_tree(values)), with
+  ``expansion`` "none", "count" or "for_each";
   a resource whose count/for_each is unknown (or invalid) is reported once with ``index`` null, its
   address without an index and ``expansion`` "unknown"; resources inside a module instance whose
   count/for_each is unknown are also marked ``"expansion": "unknown"`` (their module address has no
@@ -26,6 +30,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +46,7 @@ from policies_app.iac.expressions import (
     iterate_collection,
     to_number,
 )
+from policies_app.iac.functions import FunctionContext
 from policies_app.iac.graph import Graph, body_references, expression_references, topological_order
 from policies_app.iac.values import UNKNOWN, TfSet, contains_unknown, to_json_compatible, unknown_tree
 from policies_app.iac.variables import VariableValue, cli_string_value, collect_root_values
@@ -81,7 +87,9 @@ class Module:
     resources: dict[str, ast.Block] = field(default_factory=dict)  # "TYPE.NAME"
     data: dict[str, ast.Block] = field(default_factory=dict)
     calls: dict[str, ast.Block] = field(default_factory=dict)
+    checks: dict[str, ast.Block] = field(default_factory=dict)
     children: dict[str, Module | None] = field(default_factory=dict)  # None: source not resolved
+    loaded: bool = True  # False when its files could not be read: its blocks are unknown, not absent
 
 
 def _default_loader(cache_dir: str | None) -> Callable[[str], list[ast.File]]:
@@ -121,7 +129,8 @@ def node_name(node: Node) -> str:
     """A node as a user reads it: ``module.app.local.a``, ``aws_instance.web``, ``output.x``."""
     path, kind, name = node
     prefix = "".join(f"module.{p}." for p in path)
-    label = {"var": "var.", "local": "local.", "data": "data.", "call": "module.", "output": "output."}
+    label = {"var": "var.", "local": "local.", "data": "data.", "call": "module.", "output": "output.",
+             "check": "check."}
     return prefix + label.get(kind, "") + name
 
 
@@ -263,6 +272,7 @@ class ConfigurationEvaluator:
         except Exception as error:  # the loader's ConfigSyntaxError or an OS error
             self._add(Diagnostic("error", "Failed to load configuration", getattr(error, "message", str(error)),
                                  getattr(error, "file", module.directory), getattr(error, "line", None)))
+            module.loaded = False
             return
         for parsed in files:
             for block in parsed.body.blocks:
@@ -279,9 +289,9 @@ class ConfigurationEvaluator:
                     module.locals[name] = attribute
             return
         targets = {"variable": (module.variables, 1), "output": (module.outputs, 1), "module": (module.calls, 1),
-                   "resource": (module.resources, 2), "data": (module.data, 2)}
+                   "resource": (module.resources, 2), "data": (module.data, 2), "check": (module.checks, 1)}
         if kind not in targets:
-            return  # terraform, provider, moved, import, check, removed: no values of ours
+            return  # terraform, provider, moved, import, removed, ephemeral: no values of ours
         table, label_count = targets[kind]
         if len(labels) != label_count:
             self._error("Invalid block", f"a {kind} block needs {label_count} label(s)", block.pos)
@@ -354,7 +364,7 @@ class ConfigurationEvaluator:
                 self._link(node, module, body_references(
                     ast.Body({k: v for k, v in block.body.attributes.items() if k in _MODULE_META_ATTRIBUTES})))
                 child = module.children.get(name)
-                if child is not None:
+                if child is not None and child.loaded:
                     for argument, attribute in block.body.attributes.items():
                         if argument not in _MODULE_META_ATTRIBUTES and argument not in child.variables:
                             self._error("Unsupported argument",
@@ -362,6 +372,11 @@ class ConfigurationEvaluator:
                                         "(no such variable in the module)", attribute.pos)
             for name, block in module.outputs.items():
                 node = (path, "output", name)
+                graph.add_node(node)
+                nodes.append(node)
+                self._link(node, module, body_references(block.body))
+            for name, block in module.checks.items():
+                node = (path, "check", name)
                 graph.add_node(node)
                 nodes.append(node)
                 self._link(node, module, body_references(block.body))
@@ -373,7 +388,7 @@ class ConfigurationEvaluator:
         path, kind, name = node
         module = self.modules[path]
         table = {"var": module.variables, "local": module.locals, "resource": module.resources,
-                 "data": module.data, "call": module.calls, "output": module.outputs}[kind]
+                 "data": module.data, "call": module.calls, "output": module.outputs, "check": module.checks}[kind]
         return table[name]
 
     def _node_pos(self, node: Node) -> ast.Pos | None:
@@ -420,7 +435,8 @@ class ConfigurationEvaluator:
         path, kind, name = node
         module = self.modules[path]
         handler = {"var": self._eval_variable, "local": self._eval_local, "resource": self._eval_resource,
-                   "data": self._eval_resource, "call": self._eval_call, "output": self._eval_output}[kind]
+                   "data": self._eval_resource, "call": self._eval_call, "output": self._eval_output,
+                   "check": self._eval_check}[kind]
         try:
             for key in self.instances.get(path, ()):
                 try:
@@ -451,11 +467,7 @@ class ConfigurationEvaluator:
             self._scopes[key] = scope
         return scope
 
-    def _function_context(self, module: Module) -> Any:
-        try:
-            from policies_app.iac.functions import FunctionContext
-        except ImportError:
-            return None
+    def _function_context(self, module: Module) -> FunctionContext:
         context = FunctionContext(module_dir=module.directory, root_dir=self.root_dir, cwd=self.cwd)
 
         def render_template(text: str, filename: str, variables: dict) -> Any:
@@ -499,6 +511,26 @@ class ConfigurationEvaluator:
             self._error("Missing required argument", f'output "{node[2]}" needs a "value" argument', block.pos)
             return UNKNOWN
         return self._try(attribute.expr, scope)
+
+    def _eval_check(self, module: Module, node: Node, key: ModuleKey) -> Any:
+        """A check block's assertions: a failure is a warning, as in Terraform. Its scoped data source
+        is read only at apply time, so the assertions that use it are unknown and skipped."""
+        block = module.checks[node[2]]
+        scoped = {f"{b.labels[0]}.{b.labels[1]}" for b in block.body.blocks if b.type == "data" and len(b.labels) == 2}
+        base = self.scope(module, key)
+        scope = Scope({}, _CheckResolver(base.resolver, scoped), base, base.function_context, base.warnings)
+        prefix = module_address(key)
+        for assertion in block.body.blocks:
+            if assertion.type != "assert" or "condition" not in assertion.body.attributes:
+                continue
+            result = self._try(assertion.body.attributes["condition"].expr, scope)
+            if result is False:
+                message_attr = assertion.body.attributes.get("error_message")
+                message = self._try(message_attr.expr, scope, "") if message_attr else ""
+                where = f"{prefix}.check.{node[2]}" if prefix else f"check.{node[2]}"
+                self._add(Diagnostic.at("warning", "Check block assertion failed", f"{where}: {message}",
+                                        assertion.body.attributes["condition"].pos))
+        return None
 
     def _check_conditions(self, body: ast.Body, scope: Scope, what: str, kinds: tuple[str, ...]) -> None:
         for block in body.blocks:
@@ -704,7 +736,7 @@ class ConfigurationEvaluator:
         """``module.NAME`` seen from an instance of ``module``: an object of outputs, or a list/map of
         them for a module with count/for_each; UNKNOWN when not resolved or not yet expandable."""
         child = module.children.get(name)
-        if child is None:
+        if child is None or not child.loaded:
             return UNKNOWN
         entry = self._call_children.get((key, name))
         if entry is None:
@@ -792,9 +824,11 @@ class ConfigurationEvaluator:
                 else:
                     result[label] = [*current, *expanded]
                 continue
-            current = result.setdefault(block.type, [])
+            nested = self._eval_body(block.body, scope)
+            current = result.get(block.type, [])
             if current is not UNKNOWN:
-                current.append(self._eval_body(block.body, scope))
+                # A new list each time: an attribute of the same name may hold a list shared with a local.
+                result[block.type] = [*current, nested] if isinstance(current, list) else [nested]
         return result
 
     def _expand_dynamic(self, block: ast.Block, scope: Scope) -> Any:
@@ -886,6 +920,24 @@ class _InstanceResolver:
         return self._config.module_object(self._module, self._key, name)
 
 
+class _CheckResolver:
+    """The module's resolver, except for a check block's own scoped data sources (unknown)."""
+
+    __slots__ = ("_inner", "_scoped")
+
+    def __init__(self, inner: _InstanceResolver, scoped: set[str]) -> None:
+        self._inner = inner
+        self._scoped = scoped
+
+    def data(self, type_: str, name: str, pos: ast.Pos) -> Any:
+        if f"{type_}.{name}" in self._scoped:
+            return ResourceObject()
+        return self._inner.data(type_, name, pos)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def _type_text(expr: ast.Expr) -> str | None:
     """The text of a variable's type expression, whatever node the loader made of it."""
     text = getattr(expr, "text", None)
@@ -961,6 +1013,13 @@ def evaluate_configuration(directory: str, *, variables: dict[str, Any] | None =
         evaluator = ConfigurationEvaluator(directory, variables=variables, var_files=var_files,
                                            cache_dir=cache_dir)
         return evaluator.document()
+    except (RecursionError, MemoryError, LookupError, TypeError, ValueError, AttributeError) as error:
+        # A defect of ours must not take the deployment's evaluation down with it: say so instead.
+        where = traceback.extract_tb(error.__traceback__)[-1]
+        detail = f"{error!r} at {os.path.basename(where.filename)}:{where.lineno}"
+        return {"outputs": {}, "resources": [], "diagnostics": [
+            {"severity": "error", "summary": "Internal error of the evaluator", "detail": detail,
+             "file": None, "line": None}]}
     finally:
         if collecting:
             gc.enable()

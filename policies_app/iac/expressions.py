@@ -15,21 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from policies_app.iac import ast, types
+from policies_app.iac.functions import FunctionError, UnsupportedFunction, call_function
 from policies_app.iac.values import UNKNOWN, TfSet, contains_unknown
-
-try:  # Task B's function library; the evaluator still works (every call unknown) without it.
-    from policies_app.iac.functions import FunctionContext, FunctionError, UnsupportedFunction, call_function
-except ImportError:  # pragma: no cover - only while the library is being written
-    call_function = None  # type: ignore[assignment]
-    FunctionContext = None  # type: ignore[assignment,misc]
-
-    class FunctionError(Exception):  # type: ignore[no-redef]
-        pass
-
-    class UnsupportedFunction(Exception):  # type: ignore[no-redef]
-        def __init__(self, name: str) -> None:
-            super().__init__(name)
-            self.name = name
 
 
 class EvalError(Exception):
@@ -628,8 +615,6 @@ class Evaluator:
                                 "the expanding argument (indicated by ...) must be a list, tuple or set")
             args.extend(last)
         # Unknown arguments are the library's business: length([unknown]) is still 1.
-        if call_function is None:
-            return self._unsupported(name, expr.pos, scope)
         try:
             return call_function(name, args, scope.function_context)
         except UnsupportedFunction as error:

@@ -39,6 +39,12 @@ class PreparedPolicy:
     data_json: str | None
 
 
+def _plain(text: str) -> str:
+    # The payload is unpickled in the worker, which must not need the caller's classes: a Django
+    # SafeString or TextChoices member would make it import Django. str.__str__ returns an exact str.
+    return str.__str__(text)
+
+
 def policy_payload(policy: PolicySource) -> dict[str, Any]:
     """The plain, picklable form sent to the worker, with a hash of everything that affects compilation."""
     try:
@@ -49,14 +55,14 @@ def policy_payload(policy: PolicySource) -> dict[str, Any]:
         )
     except (TypeError, ValueError) as error:
         raise PolicyCompileError(f"policy data is not JSON-compatible: {error}", policy=policy.name) from None
-    modules = [(module.filename, module.source) for module in policy.modules]
+    modules = [(_plain(module.filename), _plain(module.source)) for module in policy.modules]
     digest = hashlib.sha256(
         json.dumps([policy.rego_version, modules, data_json], separators=(",", ":")).encode("utf-8")
     ).hexdigest()
     return {
-        "key": policy.key,
-        "name": policy.name,
-        "rego_version": policy.rego_version,
+        "key": _plain(policy.key),
+        "name": _plain(policy.name),
+        "rego_version": _plain(policy.rego_version),
         "modules": modules,
         "data_json": data_json,
         "hash": digest,

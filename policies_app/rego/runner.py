@@ -168,8 +168,8 @@ def evaluate_policies(
     """
     _check_engine(engine)
     started = time.perf_counter()
-    if isinstance(input_json, bytes):
-        input_json = input_json.decode("utf-8")
+    # Exact str: it is pickled to the worker, which must not need the caller's classes.
+    input_json = input_json.decode("utf-8") if isinstance(input_json, bytes) else str.__str__(input_json)
     collector = _Collector(list(policies))
     stopped = (
         _run_evaluation(collector, input_json, engine, timeout_s, memory_mb) if collector.policies else None

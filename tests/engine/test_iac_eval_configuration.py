@@ -10,7 +10,6 @@ from .test_iac_eval_support import (
     errors,
     evaluate_files,
     evaluator_for,
-    needs_functions,
     outputs,
     resources_by_address,
 )
@@ -511,7 +510,6 @@ def test_errors_in_one_expression_leave_the_rest_evaluated_and_carry_file_and_li
     assert document["outputs"]["bad"]["unknown"] is True
 
 
-@needs_functions
 def test_functions_work_inside_configurations(tmp_path):
     document = evaluate_files(tmp_path, {"main.tf": """
         resource "terraform_data" "s" {
@@ -536,7 +534,6 @@ def test_unknown_sentinel_never_leaks_into_the_document(tmp_path):
                                         "unknown": {"a": True, "b": [True]}}
 
 
-@needs_functions
 def test_templatefile_renders_with_the_evaluator_and_paths_resolve_from_the_root_like_terraform(tmp_path):
     document = evaluate_files(tmp_path, {
         "main.tf": 'module "m" { source = "./mod" }\noutput "t" { value = module.m.t }\n'
@@ -566,3 +563,62 @@ def test_resources_are_listed_by_module_then_address_with_numeric_indexes_in_num
     root = [a for a in addresses if not a.startswith("module.")]
     assert root == [f"terraform_data.r[{i}]" for i in range(11)] + ["data.terraform_remote_state.s"]
     assert addresses[12:] == [f"module.m[{i}].terraform_data.x" for i in range(11)]
+
+
+def test_unreadable_configurations_are_diagnostics_not_exceptions(tmp_path):
+    from policies_app.iac.configuration import evaluate_configuration
+
+    missing = evaluate_configuration(str(tmp_path / "nope"))
+    assert missing["outputs"] == {} and errors(missing)[0]["summary"] == "Failed to load configuration"
+    broken = evaluate_files(tmp_path, {"main.tf": 'locals {\n  a = 1\n  b = = 2\n}\n'})
+    [error] = errors(broken)
+    assert error["file"].endswith("main.tf") and error["line"] == 3
+
+
+def test_a_child_module_that_cannot_be_read_makes_its_outputs_unknown_without_more_errors(tmp_path):
+    document = evaluate_files(tmp_path, {
+        "main.tf": 'module "m" {\n  source = "./m"\n  x = 1\n}\noutput "o" { value = module.m.out }',
+        "m/main.tf": "variable {{{",
+    })
+    [error] = errors(document)
+    assert error["file"].endswith("m/main.tf")
+    assert document["outputs"]["o"]["unknown"] is True
+
+
+def test_failed_check_assertions_are_warnings_and_scoped_data_makes_them_unknown(tmp_path):
+    document = evaluate_files(tmp_path, {"main.tf": """
+        locals {
+          replicas = 1
+        }
+        check "enough_replicas" {
+          assert {
+            condition     = local.replicas >= 2
+            error_message = "only ${local.replicas} replica"
+          }
+        }
+        check "site_up" {
+          data "http" "site" {
+            url = "https://example.com"
+          }
+          assert {
+            condition     = data.http.site.status_code == 200
+            error_message = "the site is down"
+          }
+        }
+    """})
+    assert errors(document) == []
+    [warning] = [d for d in document["diagnostics"] if d["severity"] == "warning"]
+    assert warning["summary"] == "Check block assertion failed"
+    assert warning["detail"] == "check.enough_replicas: only 1 replica" and warning["line"] == 7
+
+
+def test_a_defect_of_the_evaluator_becomes_an_error_diagnostic_instead_of_an_exception(tmp_path, monkeypatch):
+    from policies_app.iac import configuration
+
+    def broken(self):
+        raise KeyError("defect")
+
+    monkeypatch.setattr(configuration.ConfigurationEvaluator, "_build_graph", broken)
+    document = evaluate_files(tmp_path, {"main.tf": "locals {\n  a = 1\n}\n"})
+    [error] = errors(document)
+    assert error["summary"] == "Internal error of the evaluator" and "defect" in error["detail"]

@@ -7,7 +7,7 @@ import pytest
 from policies_app.iac.expressions import EvalError, ResourceObject
 from policies_app.iac.values import UNKNOWN, TfSet
 
-from .test_iac_eval_support import needs_functions, value_of
+from .test_iac_eval_support import value_of
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -186,7 +186,6 @@ def test_an_unsupported_function_becomes_unknown_with_a_warning_naming_it():
     assert scope.warnings[0].line == 1
 
 
-@needs_functions
 def test_function_calls_go_to_the_library_and_propagate_unknowns():
     assert value_of('upper("a")') == "A"
     assert value_of("length([var.u, 1])", variables={"u": UNKNOWN}) == 2
@@ -196,7 +195,6 @@ def test_function_calls_go_to_the_library_and_propagate_unknowns():
         value_of('tonumber("x")')
 
 
-@needs_functions
 def test_timestamp_and_uuid_are_unknown_until_apply():
     assert value_of("timestamp()") is UNKNOWN
     assert value_of("uuid()") is UNKNOWN

@@ -6,22 +6,10 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from policies_app.iac.configuration import ConfigurationEvaluator, evaluate_configuration
 from policies_app.iac.expressions import Scope, evaluate
 from policies_app.iac.loader import parse_expression
 from policies_app.iac.values import UNKNOWN
-
-try:
-    from policies_app.iac.functions import SUPPORTED_FUNCTIONS
-except ImportError:
-    SUPPORTED_FUNCTIONS = frozenset()
-
-needs_functions = pytest.mark.skipif(
-    not {"toset", "length", "upper", "tostring"} <= SUPPORTED_FUNCTIONS,
-    reason="the function library (policies_app.iac.functions) is not available",
-)
 
 
 class FakeResolver:

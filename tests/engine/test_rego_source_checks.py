@@ -314,3 +314,15 @@ def test_it_takes_package_and_subpackages_annotations_from_other_modules_into_th
         {"path": ["deploy"], "annotations": {"scope": "subpackages", "title": "All deployments"}},
     ]
     assert rewritten["a.rego"] == parent
+
+
+def test_it_sends_plain_strings_to_the_worker_whatever_str_subclass_the_caller_uses():
+    class Marked(str):  # like Django's SafeString or a TextChoices member
+        pass
+
+    policy = PolicySource(
+        Marked("k@1"), Marked("n"), Marked("v1"), (PolicyModule(Marked("a.rego"), Marked("package env0\n")),)
+    )
+    payload = policy_payload(policy)
+    values = [payload["key"], payload["name"], payload["rego_version"], *payload["modules"][0]]
+    assert [type(value) for value in values] == [str] * 5

@@ -105,6 +105,7 @@ def test_the_same_commit_is_checked_out_once_and_reused(repo, tmp_path):
     inode = checkout_root.stat().st_ino
     mirror = next((cache / ".repos").glob("*.git"))
     mirror_inode = mirror.stat().st_ino
+    fetched_at = (mirror / "FETCH_HEAD").stat().st_mtime_ns
 
     # Same commit through another name (full id), another path and the local-path form of the URL.
     again = checkout_template(repo["url"], repo["second"], "stacks", str(cache))
@@ -112,6 +113,9 @@ def test_the_same_commit_is_checked_out_once_and_reused(repo, tmp_path):
     assert marker.read_text() == "still here"
     assert checkout_root.stat().st_ino == inode
     assert mirror.stat().st_ino == mirror_inode
+    # The branch name again: the remote is asked where main points, but nothing is fetched.
+    assert checkout_template(repo["url"], "main", "stacks/web", str(cache)) == first
+    assert (mirror / "FETCH_HEAD").stat().st_mtime_ns == fetched_at
     assert sorted(p.name for p in cache.iterdir() if not p.name.startswith(".")) == [repo["second"]]
 
 
