@@ -5,7 +5,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 
 from .choices import ROLE_RANK, Role
-from .models import Deployment, Environment, Project, ProjectMembership
+from .models import ApprovalPolicy, Deployment, Environment, Project, ProjectMembership
 
 
 def _direct_roles(user: AbstractBaseUser) -> dict[int, str]:
@@ -91,3 +91,21 @@ def visible_deployments(user: AbstractBaseUser) -> QuerySet[Deployment]:
     ids = visible_project_ids(user)
     deployments = Deployment.objects.select_related("environment__project", "environment__template", "deployer")
     return deployments if ids is None else deployments.filter(environment__project_id__in=ids)
+
+
+def visible_policies(user: AbstractBaseUser) -> QuerySet[ApprovalPolicy]:
+    """Policies that apply somewhere the user can see: on a visible project or one of its ancestors (which
+    the project inherits), or on the template of a visible environment. Staff see every policy."""
+    project_ids = visible_project_ids(user)
+    if project_ids is None or user.is_staff:
+        # Staff write the organisation's policies, attached or not.
+        return ApprovalPolicy.objects.all()
+    parents = dict(Project.objects.values_list("pk", "parent_id"))
+    applying: set[int] = set()
+    for pk in project_ids:
+        node: int | None = pk
+        while node is not None and node not in applying:
+            applying.add(node)
+            node = parents.get(node)
+    template_ids = visible_environments(user).values("template_id")
+    return ApprovalPolicy.objects.filter(Q(projects__in=applying) | Q(templates__in=template_ids)).distinct()

@@ -148,6 +148,7 @@ def test_only_staff_may_write_policies(world, api):
 
 def test_a_dry_run_returns_the_decision_and_stores_nothing(world, api):
     policy = make_policy("two", 'package env0\n\nallow contains "two" if count(input.approvers) >= 2\n')
+    world.payments.approval_policies.add(policy)
     client = api(world.alice)
     allowed = client.post(f"/api/v1/policies/{policy.pk}/evaluate/", {"input": {"approvers": [{}, {}]}}, format="json")
     assert allowed.json() == {"decision": "allow", "deny": [], "pending": [], "warn": [], "allow": ["two"], "error": None}
@@ -231,3 +232,12 @@ def test_deployments_filter_by_status(world, api):
     assert api(world.alice).get("/api/v1/deployments/", {"status": "pending_approval"}).json()["count"] == 0
     assert api(world.alice).get("/api/v1/deployments/", {"status": "approved"}).json()["count"] == 1
     assert api(world.alice).get("/api/v1/deployments/", {"status": "bogus"}).status_code == 400
+
+
+def test_policies_are_visible_where_they_apply(world, api):
+    applied = make_policy("applied", VALID)
+    make_policy("elsewhere", VALID)
+    world.payments.approval_policies.add(applied)
+    assert [p["name"] for p in api(world.alice).get("/api/v1/policies/").json()["results"]] == ["applied"]
+    assert api(world.charlie).get(f"/api/v1/policies/{applied.pk}/").status_code == 404
+    assert len(api(world.admin).get("/api/v1/policies/").json()["results"]) == 2

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from .. import access, deployments, policies, states
 from ..choices import DeploymentStatus
 from ..iac.plan_formats import PlanFormatError, check_plan
-from ..models import ApprovalPolicy, Deployment, ProjectMembership, Team, Template
+from ..models import Deployment, ProjectMembership, Team, Template
 from . import serializers as s
 from .permissions import IsStaffOrReadOnly
 
@@ -93,9 +93,11 @@ class TeamViewSet(UpdateViewSet):
 
 
 class PolicyViewSet(UpdateViewSet):
-    queryset = ApprovalPolicy.objects.all()
     serializer_class = s.PolicySerializer
     permission_classes = [IsStaffOrReadOnly]
+
+    def get_queryset(self):
+        return access.visible_policies(self.request.user)
 
     def _call(self, function, **kwargs):
         try:

@@ -7,10 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -30,23 +29,6 @@ RECENT_DEPLOYMENTS = 20
 # Refusals that are about who the user is answer 403; the others (e.g. no longer pending) are conflicts.
 FORBIDDEN_CODES = frozenset({"forbidden", "self_approval"})
 CANCELLABLE_STATUSES = frozenset({DeploymentStatus.QUEUED, DeploymentStatus.PENDING_APPROVAL})
-
-
-def visible_policies(user: AbstractBaseUser) -> QuerySet[ApprovalPolicy]:
-    """Policies that apply somewhere the user can see: on a visible project or one of its ancestors (which
-    the project inherits), or on the template of a visible environment. Superusers see every policy."""
-    project_ids = access.visible_project_ids(user)
-    if project_ids is None:
-        return ApprovalPolicy.objects.all()
-    parents = dict(Project.objects.values_list("pk", "parent_id"))
-    applying: set[int] = set()
-    for pk in project_ids:
-        node: int | None = pk
-        while node is not None and node not in applying:
-            applying.add(node)
-            node = parents.get(node)
-    template_ids = access.visible_environments(user).values("template_id")
-    return ApprovalPolicy.objects.filter(Q(projects__in=applying) | Q(templates__in=template_ids)).distinct()
 
 
 # --- deployments -------------------------------------------------------------------------------------
@@ -249,14 +231,14 @@ def environment_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_GET
 def policy_list(request: HttpRequest) -> HttpResponse:
-    policies = visible_policies(request.user).prefetch_related("projects", "templates", "revisions")
+    policies = access.visible_policies(request.user).prefetch_related("projects", "templates", "revisions")
     return render(request, "web/policy_list.html", {"policies": policies})
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def policy_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    policy = get_object_or_404(visible_policies(request.user), pk=pk)
+    policy = get_object_or_404(access.visible_policies(request.user), pk=pk)
     revisions = list(
         policy.revisions.select_related("created_by").prefetch_related(
             Prefetch("modules", queryset=PolicyModule.objects.order_by("filename"))
