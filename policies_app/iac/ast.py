@@ -27,7 +27,7 @@ class Expr:
 
 @dataclass(slots=True)
 class Literal(Expr):
-    value: Any  # None, bool, int, float or str
+    value: Any  # None, bool, int, float or str; list/dict only for JSON-syntax literal arguments
     pos: Pos
 
 

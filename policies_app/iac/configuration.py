@@ -161,6 +161,7 @@ class ConfigurationEvaluator:
         self._call_children: dict[tuple[ModuleKey, str], tuple[str, list[tuple[Any, ModuleKey]]]] = {}
         self._scopes: dict[ModuleKey, Scope] = {}
         self._in_progress: set[Node] = set()
+        self._self_referencing: set[Node] = set()
         self._resource_entries: list[tuple[tuple, dict]] = []  # (sort key, entry)
         self._warnings: list[Diagnostic] = []
         self._type_cache: dict[Node, types.TypeConstraint | None] = {}
@@ -325,6 +326,11 @@ class ConfigurationEvaluator:
             for target in self._targets(module, reference):
                 if target != node:
                     graph.add_edge(node, target)
+                elif node[1] != "var" and node not in self._self_referencing:
+                    # A variable's validation reads its own value; any other block cannot.
+                    self._self_referencing.add(node)
+                    self._error("Self-referential block", f"the configuration of {node_name(node)} refers to "
+                                "itself", self._node_pos(node))
 
     def _build_graph(self) -> None:
         graph = self.graph

@@ -29,6 +29,7 @@ from policies_app.iac.expressions_parser import (
     parse_template,
     parse_traversal,
 )
+from policies_app.iac.hcl_native import get_parser, parse_native
 
 __all__ = [
     "ConfigSyntaxError",
@@ -88,8 +89,6 @@ def _parse_text(text: str, path: str, kind: str) -> ast.File:
         from policies_app.iac.hcl_json import parse_json
 
         return parse_json(text, path)
-    from policies_app.iac.hcl_native import parse_native
-
     return parse_native(text, path)
 
 
@@ -229,8 +228,6 @@ def _parse_group(group: list[tuple[str, str, str, str]], cache_dir: str | None) 
 
 def _parse_parallel(bins: list[list[tuple[str, str, str, str]]], cache_dir: str | None) -> dict[str, bytes]:
     import multiprocessing
-
-    from policies_app.iac.expressions_parser import get_parser
 
     get_parser()  # build the grammar before forking so that the children inherit it
     results: dict[str, bytes] = {}

@@ -93,7 +93,7 @@ class OptionalAttribute:
     missing default apart from an explicit ``null`` default (both give null)."""
 
     has_default: bool = False
-    default: Any = None
+    default: Any = field(default=None, hash=False)  # may be a list or dict: kept out of the hash
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,15 @@ class ObjectType(TypeConstraint):
         return dict(self.optional)
 
     def __str__(self) -> str:
-        return "object({" + ", ".join(f"{k}={v}" for k, v in self.attributes) + "})"
+        optional = self.optional_attributes
+
+        def spelled(name: str, t: TypeConstraint) -> str:
+            if name not in optional:
+                return str(t)
+            marker = optional[name]
+            return f"optional({t}, {marker.default!r})" if marker.has_default else f"optional({t})"
+
+        return "object({" + ", ".join(f"{k}={spelled(k, v)}" for k, v in self.attributes) + "})"
 
 
 STRING = PrimitiveType("string")
@@ -600,7 +608,7 @@ def _convert(value: Any, t: TypeConstraint, path: str) -> Any:
     if isinstance(t, MapType):
         if not isinstance(value, dict):
             raise _fail(path, f"{_describe(t)} is required, got {type_name(value)}")
-        keys = list(value)
+        keys = sorted(value)  # maps iterate in key order in terraform
         converted = _convert_elements([value[k] for k in keys], t.element, path, keys)
         return dict(zip(keys, converted, strict=True))
     if isinstance(t, ObjectType):

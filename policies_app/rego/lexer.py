@@ -9,7 +9,7 @@ rules) are recognised from the token stream so annotations can be tied to the ru
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 IDENT = "ident"
 STRING = "string"
@@ -56,7 +56,6 @@ class Statement:
     end_token: int  # exclusive
     line: int
     path: tuple[str, ...] = ()  # package path, or the rule's name (ref head parts)
-    annotations: list = field(default_factory=list)  # filled by the annotations module
 
 
 def tokenize(source: str) -> list[Token]:
@@ -80,12 +79,54 @@ def tokenize(source: str) -> list[Token]:
         if token_kind == PUNCT and text in CLOSERS:
             depth = max(depth - 1, 0)
         tokens.append(Token(token_kind, text, line, start - line_start + 1, start, position, first, depth))
+        if token_kind == STRING and text.startswith("$"):
+            tokens.extend(_template_tokens(source, text, start, depth))
         if token_kind == PUNCT and text in OPENERS:
             depth += 1
         first = False
         if "\n" in text:  # a raw string spanning lines
             line += text.count("\n")
             line_start = start + text.rindex("\n") + 1
+    return tokens
+
+
+def _template_tokens(source: str, text: str, start: int, depth: int) -> list[Token]:
+    """The code inside the ``{...}`` parts of a template string ``$"cost {x}"``, as tokens at their place.
+
+    Template strings hold expressions; a builtin called there is a call like any other.
+    """
+    tokens: list[Token] = []
+    raw = text[1] == "`"
+    index = 2
+    while index < len(text) - 1:
+        char = text[index]
+        if char == "\\" and not raw:
+            index += 2
+            continue
+        if char != "{":
+            index += 1
+            continue
+        level, end = 1, index + 1
+        while end < len(text) - 1 and level:
+            level += {"{": 1, "}": -1}.get(text[end], 0)
+            end += 1
+        offset = start + index + 1
+        line = source.count("\n", 0, offset) + 1
+        column = offset - (source.rfind("\n", 0, offset) + 1) + 1
+        for inner in tokenize(text[index + 1 : end - 1]):
+            tokens.append(
+                Token(
+                    inner.kind,
+                    inner.text,
+                    line + inner.line - 1,
+                    inner.column + (column - 1 if inner.line == 1 else 0),
+                    offset + inner.start,
+                    offset + inner.end,
+                    False,
+                    depth + 1 + inner.depth,
+                )
+            )
+        index = end
     return tokens
 
 

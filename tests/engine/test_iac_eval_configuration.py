@@ -622,3 +622,16 @@ def test_a_defect_of_the_evaluator_becomes_an_error_diagnostic_instead_of_an_exc
     document = evaluate_files(tmp_path, {"main.tf": "locals {\n  a = 1\n}\n"})
     [error] = errors(document)
     assert error["summary"] == "Internal error of the evaluator" and "defect" in error["detail"]
+
+
+def test_a_block_referring_to_itself_is_an_error(tmp_path):
+    document = evaluate_files(tmp_path, {"main.tf": """
+        locals {
+          a = local.a + 1
+        }
+        resource "terraform_data" "r" {
+          input = terraform_data.r.id
+        }
+    """})
+    assert "local.a refers to itself" in error_text(document)
+    assert "terraform_data.r refers to itself" in error_text(document)

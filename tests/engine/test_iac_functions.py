@@ -244,3 +244,33 @@ def test_it_translates_re2_syntax_that_python_spells_differently() -> None:
     assert call("regexall", "\\b\\w+\\b", "é ab") == ["ab"]  # and so are \w and \b
     with pytest.raises(FunctionError):
         call("regex", "^a$", "a\n")  # RE2's $ is the very end of the text without (?m)
+
+
+# --- an evaluation service must not be stalled by one expression --------------------------------------------
+
+
+def test_it_refuses_results_too_large_to_build_instead_of_hanging() -> None:
+    with pytest.raises(FunctionError):
+        call("pow", 10**30, 10**30)
+    with pytest.raises(FunctionError, match="too large"):
+        call("format", "%9999999999s", "x")
+    with pytest.raises(FunctionError, match="more than"):
+        call("setproduct", list(range(1000)), list(range(1000)), list(range(10)))
+    with pytest.raises(FunctionError, match="more than"):
+        call("indent", 10**9, "a\nb")
+    assert call("pow", 2, 100) == 2**100  # exact where it is reasonable
+
+
+def test_it_reports_a_directory_given_to_file_as_a_function_error(ctx: FunctionContext) -> None:
+    with pytest.raises(FunctionError, match="no file exists"):
+        call("file", "modules", ctx=ctx)
+
+
+def test_it_returns_maps_in_key_order_as_terraform_iterates_them() -> None:
+    # A for expression over merge(...) walks keys lexically in terraform; dict order must agree.
+    assert list(call("merge", {"b": 1}, {"a": 2})) == ["a", "b"]
+    assert list(call("zipmap", ["z", "a"], [1, 2])) == ["a", "z"]
+    assert list(call("jsondecode", '{"b": 1, "a": {"d": 1, "c": 2}}')) == ["a", "b"]
+    assert list(call("jsondecode", '{"b": 1, "a": {"d": 1, "c": 2}}')["a"]) == ["c", "d"]
+    assert list(call("yamldecode", "b: 1\na: 2\n")) == ["a", "b"]
+    assert list(call("tomap", {"b": 1, "a": 2})) == ["a", "b"]

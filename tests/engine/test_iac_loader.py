@@ -397,3 +397,19 @@ def test_it_does_not_fork_while_other_threads_run(tmp_path, parallel_runs):
         other.join()
     assert parallel_runs == []
     assert len(module.files) == 4
+
+
+def test_it_lets_override_tofu_replace_override_tf_and_merges_data_blocks(tmp_path):
+    write(tmp_path, {"main.tf": 'data "aws_ami" "a" {\n  most_recent = true\n  owners = ["self"]\n}\n',
+                     "override.tf": 'data "aws_ami" "a" {\n  owners = ["tf"]\n}\n',
+                     "override.tofu": 'data "aws_ami" "a" {\n  owners = ["tofu"]\n}\n'})
+    module = load_module(str(tmp_path))
+    assert module.ignored == ["override.tf"]
+    assert module.overrides == ["override.tofu"]
+    assert merged(module) == ['data "aws_ami" "a" {', "  most_recent = true", '  owners = ["tofu"]', "}"]
+
+
+def test_it_returns_an_empty_module_for_a_directory_without_configuration(tmp_path):
+    write(tmp_path, {"README.md": "nothing here"})
+    module = load_module(str(tmp_path))
+    assert (module.files, module.ignored, module.overrides) == ([], [], [])

@@ -66,6 +66,13 @@ def test_it_parses_objects_with_optional_attributes_and_defaults_across_lines() 
     assert optional["nested"].default == {"on": True}
 
 
+def test_it_gives_hashable_comparable_types_that_print_as_hcl() -> None:
+    text = 'object({a=optional(list(string), ["x"]), b=map(number)})'
+    assert parse_type(text) == parse_type(text)
+    assert len({parse_type(text), parse_type(text)}) == 1  # usable as a cache key
+    assert str(parse_type(text)) == "object({a=optional(list(string), ['x']), b=map(number)})"
+
+
 def test_it_accepts_legacy_quoted_type_names() -> None:
     assert parse_type('"string"') == STRING
     assert parse_type('"list"') == ListType(STRING)
@@ -263,3 +270,69 @@ def test_it_converts_variable_defaults_exactly_as_terraform_does(index: int, ter
     type_text, default = CONVERSIONS[index]
     ours = to_json_compatible(convert(default, parse_type(type_text)))
     assert ours == terraform_conversions[index]
+
+
+# --- and where terraform refuses a default, we refuse it too (terraform validate reports them all at once) ---
+
+ACCEPT_OR_REJECT: list[tuple[str, Any]] = [
+    ("number", "abc"),
+    ("number", "0x10"),
+    ("number", "1,000"),
+    ("number", " 1"),
+    ("bool", 1),
+    ("bool", "yes"),
+    ("bool", "1"),
+    ("string", [1]),
+    ("string", {"a": 1}),
+    ("list(string)", {"a": 1}),
+    ("set(string)", [[1]]),
+    ("map(string)", [1]),
+    ("map(number)", {"a": None}),
+    ("tuple([string])", ["a", "b"]),
+    ("object({a=number})", {"a": "x"}),
+    ("object({name=string, size=number})", {"size": 1}),
+    ("list(object({a=string}))", [{"b": 1}]),
+    ("map(any)", {"a": 1, "b": True}),
+    ("list(any)", [{"a": 1}, [1]]),
+    ("list(any)", [1, True]),
+    ("list(any)", [[1], [True]]),
+    ("object({a=optional(number)})", {"a": "x"}),
+    ("list(string)", [None, "a"]),
+    ("set(any)", [{"a": 1}, {"b": "x"}]),
+]
+
+
+@pytest.fixture(scope="module")
+def terraform_rejections(tmp_path_factory: pytest.TempPathFactory) -> set[int]:
+    """Indexes of ACCEPT_OR_REJECT whose default terraform validate rejects."""
+    if shutil.which("terraform") is None:
+        pytest.skip("terraform is not on PATH: conversions cannot be checked against it")
+    root: Path = tmp_path_factory.mktemp("types-validate")
+    lines: list[str] = []
+    line_of_variable: dict[int, int] = {}
+    for i, (type_text, default) in enumerate(ACCEPT_OR_REJECT):
+        line_of_variable[len(lines) + 3] = i  # the default sits on the third line of each block
+        lines += [f'variable "v{i}" {{', f"  type = {type_text}", f"  default = {hcl(default)}", "}"]
+    (root / "main.tf").write_text("\n".join(lines) + "\n")
+    env = {**os.environ, "TF_CLI_CONFIG_FILE": "/dev/null", "CHECKPOINT_DISABLE": "1"}
+    completed = subprocess.run(["terraform", "validate", "-json", "-no-color"], capture_output=True, text=True,
+                               cwd=root, env=env, timeout=120, check=False)
+    report = json.loads(completed.stdout)
+    rejected = set()
+    for diagnostic in report["diagnostics"]:
+        assert diagnostic["summary"] == "Invalid default value for variable", diagnostic
+        rejected.add(line_of_variable[diagnostic["range"]["start"]["line"]])
+    return rejected
+
+
+@pytest.mark.terraform
+@pytest.mark.parametrize("index", range(len(ACCEPT_OR_REJECT)),
+                         ids=[f"{t}<-{d!r}" for t, d in ACCEPT_OR_REJECT])
+def test_it_rejects_exactly_the_defaults_terraform_rejects(index: int, terraform_rejections: set[int]) -> None:
+    type_text, default = ACCEPT_OR_REJECT[index]
+    try:
+        convert(default, parse_type(type_text))
+        we_reject = False
+    except ConversionError:
+        we_reject = True
+    assert we_reject == (index in terraform_rejections)

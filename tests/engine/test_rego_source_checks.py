@@ -326,3 +326,10 @@ def test_it_sends_plain_strings_to_the_worker_whatever_str_subclass_the_caller_u
     payload = policy_payload(policy)
     values = [payload["key"], payload["name"], payload["rego_version"], *payload["modules"][0]]
     assert [type(value) for value in values] == [str] * 5
+
+
+def test_it_finds_a_network_call_inside_a_template_string_expression():
+    source = 'package env0\n\nwarn contains $"status {http.send({"url": "u"}).status_code}" if { true }\n'
+    with pytest.raises(PolicyCompileError) as caught:
+        prepare(("t.rego", source))
+    assert (caught.value.line, caught.value.column) == (3, 25)

@@ -92,7 +92,7 @@ def merge(*maps: Any) -> Any:
         if not isinstance(mapping, dict):
             raise ArgumentError(f"arguments must be maps or objects, got {mapping!r} as argument {position + 1}")
         result.update(mapping)
-    return result
+    return dict(sorted(result.items()))  # maps iterate in key order in terraform; keep that order here too
 
 
 @register("element", 2, handles_unknown=True)
@@ -330,7 +330,7 @@ def transpose(mapping: Any) -> dict[str, list[str]]:
     for key in sorted(table):
         for value in want_sequence(table[key], f'the value of "{key}"'):
             result.setdefault(want_string(value), []).append(key)
-    return result
+    return dict(sorted(result.items()))
 
 
 @register("zipmap", 2, handles_unknown=True)
@@ -340,7 +340,8 @@ def zipmap(keys_: Any, values_: Any) -> Any:
     key_list, value_list = want_sequence(keys_), want_sequence(values_)
     if len(key_list) != len(value_list):
         raise ArgumentError(f"number of keys ({len(key_list)}) does not match number of values ({len(value_list)})")
-    return {want_string(k): v for k, v in zip(key_list, value_list, strict=True)}
+    result = {want_string(k): v for k, v in zip(key_list, value_list, strict=True)}
+    return dict(sorted(result.items()))
 
 
 # --- sets ----------------------------------------------------------------------------------------------------
@@ -371,10 +372,18 @@ def setsubtract(a: Any, b: Any) -> TfSet:
     return TfSet(v for v in first if not any(values_equal(v, w) for w in second))
 
 
+_PRODUCT_LIMIT = 1_000_000  # terraform has no limit; an evaluation service needs one
+
+
 @register("setproduct", 1, None)
 def setproduct(*args: Any) -> Any:
     collections = [want_sequence(a, f"argument {i + 1}") for i, a in enumerate(args)]
     if len(args) < 2:
         raise ArgumentError("at least two arguments are required")
+    size = 1
+    for items in collections:
+        size *= len(items)
+    if size > _PRODUCT_LIMIT:
+        raise ArgumentError(f"the product would have {size} elements, more than the {_PRODUCT_LIMIT} we produce")
     product = [list(combination) for combination in itertools.product(*collections)]
     return TfSet(product) if all(isinstance(a, TfSet) for a in args) else product

@@ -45,7 +45,8 @@ def _offset(moment: datetime, colon: bool) -> str:
 
 def format_rfc3339(moment: datetime) -> str:
     zone = "Z" if moment.utcoffset() == timedelta(0) else _offset(moment, colon=True)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + zone
+    return (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
+            f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}{zone}")
 
 
 @register("timestamp", 0)

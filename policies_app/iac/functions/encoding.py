@@ -65,6 +65,11 @@ def _json_number(text: str) -> int | float:
     return normalize_number(float(text))
 
 
+def _sorted_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # A later duplicate key wins, as in Go; attributes come out in key order, as terraform iterates them.
+    return dict(sorted(dict(pairs).items()))
+
+
 @register("jsonencode", 1)
 def jsonencode(value: Any) -> str:
     return json_encode(value)
@@ -73,7 +78,8 @@ def jsonencode(value: Any) -> str:
 @register("jsondecode", 1)
 def jsondecode(text: Any) -> Any:
     try:
-        return json.loads(want_string(text), parse_float=_json_number, parse_constant=_reject_constant)
+        return json.loads(want_string(text), parse_float=_json_number, parse_constant=_reject_constant,
+                          object_pairs_hook=_sorted_object)
     except json.JSONDecodeError as exc:
         raise ArgumentError(f"invalid JSON: {exc}") from None
 
@@ -195,7 +201,7 @@ def textdecodebase64(text: Any, encoding: Any) -> str:
     try:
         return _decode_text(data, codec)
     except UnicodeDecodeError:
-        raise ArgumentError(f"the given value is has an invalid {encoding} byte sequence") from None
+        raise ArgumentError(f"the given value has an invalid {encoding} byte sequence") from None
 
 
 @register("urlencode", 1)

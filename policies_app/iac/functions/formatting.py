@@ -28,6 +28,9 @@ def format_values(template: str, args: list[Any]) -> str:
         out.append(template[position:percent])
         match = _VERB.match(template, percent)
         assert match is not None  # the pattern always matches at a "%"
+        for number in (match.group("width"), match.group("precision")):
+            if number and len(number) > 6:
+                raise ArgumentError(f"the width or precision in {match.group(0)!r} is too large")
         position = match.end()
         verb = match.group("verb")
         if verb is None:

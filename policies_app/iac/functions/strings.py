@@ -26,6 +26,10 @@ from policies_app.iac.values import UNKNOWN, contains_unknown
 _ZWJ = "\u200d"
 
 
+def _is_regional_indicator(ch: str) -> bool:
+    return "\U0001f1e6" <= ch <= "\U0001f1ff"  # two of them make one flag
+
+
 def graphemes(text: str) -> list[str]:
     """Split into user-perceived characters: a base with its combining marks, joined emoji, CR LF."""
     clusters: list[str] = []
@@ -38,6 +42,7 @@ def graphemes(text: str) -> list[str]:
             or ch == _ZWJ
             or clusters[-1].endswith(_ZWJ)
             or (ch == "\n" and clusters[-1] == "\r")
+            or (_is_regional_indicator(ch) and len(clusters[-1]) == 1 and _is_regional_indicator(clusters[-1]))
         ):
             clusters[-1] += ch
         else:
@@ -97,16 +102,20 @@ def formatlist(spec: Any, *args: Any) -> Any:
             length = len(arg)
     if length is None:
         length = 1
+    columns = [list(a) if is_sequence(a) else None for a in args]
     results: list[Any] = []
     for i in range(length):
-        row = [list(a)[i] if is_sequence(a) else a for a in args]
+        row = [column[i] if column is not None else arg for column, arg in zip(columns, args, strict=True)]
         results.append(UNKNOWN if any(contains_unknown(v) for v in row) else format_values(template, row))
     return results
 
 
 @register("indent", 2)
 def indent(spaces: Any, text: Any) -> str:
-    return want_string(text).replace("\n", "\n" + " " * want_int(spaces))
+    count = want_int(spaces)
+    if count > 100_000:
+        raise ArgumentError(f"{count} spaces of indentation is more than this evaluator will produce")
+    return want_string(text).replace("\n", "\n" + " " * count)
 
 
 @register("join", 2, None, handles_unknown=True)

@@ -258,7 +258,7 @@ def yaml_decode(text: str) -> Any:
 
 def _plain(value: Any) -> Any:
     if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
+        return {key: _plain(value[key]) for key in sorted(value)}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
