@@ -2,6 +2,7 @@
 plus the platform's own views of the environment's Terraform state and the template's configuration."""
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -61,8 +62,10 @@ def _configuration_view(deployment: Deployment, terraform_variables: dict[str, A
     try:
         if template.archive:
             with template.archive.open("rb") as archive:
-                root = extract_archive(archive.read(), settings.TEMPLATE_CHECKOUT_DIR)
-            directory = str(root) if not template.path else str(root / template.path)
+                root = Path(extract_archive(archive.read(), settings.TEMPLATE_CHECKOUT_DIR))
+            directory = (root / template.path).resolve()
+            if directory != root and root not in directory.parents:
+                raise TemplateSourceError(f"path {template.path!r} leaves the uploaded archive")
         else:
             directory = checkout_template(
                 template.repository,
@@ -73,7 +76,7 @@ def _configuration_view(deployment: Deployment, terraform_variables: dict[str, A
     except (TemplateSourceError, OSError) as problem:
         return {"outputs": {}, "resources": [], "diagnostics": [_source_diagnostic(str(problem))]}
     return evaluate_configuration(
-        directory, variables=terraform_variables, cache_dir=settings.IAC_PARSE_CACHE_DIR
+        str(directory), variables=terraform_variables, cache_dir=settings.IAC_PARSE_CACHE_DIR
     )
 
 

@@ -127,3 +127,45 @@ def test_policies_see_the_environment_state_in_the_sentinel_shape(world, api):
     assert document["state"]["terraform_version"] == "1.11.4"
     assert document["state"]["outputs"]["endpoint"]["value"] == "db.internal"
     assert document["state"]["module_paths"] == [[]]
+
+
+def test_an_uploaded_archive_is_the_template_source(world, api, settings, tmp_path):
+    import io
+    import tarfile
+
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    settings.TEMPLATE_CHECKOUT_DIR = str(tmp_path / "checkouts")
+    settings.IAC_PARSE_CACHE_DIR = str(tmp_path / "parse-cache")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        content = CONFIGURATION.encode()
+        member = tarfile.TarInfo("web/main.tf")
+        member.size = len(content)
+        archive.addfile(member, io.BytesIO(content))
+    buffer.seek(0)
+    buffer.name = "web.tar.gz"
+    world.template.path = "web"
+    world.template.save()
+
+    uploaded = api(world.admin).post(
+        f"/api/v1/templates/{world.template.pk}/archive/", {"archive": buffer}, format="multipart"
+    )
+    assert uploaded.status_code == 200, uploaded.content
+    world.platform.approval_policies.add(make_policy("replicas", TOO_MANY_REPLICAS))
+    body = trigger(api(world.bob), world.environment, variables={"terraform": {"replicas": 5}})
+    assert body["messages"]["deny"] == ["5 replicas is more than 2"]
+
+
+def test_a_broken_archive_is_refused_and_keeps_the_template_as_it_was(world, api, settings, tmp_path):
+    import io
+
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    settings.TEMPLATE_CHECKOUT_DIR = str(tmp_path / "checkouts")
+    junk = io.BytesIO(b"this is not an archive")
+    junk.name = "junk.tar.gz"
+    response = api(world.admin).post(f"/api/v1/templates/{world.template.pk}/archive/", {"archive": junk}, format="multipart")
+    assert response.status_code == 400
+    assert "archive" in response.json()
+    world.template.refresh_from_db()
+    assert not world.template.archive
+    assert api(world.bob).post(f"/api/v1/templates/{world.template.pk}/archive/", {}, format="multipart").status_code == 403

@@ -88,8 +88,8 @@ class TemplateSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Template
-        fields = ["id", "name", "type", "repository", "path", "revision", "approval_policies", "created_at"]
-        read_only_fields = ["created_at"]
+        fields = ["id", "name", "type", "repository", "path", "revision", "archive", "approval_policies", "created_at"]
+        read_only_fields = ["archive", "created_at"]
 
 
 class EnvironmentSerializer(serializers.ModelSerializer):

@@ -5,6 +5,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -12,6 +13,7 @@ from rest_framework.response import Response
 from .. import access, deployments, policies, states
 from ..choices import DeploymentStatus
 from ..iac.plan_formats import PlanFormatError, check_plan
+from ..iac.sources import TemplateSourceError, extract_archive
 from ..models import Deployment, ProjectMembership, Team, Template
 from . import serializers as s
 from .permissions import IsStaffOrReadOnly
@@ -84,6 +86,26 @@ class TemplateViewSet(UpdateViewSet):
     serializer_class = s.TemplateSerializer
     permission_classes = [IsStaffOrReadOnly]
     filterset_fields = ["type"]
+
+
+    @extend_schema(
+        request={"multipart/form-data": {"type": "object", "properties": {"archive": {"type": "string", "format": "binary"}}}},
+        responses=s.TemplateSerializer,
+    )
+    @action(detail=True, methods=["post"], parser_classes=[MultiPartParser])
+    def archive(self, request: Request, pk: str | None = None) -> Response:
+        """Upload the template's files as a .tar.gz or .zip instead of pointing at a repository."""
+        template = self.get_object()
+        upload = request.FILES.get("archive")
+        if upload is None:
+            raise ValidationError({"archive": ["Attach the archive as the multipart field 'archive'."]})
+        try:
+            extract_archive(upload.read(), settings.TEMPLATE_CHECKOUT_DIR)
+        except TemplateSourceError as problem:
+            raise ValidationError({"archive": [str(problem)]}) from None
+        upload.seek(0)
+        template.archive.save(upload.name, upload, save=True)
+        return Response(s.TemplateSerializer(template).data)
 
 
 class TeamViewSet(UpdateViewSet):
