@@ -160,13 +160,16 @@ def _failed_closed_verdict(deployment: Deployment, resume: bool, problem: Except
 def evaluate_deployment(deployment_id: int, resume: bool = False) -> None:
     """Evaluate a queued deployment, or re-evaluate a pending one after an approval (resume)."""
     from_status = DeploymentStatus.PENDING_APPROVAL if resume else DeploymentStatus.EVALUATING
-    if not resume and not move_deployment(deployment_id, DeploymentStatus.QUEUED, DeploymentStatus.EVALUATING):
-        return  # already evaluated, or cancelled while queued
+    if not resume:
+        # A deployment found already "evaluating" is one whose worker died mid-way and whose task was
+        # delivered again (tasks are acknowledged late): evaluate it again. Recording the verdict is a
+        # conditional status change, so a duplicate delivery can never apply a second verdict.
+        move_deployment(deployment_id, DeploymentStatus.QUEUED, DeploymentStatus.EVALUATING)
     deployment = Deployment.objects.select_related("environment__project", "environment__template", "deployer").get(
         pk=deployment_id
     )
     if deployment.status != from_status:
-        return
+        return  # already evaluated, or cancelled meanwhile
     try:
         if not deployment.policies_pinned:
             # Pin the revisions in force now: later edits to a policy do not change a running deployment.

@@ -368,3 +368,17 @@ def test_the_queue_lists_pending_deployments_of_an_environment(world, api):
     ).json()
     assert [d["id"] for d in listed["results"]] == [pending["id"]]
     assert listed["count"] == 1
+
+
+def test_a_deployment_left_evaluating_by_a_dead_worker_is_evaluated_when_the_task_comes_again(world, api):
+    from policies_app.deployments import evaluate_deployment
+
+    body = trigger(api(world.bob), world.environment).json()
+    Deployment.objects.filter(pk=body["id"]).update(status="evaluating")
+    evaluate_deployment(body["id"])
+    deployment = Deployment.objects.get(pk=body["id"])
+    assert deployment.status == "pending_approval"
+    assert deployment.evaluations.count() == 2
+    # Delivered once more: nothing changes, since the deployment is no longer queued or evaluating.
+    evaluate_deployment(body["id"])
+    assert Deployment.objects.get(pk=body["id"]).evaluations.count() == 2
