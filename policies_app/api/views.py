@@ -4,13 +4,13 @@ from django_filters import rest_framework as filters
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import PermissionDenied, ServiceUnavailable, ValidationError
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from .. import access, deployments, policies, states
+from .. import access, deployments, policies, rego, states
 from ..choices import DeploymentStatus
 from ..iac.plan_formats import PlanFormatError, check_plan
 from ..iac.sources import TemplateSourceError, extract_archive
@@ -126,6 +126,8 @@ class PolicyViewSet(UpdateViewSet):
             return function(**kwargs)
         except policies.PolicyValidationError as problem:
             raise ValidationError(problem.errors) from None
+        except rego.EngineUnavailableError as problem:
+            raise ServiceUnavailable(f"The policy engine cannot check the policy now: {problem}") from None
 
     def perform_create(self, serializer):
         data = serializer.validated_data

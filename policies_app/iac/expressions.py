@@ -451,6 +451,10 @@ class Evaluator:
         if kind is not None and kind == other_kind:
             return chosen  # the common case, without inferring types
         unified = types.unify([types.infer_type(chosen), types.infer_type(other)])
+        if unified is None and (kind is None or other_kind is None):
+            # Collections that cty still unifies where types.unify does not (a set beside an empty
+            # tuple: var.s != null ? var.s : []): keep the chosen value rather than refuse it.
+            return chosen
         if unified is None:
             raise EvalError("Inconsistent conditional result types", pos,
                             f"the true and false result expressions must have consistent types "

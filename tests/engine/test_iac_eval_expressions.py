@@ -40,6 +40,10 @@ def test_it_computes_operators_like_terraform(text, expected):
     assert type(value_of(text)) is type(expected)
 
 
+def test_a_conditional_keeps_a_set_beside_an_empty_list():
+    assert value_of("var.s != null ? var.s : []", variables={"s": TfSet(["b", "a"])}) == TfSet(["a", "b"])
+
+
 def test_it_refuses_division_by_zero():
     with pytest.raises(EvalError, match="Division by zero"):
         value_of("1 / 0")
