@@ -4,7 +4,7 @@ from django_filters import rest_framework as filters
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied, ServiceUnavailable, ValidationError
+from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -17,6 +17,12 @@ from ..iac.sources import TemplateSourceError, extract_archive
 from ..models import Deployment, ProjectMembership, Team, Template
 from . import serializers as s
 from .permissions import IsStaffOrReadOnly
+
+
+class EngineUnavailable(APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "engine_unavailable"
+
 
 ACTION_ERROR_STATUS = {
     "forbidden": status.HTTP_403_FORBIDDEN,
@@ -127,7 +133,7 @@ class PolicyViewSet(UpdateViewSet):
         except policies.PolicyValidationError as problem:
             raise ValidationError(problem.errors) from None
         except rego.EngineUnavailableError as problem:
-            raise ServiceUnavailable(f"The policy engine cannot check the policy now: {problem}") from None
+            raise EngineUnavailable(f"The policy engine cannot check the policy now: {problem}") from None
 
     def perform_create(self, serializer):
         data = serializer.validated_data
