@@ -54,6 +54,11 @@ def can_administer(user: AbstractBaseUser, project: Project) -> bool:
     return _has_at_least(user, project, Role.ADMIN)
 
 
+def may_place_project_under(user: AbstractBaseUser, parent: Project | None) -> bool:
+    """Creating or moving a project under ``parent``: admins of the parent; superusers for the root."""
+    return can_administer(user, parent) if parent is not None else bool(user.is_superuser)
+
+
 def visible_project_ids(user: AbstractBaseUser) -> set[int] | None:
     """Ids of the projects the user may see; None means all of them (superusers)."""
     if user.is_superuser:

@@ -211,15 +211,6 @@ class ApprovalPolicyForm(forms.ModelForm):
             self.fields["source"].required = True
         self.new_revision: PolicyRevision | None = None
 
-    def _revision_changes(self) -> bool:
-        cleaned = self.cleaned_data
-        _, current_source = _editable_module(self.latest)
-        return (
-            cleaned["source"] != current_source
-            or cleaned["rego_version"] != self.latest.rego_version
-            or cleaned.get("data") != self.latest.data
-        )
-
     def _modules(self) -> list[dict[str, str]]:
         modules = {}
         if self.latest is not None:
@@ -244,9 +235,10 @@ class ApprovalPolicyForm(forms.ModelForm):
                         data=cleaned.get("data"),
                         user=self.author,
                     )
-                elif self.latest is None or self._revision_changes():
+                else:
                     self.new_revision = revise_policy(
                         self.instance,
+                        name=cleaned["name"],
                         description=cleaned.get("description", ""),
                         rego_version=cleaned["rego_version"],
                         modules=self._modules(),
@@ -298,6 +290,10 @@ class ApprovalPolicyAdmin(admin.ModelAdmin):
     ]
     search_fields = ["name", "description"]
     inlines = [PolicyRevisionInline]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # A policy's revisions judged past deployments and may rule pending ones: detach it instead.
+        return False
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
         form = super().get_form(request, obj, change=change, **kwargs)

@@ -89,12 +89,11 @@ def trigger_deployment(
     idempotency_key: str = "",
 ) -> tuple[Deployment, bool]:
     """Queue a deployment for evaluation. A repeated idempotency key returns the first deployment."""
-    if not access.can_deploy(deployer, environment.project):
-        raise DeploymentActionError("forbidden", "Only deployers of this project may trigger deployments.")
+    check_may_trigger(environment, deployer)
     if idempotency_key:
         existing = Deployment.objects.filter(environment=environment, idempotency_key=idempotency_key).first()
         if existing is not None:
-            return existing, False
+            return _same_request_or_conflict(existing, type, revision), False
     try:
         with transaction.atomic():
             deployment = Deployment.objects.create(
@@ -113,12 +112,28 @@ def trigger_deployment(
             record_event(deployment, EventKind.TRIGGERED, deployer, f"{type} triggered by {trigger_name}")
             _enqueue_evaluation(deployment.pk, resume=False)
     except IntegrityError:
-        # Two identical triggers raced; the other one created it.
-        existing = Deployment.objects.filter(environment=environment, idempotency_key=idempotency_key).first()
-        if existing is None:
+        if not idempotency_key:
             raise
-        return existing, False
+        # Two triggers with the same key raced; the other one created it.
+        existing = Deployment.objects.get(environment=environment, idempotency_key=idempotency_key)
+        return _same_request_or_conflict(existing, type, revision), False
     return deployment, True
+
+
+def check_may_trigger(environment: Environment, user: AbstractBaseUser) -> None:
+    if not access.can_deploy(user, environment.project):
+        raise DeploymentActionError("forbidden", "Only deployers of this project may trigger deployments.")
+
+
+def _same_request_or_conflict(existing: Deployment, type: str, revision: str) -> Deployment:
+    # A key names one request: reusing it for another (a destroy after a deploy) must not answer for the first.
+    if existing.type != type or existing.revision != revision:
+        raise DeploymentActionError(
+            "idempotency_conflict",
+            f"Idempotency key {existing.idempotency_key!r} was used for deployment #{existing.pk} "
+            f"({existing.type} of revision {existing.revision or 'unset'}); use a new key for another request.",
+        )
+    return existing
 
 
 def _record_verdict(deployment: Deployment, from_status: str, verdict: Verdict) -> None:

@@ -123,25 +123,37 @@ def create_policy(
 def revise_policy(
     policy: ApprovalPolicy,
     *,
+    name: str | None = None,
     description: str | None = None,
     rego_version: str | None = None,
     modules: list[dict[str, str]] | None = None,
     data: Any = ...,
     user: AbstractBaseUser | None = None,
-) -> PolicyRevision:
-    """Create revision N+1 from the latest one with the given changes; earlier revisions never change."""
+) -> PolicyRevision | None:
+    """Rename or describe a policy, and create revision N+1 when what it says (Rego version, modules,
+    data) changes. Returns the new revision, or None when the content did not change."""
     latest = policy.latest_revision
+    current_modules = [{"filename": m.filename, "source": m.source} for m in latest.modules.all()]
     rego_version = rego_version or latest.rego_version
-    modules = _validated_modules(
-        modules if modules is not None else [{"filename": m.filename, "source": m.source} for m in latest.modules.all()]
-    )
+    modules = _validated_modules(modules if modules is not None else current_modules)
     data = latest.data if data is ... else data
-    _check_with_engine(policy.name, rego_version, modules, data)
+    content_changed = (rego_version, sorted(modules, key=lambda m: m["filename"]), data) != (
+        latest.rego_version,
+        current_modules,
+        latest.data,
+    )
+    if name is not None and name != policy.name:
+        if not name.strip():
+            raise PolicyValidationError({"name": ["A name is required."]})
+        if ApprovalPolicy.objects.filter(name=name).exclude(pk=policy.pk).exists():
+            raise PolicyValidationError({"name": [f"A policy named {name!r} already exists."]})
+    if content_changed:
+        _check_with_engine(name or policy.name, rego_version, modules, data)
     with transaction.atomic():
-        if description is not None and description != policy.description:
-            policy.description = description
-            policy.save(update_fields=["description"])
-        return _store_revision(policy, rego_version, modules, data, user)
+        policy.name = name if name is not None else policy.name
+        policy.description = description if description is not None else policy.description
+        policy.save(update_fields=["name", "description"])
+        return _store_revision(policy, rego_version, modules, data, user) if content_changed else None
 
 
 def dry_run_policy(policy: ApprovalPolicy | PolicyRevision, input_document: Any) -> dict[str, Any]:

@@ -90,8 +90,9 @@ def build_policy_input(deployment: Deployment, request_type: str) -> dict[str, A
     requested = deployment.variables or {}
     terraform_variables = {**environment.terraform_variables, **requested.get("terraform", {})}
     deployment_request: dict[str, Any] = {"type": request_type, "triggerName": deployment.trigger_name}
-    if deployment.revision:
-        deployment_request["revision"] = deployment.revision
+    # env0 leaves the revision out only when neither the deployment nor the template states one.
+    if deployment.revision or template.revision:
+        deployment_request["revision"] = deployment.revision or template.revision
     template_view: dict[str, Any] = {
         "id": str(template.pk),
         "name": template.name,

@@ -153,11 +153,15 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
+# A worker killed mid-evaluation gives its task back, so the deployment is evaluated by another worker.
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_RESULT_BACKEND = None
 
 # Policy evaluation
 POLICY_ENGINE = os.environ.get("POLICY_ENGINE", "regorus")
+if POLICY_ENGINE not in ("regorus", "regopy"):
+    raise ImproperlyConfigured(f"POLICY_ENGINE must be regorus or regopy, not {POLICY_ENGINE!r}")
 POLICY_EVALUATION_TIMEOUT_SECONDS = env_number("POLICY_EVALUATION_TIMEOUT_SECONDS", 10)
 POLICY_ENGINE_MEMORY_MB = int(env_number("POLICY_ENGINE_MEMORY_MB", 2048))
 PLAN_SIZE_LIMIT_BYTES = int(env_number("PLAN_SIZE_LIMIT_BYTES", 50 * 1024 * 1024))

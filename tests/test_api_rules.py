@@ -3,7 +3,7 @@
 import pytest
 from rest_framework.test import APIClient
 
-from policies_app.models import ApprovalPolicy, Deployment, PolicyRevision, Project
+from policies_app.models import ApprovalPolicy, Deployment, Evaluation, PolicyRevision, Project
 from tests.builders import make_policy, plan_with
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -127,7 +127,14 @@ def test_editing_a_policy_creates_a_new_revision_and_a_broken_edit_creates_nothi
     created = client.post(
         "/api/v1/policies/", {"name": "p", "modules": [{"filename": "main.rego", "source": VALID}]}, format="json"
     ).json()
-    edited = client.patch(f"/api/v1/policies/{created['id']}/", {"description": "now described"}, format="json")
+    described = client.patch(
+        f"/api/v1/policies/{created['id']}/", {"name": "renamed", "description": "now described"}, format="json"
+    ).json()
+    assert (described["name"], described["latest_revision"]["number"]) == ("renamed", 1)
+    changed = 'package env0\n\ndeny contains "closed" if true\n'
+    edited = client.patch(
+        f"/api/v1/policies/{created['id']}/", {"modules": [{"filename": "main.rego", "source": changed}]}, format="json"
+    )
     assert edited.json()["latest_revision"]["number"] == 2
     broken = client.patch(
         f"/api/v1/policies/{created['id']}/",
@@ -136,10 +143,13 @@ def test_editing_a_policy_creates_a_new_revision_and_a_broken_edit_creates_nothi
     )
     assert broken.status_code == 400
     assert PolicyRevision.objects.filter(policy_id=created["id"]).count() == 2
-    assert len(client.get(f"/api/v1/policies/{created['id']}/revisions/").json()) == 2
+    revisions = client.get(f"/api/v1/policies/{created['id']}/revisions/").json()
+    assert [r["modules"][0]["source"] for r in revisions] == [changed, VALID]
 
 
-def test_only_staff_may_write_policies(world, api):
+def test_writing_policies_needs_the_model_permission(world, api):
+    world.alice.is_staff = True
+    world.alice.save()
     response = api(world.alice).post(
         "/api/v1/policies/", {"name": "p", "modules": [{"filename": "main.rego", "source": VALID}]}, format="json"
     )
@@ -154,7 +164,10 @@ def test_a_dry_run_returns_the_decision_and_stores_nothing(world, api):
     assert allowed.json() == {"decision": "allow", "deny": [], "pending": [], "warn": [], "allow": ["two"], "error": None}
     pending = client.post(f"/api/v1/policies/{policy.pk}/evaluate/", {"input": {"approvers": []}}, format="json")
     assert pending.json()["decision"] == "pending"
-    assert not Deployment.objects.exists()
+    assert (Evaluation.objects.count(), PolicyRevision.objects.count()) == (0, 1)
+    not_an_object = client.post(f"/api/v1/policies/{policy.pk}/evaluate/", {"input": [1, 2]}, format="json")
+    assert not_an_object.status_code == 400
+    assert "input" in not_an_object.json()
 
 
 def test_members_can_be_added_by_project_admins_only(world, api):
@@ -241,3 +254,45 @@ def test_policies_are_visible_where_they_apply(world, api):
     assert [p["name"] for p in api(world.alice).get("/api/v1/policies/").json()["results"]] == ["applied"]
     assert api(world.charlie).get(f"/api/v1/policies/{applied.pk}/").status_code == 404
     assert len(api(world.admin).get("/api/v1/policies/").json()["results"]) == 2
+
+
+def test_a_sub_project_admin_cannot_move_the_project_out_from_under_its_parents_policies(world, api):
+    api(world.admin).post(f"/api/v1/projects/{world.payments_eu.pk}/members/", {"username": "charlie", "role": "admin"}, format="json")
+    to_root = api(world.charlie).patch(f"/api/v1/projects/{world.payments_eu.pk}/", {"parent": None}, format="json")
+    assert to_root.status_code == 403
+    world.payments_eu.refresh_from_db()
+    assert world.payments_eu.parent == world.payments
+    renamed = api(world.charlie).patch(f"/api/v1/projects/{world.payments_eu.pk}/", {"description": "EU"}, format="json")
+    assert renamed.status_code == 200
+
+
+def test_only_project_admins_create_environments(world, api):
+    body = {"name": "auto", "project": world.payments.pk, "template": world.template.pk, "approve_plans_automatically": True}
+    assert api(world.bob).post("/api/v1/environments/", body, format="json").status_code == 403
+    created = api(world.admin).post("/api/v1/environments/", body, format="json")
+    assert created.status_code == 201
+
+
+def test_a_policy_cannot_be_deleted_under_its_revisions(world):
+    from django.db.models import ProtectedError
+
+    policy = make_policy("kept", VALID)
+    with pytest.raises(ProtectedError):
+        policy.delete()
+
+
+def test_an_idempotency_key_reused_for_another_request_is_a_conflict(world, api):
+    world.environment.approve_plans_automatically = True
+    world.environment.save()
+    client = api(world.bob)
+    first = client.post(deployments_url(world.environment), {"idempotency_key": "k1"}, format="json")
+    assert first.json()["status"] == "approved"
+    destroy = client.post(deployments_url(world.environment), {"type": "destroy", "idempotency_key": "k1"}, format="json")
+    assert destroy.status_code == 409
+    assert "k1" in destroy.json()["detail"]
+    assert Deployment.objects.count() == 1
+
+
+def test_a_viewer_is_refused_before_the_request_is_even_read(world, api):
+    response = api(world.vera).post(deployments_url(world.environment), {"type": "bad"}, format="json")
+    assert response.status_code == 403

@@ -94,15 +94,26 @@ def attach(project_or_template, *policies):
 
 
 def test_it_inherits_policies_through_three_levels_of_projects(world, api):
-    root_policy = make_policy("root requires two approvers", TWO_APPROVERS)
-    attach(world.platform, root_policy)
+    attach(world.platform, make_policy("root requires two approvers", TWO_APPROVERS))
+    attach(world.payments, make_policy("middle cost limit", COST_LIMIT, data={"limits": {"monthly": 100}}))
+    attach(world.payments_eu, make_policy("leaf main only", MAIN_ONLY))
+    attach(world.template, make_policy("template security", SECURITY_APPROVER_FOR_DELETES))
+    sibling = world.payments.__class__.objects.create(name="Data", parent=world.platform)
+    attach(sibling, make_policy("not on this branch", NOTHING_FIRES))
 
     response = api(world.admin).get(f"/api/v1/environments/{world.environment.pk}/effective-policies/")
-    assert [p["name"] for p in response.json()] == ["root requires two approvers"]
+    assert sorted(p["name"] for p in response.json()) == [
+        "leaf main only",
+        "middle cost limit",
+        "root requires two approvers",
+        "template security",
+    ]
 
-    deployment = trigger(api(world.bob), world.environment).json()
+    deployment = trigger(api(world.bob), world.environment, revision="main", cost_estimation={"monthly_cost_diff": 5}).json()
     assert deployment["status"] == "pending_approval"
     assert deployment["messages"]["pending"] == ["waiting for two approvers"]
+    assert deployment["messages"]["warn"] == ["deploying main"]
+    assert sorted(deployment["messages"]["allow"]) == ["nothing is deleted", "within budget"]
 
 
 def test_each_policy_is_counted_once_when_attached_at_several_levels(world, api):
@@ -382,3 +393,11 @@ def test_a_deployment_left_evaluating_by_a_dead_worker_is_evaluated_when_the_tas
     # Delivered once more: nothing changes, since the deployment is no longer queued or evaluating.
     evaluate_deployment(body["id"])
     assert Deployment.objects.get(pk=body["id"]).evaluations.count() == 2
+
+
+def test_the_template_revision_stands_in_when_the_deployment_names_none(world, api):
+    attach(world.platform, make_policy("main only", MAIN_ONLY))
+    world.template.revision = "release-1"
+    world.template.save()
+    body = trigger(api(world.bob), world.environment).json()
+    assert body["messages"]["deny"] == ["revision release-1 is not main"]

@@ -41,13 +41,14 @@ def test_concurrent_approvals_are_all_recorded_and_release_the_deployment_once(w
     approvers = [world.alice, world.sam, *extra]
     barrier = threading.Barrier(len(approvers))
     failures: list[BaseException] = []
+    refusals: list[str] = []
 
     def approve(user):
         try:
             barrier.wait()
             deployments.record_approval(Deployment.objects.get(pk=deployment.pk), user, "approve")
-        except deployments.DeploymentActionError:
-            pass  # the deployment was already released: a late approval is refused, as it should be
+        except deployments.DeploymentActionError as refusal:
+            refusals.append(refusal.code)
         except BaseException as problem:  # noqa: BLE001
             failures.append(problem)
         finally:
@@ -60,9 +61,11 @@ def test_concurrent_approvals_are_all_recorded_and_release_the_deployment_once(w
         thread.join(60)
 
     assert failures == []
+    # An approval that arrives after the release is refused as "not pending"; nothing else may refuse one.
+    assert set(refusals) <= {"not_pending"}
     deployment.refresh_from_db()
     assert deployment.status == "approved"
-    assert deployment.approvals.count() >= 2
+    assert deployment.approvals.count() == len(approvers) - len(refusals) >= 2
     assert DeploymentEvent.objects.filter(deployment=deployment, kind="released").count() == 1
 
 

@@ -185,6 +185,11 @@ class PolicySerializer(serializers.ModelSerializer):
 class DryRunSerializer(serializers.Serializer):
     input = serializers.JSONField()
 
+    def validate_input(self, value):
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("The input must be a JSON object, like a deployment's policy input.")
+        return value
+
 
 class TeamSerializer(serializers.ModelSerializer):
     members = serializers.SlugRelatedField(

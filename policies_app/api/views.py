@@ -6,7 +6,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, PermissionDenied, ValidationError
 from rest_framework.parsers import MultiPartParser
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import DjangoModelPermissions, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -16,7 +16,6 @@ from ..iac.plan_formats import PlanFormatError, check_plan
 from ..iac.sources import TemplateSourceError, extract_archive
 from ..models import Deployment, ProjectMembership, Team, Template
 from . import serializers as s
-from .permissions import IsStaffOrReadOnly
 
 
 class EngineUnavailable(APIException):
@@ -29,6 +28,7 @@ ACTION_ERROR_STATUS = {
     "self_approval": status.HTTP_403_FORBIDDEN,
     "not_pending": status.HTTP_409_CONFLICT,
     "already_decided": status.HTTP_409_CONFLICT,
+    "idempotency_conflict": status.HTTP_409_CONFLICT,
     "invalid": status.HTTP_400_BAD_REQUEST,
 }
 
@@ -55,15 +55,21 @@ class ProjectViewSet(UpdateViewSet):
         return access.visible_projects(self.request.user).prefetch_related("approval_policies")
 
     def perform_create(self, serializer):
-        parent = serializer.validated_data.get("parent")
-        allowed = access.can_administer(self.request.user, parent) if parent else self.request.user.is_staff
-        if not allowed:
-            raise PermissionDenied("Only admins of the parent project (or staff, for a root project) may create projects.")
+        if not access.may_place_project_under(self.request.user, serializer.validated_data.get("parent")):
+            raise PermissionDenied("Only admins of the parent project (superusers, for a root project) may create projects.")
         serializer.save()
 
     def perform_update(self, serializer):
-        if not access.can_administer(self.request.user, serializer.instance):
+        project = serializer.instance
+        if not access.can_administer(self.request.user, project):
             raise PermissionDenied("Only admins of this project may change it.")
+        new_parent = serializer.validated_data.get("parent", project.parent)
+        # Moving a project changes which policies it inherits: it takes authority over both places.
+        if new_parent != project.parent and not (
+            access.may_place_project_under(self.request.user, project.parent)
+            and access.may_place_project_under(self.request.user, new_parent)
+        ):
+            raise PermissionDenied("Moving a project needs admin rights on its old and its new parent.")
         serializer.save()
 
     @extend_schema(request=s.MembershipSerializer, responses=s.MembershipReadSerializer)
@@ -90,7 +96,8 @@ class ProjectViewSet(UpdateViewSet):
 class TemplateViewSet(UpdateViewSet):
     queryset = Template.objects.prefetch_related("approval_policies")
     serializer_class = s.TemplateSerializer
-    permission_classes = [IsStaffOrReadOnly]
+    # Organisation-wide objects: everyone signed in reads; writing needs the Django model permission.
+    permission_classes = [DjangoModelPermissions]
     filterset_fields = ["type"]
 
 
@@ -117,12 +124,14 @@ class TemplateViewSet(UpdateViewSet):
 class TeamViewSet(UpdateViewSet):
     queryset = Team.objects.prefetch_related("members")
     serializer_class = s.TeamSerializer
-    permission_classes = [IsStaffOrReadOnly]
+    # Organisation-wide objects: everyone signed in reads; writing needs the Django model permission.
+    permission_classes = [DjangoModelPermissions]
 
 
 class PolicyViewSet(UpdateViewSet):
     serializer_class = s.PolicySerializer
-    permission_classes = [IsStaffOrReadOnly]
+    # Organisation-wide objects: everyone signed in reads; writing needs the Django model permission.
+    permission_classes = [DjangoModelPermissions]
 
     def get_queryset(self):
         return access.visible_policies(self.request.user)
@@ -152,6 +161,7 @@ class PolicyViewSet(UpdateViewSet):
         self._call(
             policies.revise_policy,
             policy=serializer.instance,
+            name=data.get("name"),
             description=data.get("description"),
             rego_version=data.get("rego_version") if "rego_version" in self.request.data else None,
             modules=data.get("modules"),
@@ -192,8 +202,9 @@ class EnvironmentViewSet(UpdateViewSet):
         return access.visible_environments(self.request.user)
 
     def perform_create(self, serializer):
-        if not access.can_deploy(self.request.user, serializer.validated_data["project"]):
-            raise PermissionDenied("Only deployers of the project may create environments in it.")
+        # Admins only: an environment's settings (automatic approval above all) decide what needs approving.
+        if not access.can_administer(self.request.user, serializer.validated_data["project"]):
+            raise PermissionDenied("Only admins of the project may create environments in it.")
         serializer.save()
 
     def perform_update(self, serializer):
@@ -217,6 +228,10 @@ class EnvironmentViewSet(UpdateViewSet):
         if request.method == "GET":
             page = self.paginate_queryset(environment.deployments.all())
             return self.get_paginated_response(s.DeploymentSerializer(page, many=True).data)
+        try:
+            deployments.check_may_trigger(environment, request.user)
+        except deployments.DeploymentActionError as problem:
+            return action_error_response(problem)
         too_large = _check_plan_size(request)
         if too_large is not None:
             return too_large

@@ -26,7 +26,8 @@ class ApprovalPolicy(models.Model):
 class PolicyRevision(models.Model):
     """An immutable version of a policy. Editing a policy creates revision N+1."""
 
-    policy = models.ForeignKey(ApprovalPolicy, on_delete=models.CASCADE, related_name="revisions")
+    # Revisions are evidence of what judged past deployments and rule pending ones: never deleted.
+    policy = models.ForeignKey(ApprovalPolicy, on_delete=models.PROTECT, related_name="revisions")
     number = models.PositiveIntegerField()
     rego_version = models.CharField(max_length=2, choices=RegoVersion.choices, default=RegoVersion.V1)
     data = models.JSONField(null=True, blank=True, help_text="Becomes data.* for this policy.")
@@ -42,7 +43,7 @@ class PolicyRevision(models.Model):
 
 
 class PolicyModule(models.Model):
-    revision = models.ForeignKey(PolicyRevision, on_delete=models.CASCADE, related_name="modules")
+    revision = models.ForeignKey(PolicyRevision, on_delete=models.PROTECT, related_name="modules")
     filename = models.CharField(max_length=200)
     source = models.TextField()
 
