@@ -5,7 +5,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 
 from .choices import ROLE_RANK, Role
-from .models import ApprovalPolicy, Deployment, Environment, Project, ProjectMembership
+from .models import ApprovalPolicy, Deployment, Environment, Project, ProjectMembership, Team
 
 
 def _direct_roles(user: AbstractBaseUser) -> dict[int, str]:
@@ -32,6 +32,16 @@ def role_in_project(user: AbstractBaseUser, project: Project) -> str | None:
         if role and ROLE_RANK[role] > ROLE_RANK.get(best, 0):
             best = role
     return best
+
+
+def grant_role(
+    project: Project, role: str, *, user: AbstractBaseUser | None = None, team: Team | None = None
+) -> ProjectMembership:
+    """Give a user or a team a role on a project (and so on its sub-projects), replacing any earlier one."""
+    membership, _ = ProjectMembership.objects.update_or_create(
+        project=project, user=user, team=team, defaults={"role": role}
+    )
+    return membership
 
 
 def _has_at_least(user: AbstractBaseUser, project: Project, role: str) -> bool:

@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
 from .choices import RegoVersion
-from .evaluation import effective_policies
+from .evaluation import effective_policies, inherited_policies
 from .models import (
     Approval,
     ApprovalPolicy,
@@ -85,13 +85,7 @@ class ProjectAdmin(admin.ModelAdmin):
         """What the ancestors impose on this project, on top of its own policies."""
         if project.pk is None:
             return "—"
-        own = set(project.approval_policies.values_list("pk", flat=True))
-        rows = []
-        for ancestor in project.ancestors():
-            for policy in ancestor.approval_policies.all():
-                if policy.pk not in own:
-                    own.add(policy.pk)
-                    rows.append((policy.name, ancestor.full_name))
+        rows = [(policy.name, ancestor.full_name) for policy, ancestor in inherited_policies(project)]
         if not rows:
             return "—"
         return format_html("<ul>{}</ul>", format_html_join("", "<li>{} (from {})</li>", rows))

@@ -109,13 +109,6 @@ ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
 }
 del S
 
-# Statuses the gate client treats as final, by its exit code.
-RELEASED_STATUSES = frozenset({DeploymentStatus.APPROVED, DeploymentStatus.SUCCEEDED})
-STOPPED_STATUSES = frozenset(
-    {DeploymentStatus.DENIED, DeploymentStatus.REJECTED, DeploymentStatus.CANCELLED, DeploymentStatus.FAILED}
-)
-
-
 class EventKind(models.TextChoices):
     TRIGGERED = "triggered", "Triggered"
     EVALUATED = "evaluated", "Evaluated"

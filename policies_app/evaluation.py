@@ -10,13 +10,25 @@ from django.conf import settings
 
 from . import rego
 from .choices import ApprovalDecision, Decision, RequestType
-from .models import ApprovalPolicy, Deployment, Environment, PolicyRevision
+from .models import ApprovalPolicy, Deployment, Environment, PolicyRevision, Project
 from .policies import policy_source
 from .policy_input import build_policy_input
 
 logger = logging.getLogger(__name__)
 
 MESSAGE_KINDS = ("deny", "pending", "warn", "allow")
+
+
+def inherited_policies(project: Project) -> list[tuple[ApprovalPolicy, Project]]:
+    """The policies a project inherits from its ancestors (not its own), each once, with where it comes from."""
+    own = {policy.pk for policy in project.approval_policies.all()}
+    inherited = []
+    for ancestor in project.ancestors():
+        for policy in ancestor.approval_policies.all():
+            if policy.pk not in own:
+                own.add(policy.pk)
+                inherited.append((policy, ancestor))
+    return inherited
 
 
 def effective_policies(environment: Environment) -> list[ApprovalPolicy]:

@@ -2,7 +2,7 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from ..choices import DeploymentType, RegoVersion, Role, TriggerName
-from ..evaluation import approves_automatically, effective_policies
+from ..evaluation import approves_automatically, effective_policies, inherited_policies
 from ..models import (
     Approval,
     ApprovalPolicy,
@@ -15,6 +15,7 @@ from ..models import (
     Team,
     Template,
 )
+from ..models.projects import CYCLE_MESSAGE
 
 User = get_user_model()
 
@@ -41,7 +42,7 @@ class ProjectSerializer(serializers.ModelSerializer):
         validators = []  # uniqueness among siblings is checked in validate() with a field-level message
 
     def get_inherited_policies(self, project: Project) -> list[int]:
-        return sorted({p.pk for ancestor in project.ancestors() for p in ancestor.approval_policies.all()})
+        return sorted(policy.pk for policy, _ in inherited_policies(project))
 
     def validate(self, attrs: dict) -> dict:
         parent = attrs.get("parent", getattr(self.instance, "parent", None))
@@ -49,8 +50,8 @@ class ProjectSerializer(serializers.ModelSerializer):
         siblings = Project.objects.filter(parent=parent, name=name)
         if self.instance is not None:
             siblings = siblings.exclude(pk=self.instance.pk)
-            if parent is not None and (parent.pk == self.instance.pk or any(a.pk == self.instance.pk for a in parent.ancestors())):
-                raise serializers.ValidationError({"parent": "This parent would make a cycle in the project tree."})
+            if self.instance.makes_cycle_under(parent):
+                raise serializers.ValidationError({"parent": CYCLE_MESSAGE})
         if siblings.exists():
             raise serializers.ValidationError({"name": "A sibling project already has this name."})
         return attrs

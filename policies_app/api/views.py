@@ -14,7 +14,7 @@ from .. import access, deployments, policies, rego, states
 from ..choices import DeploymentStatus
 from ..iac.plan_formats import PlanFormatError, check_plan
 from ..iac.sources import TemplateSourceError, extract_archive
-from ..models import Deployment, ProjectMembership, Team, Template
+from ..models import Deployment, Team, Template
 from . import serializers as s
 
 
@@ -84,12 +84,7 @@ class ProjectViewSet(UpdateViewSet):
         serializer = s.MembershipSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        membership, _ = ProjectMembership.objects.update_or_create(
-            project=project,
-            user=data.get("username"),
-            team=data.get("team"),
-            defaults={"role": data["role"]},
-        )
+        membership = access.grant_role(project, data["role"], user=data.get("username"), team=data.get("team"))
         return Response(s.MembershipReadSerializer(membership).data, status=status.HTTP_201_CREATED)
 
 

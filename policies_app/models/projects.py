@@ -5,6 +5,8 @@ from django.db.models import Q
 
 from ..choices import Role
 
+CYCLE_MESSAGE = "This parent would make a cycle in the project tree."
+
 
 class Project(models.Model):
     """A node of the project tree. Its approval policies and memberships apply to every sub-project."""
@@ -48,13 +50,14 @@ class Project(models.Model):
             node = node.parent
         return chain
 
+    def makes_cycle_under(self, parent: "Project | None") -> bool:
+        if self.pk is None or parent is None:
+            return False
+        return parent.pk == self.pk or any(p.pk == self.pk for p in parent.ancestors())
+
     def clean(self) -> None:
-        if self.parent_id is None:
-            return
-        if self.pk is not None and self.parent_id == self.pk:
-            raise ValidationError({"parent": "A project cannot be its own parent."})
-        if self.pk is not None and any(p.pk == self.pk for p in self.parent.ancestors()):
-            raise ValidationError({"parent": "This parent would make a cycle in the project tree."})
+        if self.makes_cycle_under(self.parent):
+            raise ValidationError({"parent": CYCLE_MESSAGE})
 
 
 class Team(models.Model):
