@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.builders import make_policy
+from tests.builders import make_policy, plan_with
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -169,3 +169,29 @@ def test_a_broken_archive_is_refused_and_keeps_the_template_as_it_was(world, api
     world.template.refresh_from_db()
     assert not world.template.archive
     assert api(world.bob).post(f"/api/v1/templates/{world.template.pk}/archive/", {}, format="multipart").status_code == 403
+
+
+def test_every_policy_can_import_the_shipped_library(world, api):
+    uses_tfplan = """
+package env0
+
+import data.lib.tfplan
+
+deny contains sprintf("%s would be destroyed", [address]) if {
+    some address in tfplan.destroyed_or_replaced
+    startswith(address, "aws_db_instance.")
+}
+allow contains "no database is destroyed" if {
+    not any_database_destroyed
+}
+any_database_destroyed if {
+    some address in tfplan.destroyed_or_replaced
+    startswith(address, "aws_db_instance.")
+}
+"""
+    world.platform.approval_policies.add(make_policy("keep databases", uses_tfplan))
+    plan = plan_with(("aws_db_instance.main", ["delete", "create"]), ("aws_s3_bucket.logs", ["update"]))
+    replaced = trigger(api(world.bob), world.environment, plan=plan)
+    assert replaced["messages"]["deny"] == ["aws_db_instance.main would be destroyed"]
+    safe = trigger(api(world.bob), world.environment, plan=plan_with(("aws_s3_bucket.logs", ["delete"])))
+    assert safe["status"] == "approved"
