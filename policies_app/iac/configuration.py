@@ -47,7 +47,13 @@ from policies_app.iac.expressions import (
     to_number,
 )
 from policies_app.iac.functions import FunctionContext
-from policies_app.iac.graph import Graph, body_references, expression_references, topological_order
+from policies_app.iac.graph import (
+    Graph,
+    body_references,
+    expression_references,
+    keyword_of,
+    topological_order,
+)
 from policies_app.iac.values import UNKNOWN, TfSet, contains_unknown, to_json_compatible, unknown_tree
 from policies_app.iac.variables import VariableValue, cli_string_value, collect_root_values
 
@@ -848,7 +854,7 @@ class ConfigurationEvaluator:
             return UNKNOWN
         iterator = block.labels[0]
         if "iterator" in attributes:
-            iterator = _keyword(attributes["iterator"].expr) or iterator
+            iterator = keyword_of(attributes["iterator"].expr) or iterator
         content = next((b for b in block.body.blocks if b.type == "content"), None)
         if content is None:
             self._error("Missing content block", f'dynamic "{block.labels[0]}" needs a content block', block.pos)
@@ -953,14 +959,6 @@ def _type_text(expr: ast.Expr) -> str | None:
         return expr.value  # JSON syntax: "type": "list(string)"
     if isinstance(expr, ast.Reference):
         return expr.name
-    return None
-
-
-def _keyword(expr: ast.Expr) -> str | None:
-    if isinstance(expr, ast.Reference):
-        return expr.name
-    if isinstance(expr, ast.Literal) and isinstance(expr.value, str):
-        return expr.value
     return None
 
 

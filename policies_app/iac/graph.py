@@ -128,7 +128,7 @@ def body_references(body: ast.Body, bound: frozenset[str] = frozenset(),
                 iterator_attr = block.body.attributes.get("iterator")
                 if iterator_attr is not None:
                     _walk(iterator_attr.expr, names, found)
-                    iterator = _keyword(iterator_attr.expr) or iterator
+                    iterator = keyword_of(iterator_attr.expr) or iterator
                 for key in ("for_each", "labels"):
                     attribute = block.body.attributes.get(key)
                     if attribute is not None:
@@ -142,7 +142,8 @@ def body_references(body: ast.Body, bound: frozenset[str] = frozenset(),
     return found
 
 
-def _keyword(expr: ast.Expr) -> str | None:
+def keyword_of(expr: ast.Expr) -> str | None:
+    """A bare word written as a reference (native syntax) or as a string (JSON syntax)."""
     if isinstance(expr, ast.Reference):
         return expr.name
     if isinstance(expr, ast.Literal) and isinstance(expr.value, str):

@@ -75,10 +75,10 @@ def check_plan(template_type: str, deployment_type: str, plan: Any) -> None:
 
 def _check_terraform_plan(plan: Any, what: str) -> None:
     if not isinstance(plan, dict):
-        raise PlanFormatError(f"{what} must be a JSON object (terraform show -json output), got {_kind(plan)}")
+        raise PlanFormatError(f"{what} must be a JSON object (terraform show -json output), got {json_kind(plan)}")
     version = plan.get("format_version")
     if not isinstance(version, str):
-        raise PlanFormatError(f"{what} needs format_version to be a string, got {_kind(version)}")
+        raise PlanFormatError(f"{what} needs format_version to be a string, got {json_kind(version)}")
     if not re.fullmatch(r"[01]\.\d+", version):
         raise PlanFormatError(f"{what}: format_version {version!r} is not supported (expected 0.x or 1.x)")
     if "values" in plan and "planned_values" not in plan and "resource_changes" not in plan:
@@ -96,27 +96,27 @@ def _check_terraform_plan(plan: Any, what: str) -> None:
         _check_resource_changes(plan["resource_drift"], "resource_drift", what)
     for key in ("planned_values", "prior_state", "configuration", "output_changes", "variables"):
         if key in plan and not isinstance(plan[key], dict):
-            raise PlanFormatError(f"{what} needs {key} to be an object, got {_kind(plan[key])}")
+            raise PlanFormatError(f"{what} needs {key} to be an object, got {json_kind(plan[key])}")
 
 
 def _check_resource_changes(changes: Any, key: str, what: str) -> None:
     if not isinstance(changes, list):
-        raise PlanFormatError(f"{what} needs {key} to be a list, got {_kind(changes)}")
+        raise PlanFormatError(f"{what} needs {key} to be a list, got {json_kind(changes)}")
     for position, change in enumerate(changes):
         where = f"{what}: {key}[{position}]"
         if not isinstance(change, dict):
-            raise PlanFormatError(f"{where} must be an object, got {_kind(change)}")
+            raise PlanFormatError(f"{where} must be an object, got {json_kind(change)}")
         for field in ("address", "type", "name"):
             if not isinstance(change.get(field), str):
-                raise PlanFormatError(f"{where}.{field} must be a string, got {_kind(change.get(field))}")
+                raise PlanFormatError(f"{where}.{field} must be a string, got {json_kind(change.get(field))}")
         if "mode" in change and change["mode"] not in ("managed", "data"):
             raise PlanFormatError(f"{where}.mode must be 'managed' or 'data', got {change['mode']!r}")
         body = change.get("change")
         if not isinstance(body, dict):
-            raise PlanFormatError(f"{where}.change must be an object, got {_kind(body)}")
+            raise PlanFormatError(f"{where}.change must be an object, got {json_kind(body)}")
         actions = body.get("actions")
         if not isinstance(actions, list) or not actions:
-            raise PlanFormatError(f"{where}.change.actions must be a non-empty list, got {_kind(actions)}")
+            raise PlanFormatError(f"{where}.change.actions must be a non-empty list, got {json_kind(actions)}")
         for number, action in enumerate(actions):
             if action not in TERRAFORM_ACTIONS:
                 raise PlanFormatError(
@@ -131,7 +131,7 @@ def _check_terragrunt_plan(plan: Any) -> None:
             raise PlanFormatError("a terragrunt run-all plan needs is_run_all to be true")
         modules = plan.get("modules")
         if not isinstance(modules, dict):
-            raise PlanFormatError(f"a terragrunt run-all plan needs modules to be an object, got {_kind(modules)}")
+            raise PlanFormatError(f"a terragrunt run-all plan needs modules to be an object, got {json_kind(modules)}")
         for path, module_plan in modules.items():
             _check_terraform_plan(module_plan, f"terragrunt run-all plan: modules[{path!r}]")
         return
@@ -205,7 +205,7 @@ _TERRAGRUNT_PREFIX = re.compile(
 
 def _check_pulumi_plan(plan: Any, action: str) -> None:
     if not isinstance(plan, dict):
-        raise PlanFormatError(f"a pulumi plan must be a JSON object, got {_kind(plan)}")
+        raise PlanFormatError(f"a pulumi plan must be a JSON object, got {json_kind(plan)}")
     if action == "deploy" and ("manifest" in plan or "resourcePlans" in plan):
         _check_pulumi_update_plan(plan)
         return
@@ -218,31 +218,31 @@ def _check_pulumi_plan(plan: Any, action: str) -> None:
         raise PlanFormatError(f"a pulumi {action} plan must be {expected}; none of those keys is present")
     steps = plan.get("steps", [])
     if not isinstance(steps, list):
-        raise PlanFormatError(f"a pulumi preview needs steps to be a list, got {_kind(steps)}")
+        raise PlanFormatError(f"a pulumi preview needs steps to be a list, got {json_kind(steps)}")
     for position, step in enumerate(steps):
         where = f"a pulumi preview: steps[{position}]"
         if not isinstance(step, dict):
-            raise PlanFormatError(f"{where} must be an object, got {_kind(step)}")
+            raise PlanFormatError(f"{where} must be an object, got {json_kind(step)}")
         if not isinstance(step.get("op"), str) or not step["op"]:
-            raise PlanFormatError(f"{where}.op must be a string, got {_kind(step.get('op'))}")
+            raise PlanFormatError(f"{where}.op must be a string, got {json_kind(step.get('op'))}")
         _check_urn(step.get("urn"), f"{where}.urn")
         for key in ("oldState", "newState"):
             if key in step and step[key] is not None and not isinstance(step[key], dict):
-                raise PlanFormatError(f"{where}.{key} must be an object, got {_kind(step[key])}")
+                raise PlanFormatError(f"{where}.{key} must be an object, got {json_kind(step[key])}")
     _check_change_summary(plan.get("changeSummary", {}), "a pulumi preview: changeSummary")
 
 
 def _check_pulumi_update_plan(plan: dict) -> None:
     if not isinstance(plan.get("manifest"), dict):
-        raise PlanFormatError(f"a pulumi update plan needs manifest to be an object, got {_kind(plan.get('manifest'))}")
+        raise PlanFormatError(f"a pulumi update plan needs manifest to be an object, got {json_kind(plan.get('manifest'))}")
     resource_plans = plan.get("resourcePlans", {})
     if not isinstance(resource_plans, dict):
-        raise PlanFormatError(f"a pulumi update plan needs resourcePlans to be an object, got {_kind(resource_plans)}")
+        raise PlanFormatError(f"a pulumi update plan needs resourcePlans to be an object, got {json_kind(resource_plans)}")
     for urn, resource_plan in resource_plans.items():
         where = f"a pulumi update plan: resourcePlans[{urn!r}]"
         _check_urn(urn, where)
         if not isinstance(resource_plan, dict):
-            raise PlanFormatError(f"{where} must be an object, got {_kind(resource_plan)}")
+            raise PlanFormatError(f"{where} must be an object, got {json_kind(resource_plan)}")
         steps = resource_plan.get("steps", [])
         if not isinstance(steps, list) or not all(isinstance(step, str) for step in steps):
             raise PlanFormatError(f"{where}.steps must be a list of operation names")
@@ -255,10 +255,10 @@ def _check_urn(urn: Any, where: str) -> None:
 
 def _check_change_summary(summary: Any, where: str) -> None:
     if not isinstance(summary, dict):
-        raise PlanFormatError(f"{where} must be an object, got {_kind(summary)}")
+        raise PlanFormatError(f"{where} must be an object, got {json_kind(summary)}")
     for operation, count in summary.items():
         if isinstance(count, bool) or not isinstance(count, int):
-            raise PlanFormatError(f"{where}[{operation!r}] must be a whole number, got {_kind(count)}")
+            raise PlanFormatError(f"{where}[{operation!r}] must be a whole number, got {json_kind(count)}")
 
 
 # --------------------------------------------------------------------------------- cloudformation
@@ -266,7 +266,7 @@ def _check_change_summary(summary: Any, where: str) -> None:
 
 def _check_cloudformation_plan(plan: Any, action: str) -> None:
     if not isinstance(plan, dict):
-        raise PlanFormatError(f"a cloudformation plan must be a JSON object, got {_kind(plan)}")
+        raise PlanFormatError(f"a cloudformation plan must be a JSON object, got {json_kind(plan)}")
     if action == "deploy":
         _check_change_set(plan)
     else:
@@ -279,24 +279,24 @@ def _check_change_set(plan: dict) -> None:
         raise PlanFormatError(f"{what} was expected, but this is a ListStackResources response (a destroy plan)")
     changes = plan.get("Changes")
     if not isinstance(changes, list):
-        raise PlanFormatError(f"{what} needs Changes to be a list, got {_kind(changes)}")
+        raise PlanFormatError(f"{what} needs Changes to be a list, got {json_kind(changes)}")
     if not any(isinstance(plan.get(key), str) for key in ("ChangeSetName", "ChangeSetId", "StackName", "StackId")):
         raise PlanFormatError(f"{what} needs ChangeSetName, ChangeSetId, StackName or StackId (a string)")
     for position, change in enumerate(changes):
         where = f"{what}: Changes[{position}]"
         if not isinstance(change, dict):
-            raise PlanFormatError(f"{where} must be an object, got {_kind(change)}")
+            raise PlanFormatError(f"{where} must be an object, got {json_kind(change)}")
         if not isinstance(change.get("Type"), str):
-            raise PlanFormatError(f"{where}.Type must be a string, got {_kind(change.get('Type'))}")
+            raise PlanFormatError(f"{where}.Type must be a string, got {json_kind(change.get('Type'))}")
         if change["Type"] != "Resource":
             continue
         resource_change = change.get("ResourceChange")
         if not isinstance(resource_change, dict):
-            raise PlanFormatError(f"{where}.ResourceChange must be an object, got {_kind(resource_change)}")
+            raise PlanFormatError(f"{where}.ResourceChange must be an object, got {json_kind(resource_change)}")
         for key in ("Action", "LogicalResourceId", "ResourceType"):
             if not isinstance(resource_change.get(key), str):
                 raise PlanFormatError(
-                    f"{where}.ResourceChange.{key} must be a string, got {_kind(resource_change.get(key))}"
+                    f"{where}.ResourceChange.{key} must be a string, got {json_kind(resource_change.get(key))}"
                 )
 
 
@@ -306,17 +306,18 @@ def _check_stack_resources(plan: dict) -> None:
         raise PlanFormatError(f"{what} was expected, but this is a DescribeChangeSet response (a deploy plan)")
     summaries = plan.get("StackResourceSummaries")
     if not isinstance(summaries, list):
-        raise PlanFormatError(f"{what} needs StackResourceSummaries to be a list, got {_kind(summaries)}")
+        raise PlanFormatError(f"{what} needs StackResourceSummaries to be a list, got {json_kind(summaries)}")
     for position, summary in enumerate(summaries):
         where = f"{what}: StackResourceSummaries[{position}]"
         if not isinstance(summary, dict):
-            raise PlanFormatError(f"{where} must be an object, got {_kind(summary)}")
+            raise PlanFormatError(f"{where} must be an object, got {json_kind(summary)}")
         for key in ("LogicalResourceId", "ResourceType", "ResourceStatus"):
             if not isinstance(summary.get(key), str):
-                raise PlanFormatError(f"{where}.{key} must be a string, got {_kind(summary.get(key))}")
+                raise PlanFormatError(f"{where}.{key} must be a string, got {json_kind(summary.get(key))}")
 
 
-def _kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """How an error message names a JSON value's type."""
     if value is None:
         return "null"
     if isinstance(value, bool):

@@ -43,6 +43,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .plan_formats import json_kind
+
 NORMALISED_MARKER = "normalised-state/1"
 
 
@@ -62,7 +64,7 @@ def normalise_state(document: Any) -> dict:
     A document that is already normalised is returned unchanged.
     """
     if not isinstance(document, dict):
-        raise StateFormatError(f"a state must be a JSON object, got {_json_type(document)}")
+        raise StateFormatError(f"a state must be a JSON object, got {json_kind(document)}")
     if document.get("kind") == NORMALISED_MARKER:
         return document
     if "resource_changes" in document or "planned_values" in document:
@@ -334,7 +336,7 @@ def _instance_key(key: Any, where: str) -> str:
     if key is None:
         return "0"
     if isinstance(key, bool) or not isinstance(key, (int, str)):
-        raise StateFormatError(f"{where}: expected a number or a string, got {_json_type(key)}")
+        raise StateFormatError(f"{where}: expected a number or a string, got {json_kind(key)}")
     return str(key)
 
 
@@ -423,7 +425,7 @@ def _string_list(value: Any, where: str) -> list[str]:
     _expect(value, list, where)
     for position, item in enumerate(value):
         if not isinstance(item, str):
-            raise StateFormatError(f"{where}[{position}]: expected a string, got {_json_type(item)}")
+            raise StateFormatError(f"{where}[{position}]: expected a string, got {json_kind(item)}")
     return list(value)
 
 
@@ -433,7 +435,7 @@ _TYPE_NAMES = {dict: "an object", list: "a list", str: "a string", int: "a numbe
 def _expect(value: Any, expected: type, where: str) -> Any:
     ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
     if not ok:
-        raise StateFormatError(f"{where}: expected {_TYPE_NAMES[expected]}, got {_json_type(value)}")
+        raise StateFormatError(f"{where}: expected {_TYPE_NAMES[expected]}, got {json_kind(value)}")
     return value
 
 
@@ -449,19 +451,3 @@ def _optional(container: dict, key: str, expected: type, where: str, default: An
     if value is None:
         return default
     return _expect(value, expected, where)
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
