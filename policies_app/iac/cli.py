@@ -51,7 +51,8 @@ def run(directory: str, var: Sequence[str], var_file: Sequence[str], cache_dir: 
     out.write(json.dumps(document, indent=None if compact else 2, ensure_ascii=False) + "\n")
     errors = [d for d in document["diagnostics"] if d["severity"] == "error"]
     for diagnostic in errors:
-        where = f"{diagnostic['file']}:{diagnostic['line']}: " if diagnostic.get("file") else ""
+        where = ":".join(str(part) for part in (diagnostic.get("file"), diagnostic.get("line")) if part is not None)
+        where = f"{where}: " if where else ""
         err.write(f"error: {where}{diagnostic['summary']}: {diagnostic['detail']}\n")
     return 1 if errors else 0
 
