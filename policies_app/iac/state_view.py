@@ -18,9 +18,18 @@ Two inputs are accepted and give the same view:
 - **``modules``** maps ``".".join(path)`` to the module namespace; the root's key is ``""``. A for_each
   key containing a dot makes that join ambiguous, so look modules up by ``path`` (the Rego library's
   ``tfstate.module(path)`` does) rather than by key when keys may hold dots.
-- **Instances** are keyed by strings, because JSON objects (and so Rego objects) only have string keys:
-  ``"0"``, ``"1"``... for ``count`` (and ``"0"`` for a resource with neither count nor for_each, as
-  Sentinel always wants a number), the key itself for ``for_each`` (``"dev"``).
+- **Instances** of a resource with ``count``, or with neither count nor for_each, are a JSON *array*
+  in index order, so ``resources.null_resource.foo[0]`` reads as in Sentinel (a single resource is
+  index 0) and Rego iterates them 0, 1, 2... 10, 11 (an object keyed ``"0"``... would iterate
+  ``"10"`` before ``"2"`` and could not be indexed with a number). Instances of a ``for_each``
+  resource are an *object* keyed by the for_each key (``"dev"``), keys sorted; for_each keys are
+  always strings, so the two never mix, and a state that mixes them is refused.
+- **Gaps**: a counted resource whose state lacks some indexes (``terraform destroy -target`` or
+  ``state rm`` of ``x[1]`` leaves ``x[0]`` and ``x[2]``) still has each instance at its own index,
+  with ``null`` in each gap: ``x[2]`` is the instance at index 2, ``x[1]`` is ``null``, and the array's
+  length is the highest index + 1, not the number of instances. Iterate with ``instance != null``
+  (the Rego library's helpers skip the gaps). Padding is bounded: a state whose gaps add up to more
+  than ``MAX_STATE_GAPS`` missing indexes is refused, so a small upload cannot expand into a huge view.
 - Each instance is ``{attr, depends_on, id, tainted}``; ``id`` is ``attr.id`` when that is a string,
   else ``""``; ``depends_on`` is what Terraform recorded (absolute addresses such as
   ``module.app.terraform_data.node``), in the recorded order.
@@ -41,11 +50,14 @@ Two inputs are accepted and give the same view:
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .plan_formats import json_kind
 
 NORMALISED_MARKER = "normalised-state/1"
+# The most missing count indexes (null padding, see "Gaps" above) a whole state may imply.
+MAX_STATE_GAPS = 10_000
 
 
 class StateFormatError(ValueError):
@@ -60,7 +72,8 @@ def normalise_state(document: Any) -> dict:
 
     The result: ``{"kind", "format" ("state-v4" | "show-json"), "terraform_version", "serial",
     "lineage", "outputs": {name: {sensitive, value, terraform_type}}, "module_paths": [[...]...],
-    "instances": [{module_path, mode, type, name, key, attributes, depends_on, tainted}]}``.
+    "instances": [{module_path, mode, type, name, key, attributes, depends_on, tainted}]}``, where
+    ``key`` is the count index (an int), the for_each key (a string) or ``None`` (neither).
     A document that is already normalised is returned unchanged.
     """
     if not isinstance(document, dict):
@@ -96,18 +109,9 @@ def tfstate_view(document: dict) -> dict:
     modules: dict[str, dict] = {}
     for path in state["module_paths"]:
         modules[module_key(path)] = {"path": list(path), "resources": {}, "data": {}, "outputs": {}}
-    for instance in state["instances"]:
-        namespace = modules[module_key(instance["module_path"])]
-        section = "data" if instance["mode"] == "data" else "resources"
-        attributes = instance["attributes"]
-        identifier = attributes.get("id") if isinstance(attributes, dict) else None
-        by_name = namespace[section].setdefault(instance["type"], {}).setdefault(instance["name"], {})
-        by_name[instance["key"]] = {
-            "attr": attributes,
-            "depends_on": list(instance["depends_on"]),
-            "id": identifier if isinstance(identifier, str) else "",
-            "tainted": instance["tainted"],
-        }
+    for (path_key, section, resource_type, name), keyed in _group_instances(state["instances"]).items():
+        by_name = modules[path_key][section].setdefault(resource_type, {})
+        by_name[name] = _arrange_instances({key: _sentinel_instance(i) for key, i in keyed.items()})
     root = modules[""]
     root["outputs"] = {
         name: {
@@ -126,6 +130,35 @@ def tfstate_view(document: dict) -> dict:
         "resources": root["resources"],
         "data": root["data"],
         "outputs": root["outputs"],
+    }
+
+
+def _group_instances(instances: list[dict]) -> dict[tuple[str, str, str, str], dict[Any, dict]]:
+    """Instances by (module key, "resources" | "data", type, name), each group keyed by instance key."""
+    groups: dict[tuple[str, str, str, str], dict[Any, dict]] = {}
+    for instance in instances:
+        section = "data" if instance["mode"] == "data" else "resources"
+        group = (module_key(instance["module_path"]), section, instance["type"], instance["name"])
+        groups.setdefault(group, {})[instance["key"]] = instance
+    return groups
+
+
+def _arrange_instances(keyed: dict[Any, Any]) -> list | dict:
+    """A for_each group as an object sorted by key; any other as an array by index, ``None`` in gaps."""
+    if any(isinstance(key, str) for key in keyed):
+        return {key: keyed[key] for key in sorted(keyed)}
+    indexes = {0 if key is None else key: value for key, value in keyed.items()}
+    return [indexes.get(index) for index in range(max(indexes) + 1)]
+
+
+def _sentinel_instance(instance: dict) -> dict:
+    attributes = instance["attributes"]
+    identifier = attributes.get("id") if isinstance(attributes, dict) else None
+    return {
+        "attr": attributes,
+        "depends_on": list(instance["depends_on"]),
+        "id": identifier if isinstance(identifier, str) else "",
+        "tainted": instance["tainted"],
     }
 
 
@@ -309,11 +342,14 @@ def _finish(
             paths.add(tuple(path[:length]))
     seen: set[tuple] = set()
     for instance in instances:
+        # No key and key 0 are the same place in the view's array, so they collide.
+        key = 0 if instance["key"] is None else instance["key"]
         identity = (module_key(instance["module_path"]), instance["mode"], instance["type"],
-                    instance["name"], instance["key"])
+                    instance["name"], key)
         if identity in seen:
             raise StateFormatError(f"duplicate resource instance {_describe(instance)}")
         seen.add(identity)
+    _check_instance_keys(instances)
     return {
         "kind": NORMALISED_MARKER,
         "format": source_format,
@@ -326,18 +362,42 @@ def _finish(
     }
 
 
+def _check_instance_keys(instances: list[dict]) -> None:
+    """Refuse a resource mixing count indexes and for_each keys, and gaps beyond ``MAX_STATE_GAPS``."""
+    gaps = 0
+    for keyed in _group_instances(instances).values():
+        kinds = {isinstance(key, str) for key in keyed}
+        if len(kinds) > 1:
+            first = next(iter(keyed.values()))
+            raise StateFormatError(
+                f"{_describe(first)}: one resource mixes count indexes and for_each keys"
+            )
+        if kinds == {False}:
+            indexes = [0 if key is None else key for key in keyed]
+            gaps += max(indexes) + 1 - len(indexes)
+    if gaps > MAX_STATE_GAPS:
+        raise StateFormatError(
+            f"the state's count indexes leave {gaps} gaps (more than {MAX_STATE_GAPS}): not a state Terraform wrote"
+        )
+
+
 def _describe(instance: dict) -> str:
     prefix = "".join(f"module.{element}." for element in instance["module_path"])
     data = "data." if instance["mode"] == "data" else ""
-    return f"{prefix}{data}{instance['type']}.{instance['name']}[{instance['key']!r}]"
+    key = instance["key"]
+    index = "" if key is None else f"[{json.dumps(key)}]"
+    return f"{prefix}{data}{instance['type']}.{instance['name']}{index}"
 
 
-def _instance_key(key: Any, where: str) -> str:
+def _instance_key(key: Any, where: str) -> int | str | None:
+    """The key as Terraform wrote it: an int for count, a string for for_each, ``None`` for neither."""
     if key is None:
-        return "0"
+        return None
     if isinstance(key, bool) or not isinstance(key, (int, str)):
         raise StateFormatError(f"{where}: expected a number or a string, got {json_kind(key)}")
-    return str(key)
+    if isinstance(key, int) and key < 0:
+        raise StateFormatError(f"{where}: a count index cannot be negative, got {key}")
+    return key
 
 
 def _skip_index(address: str, position: int, where: str) -> int:

@@ -8,7 +8,10 @@ from the markdown itself, so a documented policy that stops working fails here.
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -155,12 +158,13 @@ import data.lib.tfstate
 
 network := tfstate.module(["network"])
 root_path := tfstate.module([]).path
-db_module_replica_id := tfstate.module(["db[1]"]).resources.aws_db_instance.replica["0"].id
+db_module_replica_id := tfstate.module(["db[1]"]).resources.aws_db_instance.replica[0].id
 db_modules := {concat("/", d.module_path) | d := tfstate.resources_of_type("aws_db_instance")[_]}
 missing := tfstate.module(["nope"])
 dbs := tfstate.resources_of_type("aws_db_instance")
 remote := tfstate.data_of_type("terraform_remote_state")
 nothing := tfstate.resources_of_type("nothing")
+all_instances := tfstate.resources_of_type("aws_instance")
 changes := tfplan.resource_changes
 deleting := tfplan.changes_by_action("delete")
 creating := tfplan.changes_by_action("create")
@@ -201,7 +205,7 @@ def test_tfstate_module_finds_a_module_by_path(configuration):
 
     network = rego.query("data.t.network")
     assert network["path"] == ["network"]
-    assert network["resources"]["aws_vpc"]["main"]["0"]["tainted"] is True
+    assert network["resources"]["aws_vpc"]["main"][0]["tainted"] is True
     assert rego.query("data.t.root_path") == []
     assert rego.query("data.t.db_module_replica_id") == "db-2"
     assert rego.query("data.t.missing") is UNDEFINED
@@ -220,8 +224,8 @@ def test_tfstate_module_finds_a_for_each_module_whose_key_holds_a_dot_with_regor
     policy = """package t
 import rego.v1
 import data.lib.tfstate
-dotted := tfstate.module(["svc[\\"a.b\\"]"]).resources.t.n["0"].id
-nested := tfstate.module(["svc[\\"a\\"]", "b"]).resources.t.n["0"].id
+dotted := tfstate.module(["svc[\\"a.b\\"]"]).resources.t.n[0].id
+nested := tfstate.module(["svc[\\"a\\"]", "b"]).resources.t.n[0].id
 """
     rego = Evaluator("regorus", v0_mode, policy, {"state": state})
     assert rego.query("data.t.dotted") == "in-a.b"
@@ -235,12 +239,77 @@ def test_tfstate_resources_and_data_of_type_cover_every_module(configuration):
     if configuration[0] == "regorus":
         dbs = {tuple(json.loads(entry)["module_path"]): json.loads(entry) for entry in rego.set_of("data.t.dbs")}
         assert set(dbs) == {(), ("db[1]",)}
-        assert dbs[()]["name"] == "main" and dbs[()]["key"] == "0" and dbs[()]["type"] == "aws_db_instance"
+        assert dbs[()]["name"] == "main" and dbs[()]["key"] == 0 and dbs[()]["type"] == "aws_db_instance"
         assert dbs[()]["instance"]["attr"]["deletion_protection"] is False
         assert dbs[("db[1]",)]["instance"]["id"] == "db-2"
     remote = [json.loads(entry) for entry in rego.set_of("data.t.remote")]
     assert [(r["name"], r["instance"]["attr"]["backend"]) for r in remote] == [("shared", "local")]
     assert rego.set_of("data.t.nothing") == set()
+
+
+def test_tfstate_resources_of_type_keys_counted_instances_by_index_and_skips_gaps(configuration):
+    # web[1] was destroyed with -target: the view holds null there, the helper leaves it out.
+    state = tfstate_view({"version": 4, "resources": [
+        {"mode": "managed", "type": "aws_instance", "name": "web", "instances": [
+            {"index_key": 2, "attributes": {"id": "w2"}}, {"index_key": 0, "attributes": {"id": "w0"}}]},
+        {"mode": "managed", "type": "aws_instance", "name": "api", "instances": [
+            {"index_key": "prod", "attributes": {"id": "a-prod"}}, {"index_key": "10", "attributes": {"id": "a-10"}}]},
+    ]})
+    policy = policy_for(configuration[2]) + """
+gap_is_null := input.state.resources.aws_instance.web[1] == null
+third := input.state.resources.aws_instance.web[2].id
+prod := input.state.resources.aws_instance.api.prod.id
+"""
+    rego = Evaluator(configuration[0], configuration[1], policy, {"state": state})
+
+    instances = {(entry["name"], entry["key"]): entry["instance"]["id"]
+                 for entry in map(json.loads, rego.set_of("data.t.all_instances"))}
+    assert instances == {("web", 0): "w0", ("web", 2): "w2", ("api", "prod"): "a-prod", ("api", "10"): "a-10"}
+    assert rego.query("data.t.gap_is_null") is True
+    assert rego.query("data.t.third") == "w2"
+    assert rego.query("data.t.prod") == "a-prod"
+
+
+TWELVE_TF = """
+resource "terraform_data" "x" {
+  count = 12
+  input = "item-${count.index}"
+}
+"""
+TWELVE_POLICY = """package t
+
+import rego.v1
+
+tenth := input.state.resources.terraform_data.x[10].attr.input
+order := [i | input.state.resources.terraform_data.x[i]]
+"""
+
+
+@pytest.mark.terraform
+@pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform is not on PATH")
+def test_a_terraform_applied_count_of_twelve_is_in_index_order_and_indexable_by_number(tmp_path):
+    (tmp_path / "main.tf").write_text(TWELVE_TF)
+    env = {**os.environ, "TF_CLI_CONFIG_FILE": "/dev/null", "TF_IN_AUTOMATION": "1", "CHECKPOINT_DISABLE": "1"}
+
+    def terraform(*arguments: str) -> str:
+        return subprocess.run(["terraform", *arguments], cwd=tmp_path, env=env, check=True,
+                              capture_output=True, text=True, timeout=120).stdout
+
+    terraform("init", "-input=false", "-no-color")
+    terraform("apply", "-auto-approve", "-input=false", "-no-color")
+    raw = tfstate_view(json.loads((tmp_path / "terraform.tfstate").read_text()))
+    shown = tfstate_view(json.loads(terraform("show", "-json", "-no-color")))
+
+    assert raw == shown
+    instances = raw["resources"]["terraform_data"]["x"]
+    # In index order, not the string order "0", "1", "10", "11", "2"... of object keys.
+    assert [instance["attr"]["input"] for instance in instances] == [f"item-{i}" for i in range(12)]
+    # Through JSON, as the engines receive it.
+    document = json.loads(json.dumps({"state": raw}))
+    for engine, v0_mode in (("regorus", False), ("regorus", True), ("regopy", None)):
+        rego = Evaluator(engine, v0_mode, TWELVE_POLICY, document)
+        assert rego.query("data.t.tenth") == "item-10", engine
+        assert rego.query("data.t.order") == list(range(12)), engine
 
 
 def test_tfplan_sorts_changes_by_action(configuration):
@@ -355,10 +424,45 @@ def people(*approvers: tuple[str, list[str]], deployer: str = "dana@example.com"
 
 
 # For each example: cases of (input, {decision rule: expected messages}); unlisted rules must be empty.
+def counted(type_: str, name: str, by_index: dict, module: str = "") -> dict:
+    """A resource with count (int keys) or for_each (string keys): {key: attributes}."""
+    resource = {"mode": "managed", "type": type_, "name": name,
+                "instances": [{"index_key": key, "attributes": attributes} for key, attributes in by_index.items()]}
+    if module:
+        resource["module"] = module
+    return resource
+
+
 EXAMPLE_CASES: dict[str, list[tuple[dict, dict[str, set[str]]]]] = {
+    "tfstate-sentinel-index": [
+        ({"state": state_with(instance_of("null_resource", "foo", {"id": "n", "triggers": {"foo": "bar"}},
+                                          module="module.foo"))},
+         {"allow": {"module foo's null_resource.foo[0] has triggers.foo = bar"}}),
+        ({"state": state_with(instance_of("null_resource", "foo", {"id": "n", "triggers": {"foo": "baz"}},
+                                          module="module.foo"))}, {}),
+        # foo[0] was destroyed on its own: the gap is null, so the rule simply does not match.
+        ({"state": state_with(counted("null_resource", "foo", {1: {"id": "n", "triggers": {"foo": "bar"}}},
+                                      module="module.foo"))}, {}),
+        ({"state": state_with(instance_of("null_resource", "foo", {"id": "n", "triggers": {"foo": "bar"}}))}, {}),
+    ],
+    "tfstate-instances": [
+        ({"state": state_with(
+            counted("aws_instance", "web", {0: {"id": "w0", "instance_type": "t3.micro"},
+                                            2: {"id": "w2", "instance_type": "x1.32xlarge"}}),
+            counted("aws_instance", "api", {"prod": {"id": "p", "instance_type": "x1.32xlarge"},
+                                            "dev": {"id": "d", "instance_type": "t3.micro"}}))},
+         {"deny": {"aws_instance.web[2] is too large", "aws_instance.api[prod] is too large"}}),
+        ({"state": state_with(counted("aws_instance", "web", {i: {"id": f"w{i}", "instance_type": "t3.micro"}
+                                                              for i in range(12)}))}, {}),
+    ],
     "tfstate-module": [
         ({"state": HEALTHY}, {}),
         ({"state": TAINTED}, {"deny": {"aws_vpc.main[0] in module network is tainted: repair it first"}}),
+        ({"state": state_with({"module": "module.network", "mode": "managed", "type": "aws_subnet", "name": "edge",
+                               "instances": [{"index_key": "west", "attributes": {"id": "w"}, "status": "tainted"},
+                                             {"index_key": "east", "attributes": {"id": "e"}}]},
+                              counted("aws_vpc", "main", {3: {"id": "v3"}}, module="module.network"))},
+         {"deny": {"aws_subnet.edge[west] in module network is tainted: repair it first"}}),
         ({"state": state_with()}, {}),
     ],
     "tfstate-resources-of-type": [

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from policies_app.iac.state_view import (
+    MAX_STATE_GAPS,
     StateFormatError,
     normalise_state,
     parse_module_address,
@@ -72,7 +73,7 @@ def raw_state(**overrides) -> dict:
 # ------------------------------------------------------------------------------------- the shape
 
 
-def test_it_builds_the_sentinel_namespace_with_root_aliases_and_string_instance_keys():
+def test_it_builds_the_sentinel_namespace_with_root_aliases_and_counted_instances_as_arrays():
     view = tfstate_view(raw_state())
 
     assert view["terraform_version"] == "1.11.4"
@@ -80,10 +81,11 @@ def test_it_builds_the_sentinel_namespace_with_root_aliases_and_string_instance_
     assert view["resources"] is view["modules"][""]["resources"]
     assert view["data"] is view["modules"][""]["data"]
     web = view["resources"]["terraform_data"]["web"]
-    assert set(web) == {"0", "1"}
-    assert web["1"] == {"attr": {"id": "w1", "input": "b"}, "depends_on": ["x.y"], "id": "w1", "tainted": False}
+    assert [instance["id"] for instance in web] == ["w0", "w1"]
+    assert web[1] == {"attr": {"id": "w1", "input": "b"}, "depends_on": ["x.y"], "id": "w1", "tainted": False}
     # A resource without count is still reached with index 0, as in Sentinel.
-    assert view["data"]["terraform_remote_state"]["net"]["0"]["id"] == "d"
+    assert view["data"]["terraform_remote_state"]["net"] == [
+        {"attr": {"id": "d", "backend": "local"}, "depends_on": [], "id": "d", "tainted": False}]
     assert "terraform_remote_state" not in view["resources"]
 
 
@@ -92,7 +94,7 @@ def test_it_lists_every_module_path_including_ancestors_that_hold_no_resources()
 
     assert view["module_paths"] == [[], ["a[0]"], ["a[0]", "b"]]
     assert view["modules"]["a[0]"] == {"path": ["a[0]"], "resources": {}, "data": {}, "outputs": {}}
-    assert view["modules"]["a[0].b"]["resources"]["terraform_data"]["deep"]["0"]["id"] == "deep-1"
+    assert view["modules"]["a[0].b"]["resources"]["terraform_data"]["deep"][0]["id"] == "deep-1"
 
 
 def test_it_gives_each_instance_exactly_the_sentinel_keys():
@@ -103,7 +105,7 @@ def test_it_gives_each_instance_exactly_the_sentinel_keys():
         for section in ("resources", "data"):
             for by_name in namespace[section].values():
                 for instances in by_name.values():
-                    for instance in instances.values():
+                    for instance in instances if isinstance(instances, list) else instances.values():
                         assert set(instance) == {"attr", "depends_on", "id", "tainted"}
                         assert isinstance(instance["id"], str)
                         assert isinstance(instance["tainted"], bool)
@@ -146,7 +148,7 @@ def test_it_unwraps_dynamically_typed_attributes_of_a_raw_state_only_when_value_
         "wrong_value": {"value": "one", "type": "number"},
     }}]
     state = raw_state(resources=[{"mode": "managed", "type": "t", "name": "n", "instances": instances}])
-    attr = tfstate_view(state)["resources"]["t"]["n"]["0"]["attr"]
+    attr = tfstate_view(state)["resources"]["t"]["n"][0]["attr"]
 
     assert attr["input"] == {"idx": 0}
     assert attr["not_a_type"] == {"value": 1, "type": "integer"}
@@ -175,7 +177,71 @@ def test_it_keys_for_each_instances_by_their_key_and_keeps_module_paths_apart_by
     assert view["modules"]['svc["z"]']["resources"]["t"]["n"]["k.1"]["id"] == "2"
 
 
-# ------------------------------------------------------------------------------- identity, errors
+def counted_resource(keys: list, name: str = "n") -> dict:
+    return {"mode": "managed", "type": "t", "name": name,
+            "instances": [{"index_key": key, "attributes": {"id": f"id-{key}"}} for key in keys]}
+
+
+def show_json_of(resources: list[dict]) -> dict:
+    """The show -json form of root-module resources written in raw-state form."""
+    shown = []
+    for resource in resources:
+        for instance in resource["instances"]:
+            entry = {"address": "", "mode": resource["mode"], "type": resource["type"], "name": resource["name"],
+                     "values": instance["attributes"]}
+            if "index_key" in instance:
+                entry["index"] = instance["index_key"]
+            shown.append(entry)
+    return {"format_version": "1.0", "values": {"root_module": {"resources": shown}}}
+
+
+def test_it_orders_counted_instances_by_index_whatever_the_order_in_the_state():
+    keys = [10, 2, 0, 11, 1, 3, 4, 5, 6, 7, 8, 9]
+    view = tfstate_view(raw_state(resources=[counted_resource(keys)]))
+
+    assert [instance["id"] for instance in view["resources"]["t"]["n"]] == [f"id-{i}" for i in range(12)]
+
+
+def test_it_keeps_each_counted_instance_at_its_index_with_null_in_the_gaps():
+    # x[1] and x[3] were destroyed with -target: x[4] must stay x[4], not move to x[2].
+    resources = [counted_resource([4, 0, 2])]
+    view = tfstate_view(raw_state(resources=resources))
+
+    instances = view["resources"]["t"]["n"]
+    assert [None if i is None else i["id"] for i in instances] == ["id-0", None, "id-2", None, "id-4"]
+    assert tfstate_view(show_json_of(resources)) == {**view, "terraform_version": ""}
+
+
+def test_it_keys_for_each_instances_by_string_even_when_they_look_like_numbers():
+    view = tfstate_view(raw_state(resources=[counted_resource(["10", "2", "b"])]))
+
+    instances = view["resources"]["t"]["n"]
+    assert isinstance(instances, dict)
+    assert list(instances) == ["10", "2", "b"]
+    assert instances["2"]["id"] == "id-2"
+
+
+def test_it_refuses_count_and_for_each_keys_mixed_in_one_resource():
+    with pytest.raises(StateFormatError, match=r't\.n\[0\]: one resource mixes count indexes and for_each keys'):
+        normalise_state(raw_state(resources=[counted_resource([0, "a"])]))
+
+
+def test_it_refuses_a_resource_both_without_key_and_with_index_zero():
+    resource = counted_resource([0])
+    resource["instances"].append({"attributes": {"id": "other"}})
+    with pytest.raises(StateFormatError, match=r"duplicate resource instance t\.n$"):
+        normalise_state(raw_state(resources=[resource]))
+
+
+def test_it_refuses_negative_indexes_and_gaps_that_would_blow_up_the_view():
+    with pytest.raises(StateFormatError, match="count index cannot be negative"):
+        normalise_state(raw_state(resources=[counted_resource([-1])]))
+    # Two resources whose gaps each stay under the limit but together go over it.
+    half = MAX_STATE_GAPS // 2 + 1
+    too_sparse = [counted_resource([half], name="a"), counted_resource([half], name="b")]
+    with pytest.raises(StateFormatError, match=f"leave {2 * half} gaps"):
+        normalise_state(raw_state(resources=too_sparse))
+    assert len(tfstate_view(raw_state(resources=too_sparse[:1]))["resources"]["t"]["a"]) == half + 1
 
 
 def test_it_keeps_serial_and_lineage_of_a_raw_state_and_has_none_for_show_json():
@@ -235,11 +301,11 @@ def test_a_raw_state_and_its_show_json_form_give_the_same_view():
     assert raw["module_paths"] == [[], ['app["dev"]'], ['app["prod"]']]
     prod = tfstate_view(load(GENERATED / "state.show.json"))["modules"]['app["prod"]']
     nodes = prod["resources"]["terraform_data"]["node"]
-    assert {key: node["tainted"] for key, node in nodes.items()} == {"0": False, "1": False, "2": True}
-    assert raw["resources"]["terraform_data"]["after"]["0"]["depends_on"] == [
+    assert [node["tainted"] for node in nodes] == [False, False, True]
+    assert raw["resources"]["terraform_data"]["after"][0]["depends_on"] == [
         "module.app.terraform_data.node", "terraform_data.root"]
     # terraform_data.input is dynamically typed: wrapped with its type in the raw file, not in show -json.
-    assert raw["resources"]["terraform_data"]["root"]["1"]["attr"]["input"] == {"idx": 1, "secret": "s3cr3t"}
+    assert raw["resources"]["terraform_data"]["root"][1]["attr"]["input"] == {"idx": 1, "secret": "s3cr3t"}
     assert raw["outputs"]["secret_out"] == {"sensitive": True, "type": "string", "value": "s3cr3t",
                                             "terraform_type": "string"}
     assert raw["outputs"]["app_ids"]["type"] == "map"
@@ -258,8 +324,9 @@ def test_opentofu_raw_states_and_show_json_agree_on_modules_instances_and_ids(ca
         return {
             key: {
                 section: {
-                    type_: {name: {k: (i["id"], i["tainted"]) for k, i in by_key.items()}
-                            for name, by_key in by_name.items()}
+                    type_: {name: [(i["id"], i["tainted"]) for i in instances] if isinstance(instances, list)
+                            else {k: (i["id"], i["tainted"]) for k, i in instances.items()}
+                            for name, instances in by_name.items()}
                     for type_, by_name in namespace[section].items()
                 }
                 for section in ("resources", "data")
@@ -276,14 +343,14 @@ def test_opentofu_raw_states_and_show_json_agree_on_modules_instances_and_ids(ca
 def test_opentofu_modules_state_has_one_module_path_per_module_call():
     view = tfstate_view(load(OPENTOFU_STATES / "modules" / "output.json"))
     assert view["module_paths"] == [[], ["module_test_bar"], ["module_test_foo"]]
-    assert view["modules"]["module_test_foo"]["resources"]["test_instance"]["example"]["0"]["attr"]["ami"] == "foo-var"
+    assert view["modules"]["module_test_foo"]["resources"]["test_instance"]["example"][0]["attr"]["ami"] == "foo-var"
     assert view["outputs"]["test"]["value"] == "baz"
 
 
 @needs_fixtures
 def test_the_corrupted_checkov_plan_is_a_show_json_state_and_reads_as_one():
     view = tfstate_view(load(SHARED / "checkov" / "plan" / "corrupted-tfplan.json"))
-    assert view["resources"]["test_instance"]["test"]["0"]["id"] == "621124146446964903"
+    assert view["resources"]["test_instance"]["test"][0]["id"] == "621124146446964903"
 
 
 # --------------------------------------------------------------------------------- real terraform
@@ -344,14 +411,16 @@ def test_a_state_applied_by_terraform_reads_the_same_raw_and_through_show_json(t
     assert raw == shown
     assert raw["module_paths"] == [[], ['svc["blue"]'], ['svc["blue"]', "inner"], ['svc["green.x"]'],
                                    ['svc["green.x"]', "inner"]]
-    assert set(raw["resources"]["terraform_data"]["each"]) == {"a.b", "c"}
-    assert raw["resources"]["terraform_data"]["counted"]["1"]["attr"]["input"] == {"idx": 1}
+    each = raw["resources"]["terraform_data"]["each"]
+    assert list(each) == ["a.b", "c"] and each["a.b"]["attr"]["input"] == "a.b"
+    assert [i["attr"]["input"] for i in raw["resources"]["terraform_data"]["counted"]] == [{"idx": 0}, {"idx": 1}]
     blue = raw["modules"]['svc["blue"]']["resources"]["terraform_data"]
-    assert blue["node"]["0"]["tainted"] is True
-    assert blue["node"]["0"]["depends_on"] == ['module.svc.terraform_data.first']
+    assert [n["tainted"] for n in blue["node"]] == [True]
+    assert blue["node"][0]["depends_on"] == ['module.svc.terraform_data.first']
     green_nodes = raw["modules"]['svc["green.x"]']["resources"]["terraform_data"]["node"]
-    assert sorted(green_nodes) == ["0", "1"] and not any(n["tainted"] for n in green_nodes.values())
-    assert raw["modules"]['svc["green.x"].inner']["resources"]["terraform_data"]["leaf"]["0"]["attr"]["input"] == "leaf"
+    assert [n["attr"]["input"] for n in green_nodes] == ["node-0", "node-1"]
+    assert not any(n["tainted"] for n in green_nodes)
+    assert raw["modules"]['svc["green.x"].inner']["resources"]["terraform_data"]["leaf"][0]["attr"]["input"] == "leaf"
     assert raw["outputs"]["num"] == {"sensitive": False, "type": "string", "value": 42, "terraform_type": "number"}
     assert raw["outputs"]["items"]["type"] == "list"
     assert raw["outputs"]["secret"]["sensitive"] is True

@@ -15,7 +15,11 @@ module(path) := namespace if {
 }
 
 # Every instance of managed resources of type t, across all modules, as a set of
-# {module_path, type, name, key, instance}; `instance` is {attr, depends_on, id, tainted}.
+# {module_path, type, name, key, instance}; `instance` is {attr, depends_on, id, tainted}. `key` is the
+# count index, a number (0 for a resource with neither count nor for_each), or the for_each key, a
+# string. The instances of one resource are an array by index (count, or neither) or an object by key
+# (for_each); `some key, instance in instances` walks both. The null left in the array where a counted
+# instance is missing (after a targeted destroy) is skipped.
 resources_of_type(t) := {entry | some entry in _resource_instances; entry.type == t}
 
 # The same for data sources of type t.
@@ -28,6 +32,7 @@ _resource_instances contains entry if {
 	some resource_type, by_name in namespace.resources
 	some name, instances in by_name
 	some key, instance in instances
+	instance != null
 	entry := {"module_path": namespace.path, "type": resource_type, "name": name, "key": key, "instance": instance}
 }
 
@@ -36,5 +41,6 @@ _data_instances contains entry if {
 	some data_type, by_name in namespace.data
 	some name, instances in by_name
 	some key, instance in instances
+	instance != null
 	entry := {"module_path": namespace.path, "type": data_type, "name": name, "key": key, "instance": instance}
 }
