@@ -24,8 +24,8 @@ def store_state(
     force: bool = False,
 ) -> EnvironmentState:
     """Accept a state (raw v4 file or ``terraform show -json`` output) unless it would go backwards."""
-    document = normalise_state(document)
-    serial, lineage = state_identity(document)
+    # Validated and identified through the normalised form; kept as uploaded, so it can be handed back.
+    serial, lineage = state_identity(normalise_state(document))
     with transaction.atomic():
         # Lock the environment so two uploads cannot both pass the check against the same current state.
         Environment.objects.select_for_update().filter(pk=environment.pk).first()

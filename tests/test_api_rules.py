@@ -234,7 +234,9 @@ def test_state_upload_refuses_an_older_serial_unless_forced(world, api):
     assert client.put(url, other_lineage, format="json").status_code == 409
     assert client.put(url + "?force=true", older, format="json").status_code == 200
     assert world.environment.states.count() == 2
-    assert client.get(url).json()["serial"] == 4
+    current = client.get(url).json()
+    assert (current["serial"], current["state"]) == (4, older)  # kept exactly as uploaded
+    assert current["view"]["module_paths"] == [[]]
     assert api(world.vera).put(url, state, format="json").status_code == 403
 
 
