@@ -81,7 +81,14 @@ def _configuration_view(deployment: Deployment, terraform_variables: dict[str, A
 
 
 def _source_diagnostic(detail: str) -> dict[str, Any]:
-    return {"severity": "error", "summary": "Template files could not be read", "detail": detail, "file": None, "line": None}
+    return {
+        "severity": "error",
+        "summary": "Template files could not be read",
+        "detail": detail,
+        "file": None,
+        "line": None,
+        "column": None,
+    }
 
 
 def build_policy_input(deployment: Deployment, request_type: str) -> dict[str, Any]:

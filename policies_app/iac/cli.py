@@ -34,24 +34,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compact", action="store_true", help="print the JSON on one line")
 
 
+def parse_var_flags(flags: Sequence[str]) -> dict[str, str]:
+    """``--var NAME=VALUE`` flags as a dict (later flags win); ValueError naming the bad flag."""
+    variables: dict[str, str] = {}
+    for flag in flags:
+        name, value = parse_var_flag(flag)
+        variables[name] = value
+    return variables
+
+
 def run(directory: str, var: Sequence[str], var_file: Sequence[str], cache_dir: str | None, compact: bool,
         out: TextIO, err: TextIO) -> int:
     """Evaluate and print; returns the exit status."""
-    variables: dict[str, str] = {}
-    for flag in var:
-        try:
-            name, value = parse_var_flag(flag)
-        except ValueError as error:
-            err.write(f"error: {error}\n")
-            return 2
-        variables[name] = value
+    try:
+        variables = parse_var_flags(var)
+    except ValueError as error:
+        err.write(f"error: {error}\n")
+        return 2
     document = evaluate_configuration(directory, variables=variables, var_files=list(var_file),
                                       cache_dir=cache_dir)
     # One write: Django's OutputWrapper ends every write() with a newline, and json.dump writes per token.
     out.write(json.dumps(document, indent=None if compact else 2, ensure_ascii=False) + "\n")
     errors = [d for d in document["diagnostics"] if d["severity"] == "error"]
     for diagnostic in errors:
-        where = ":".join(str(part) for part in (diagnostic.get("file"), diagnostic.get("line")) if part is not None)
+        # file:line:col, as compilers print it; the parts not known are left out.
+        parts = (diagnostic.get("file"), diagnostic.get("line"), diagnostic.get("column"))
+        where = ":".join(str(part) for part in parts if part is not None)
         where = f"{where}: " if where else ""
         err.write(f"error: {where}{diagnostic['summary']}: {diagnostic['detail']}\n")
     return 1 if errors else 0

@@ -22,13 +22,20 @@ The output document (see ``document``):
   address without an index and ``expansion`` "unknown"; resources inside a module instance whose
   count/for_each is unknown are also marked ``"expansion": "unknown"`` (their module address has no
   index there);
-- ``diagnostics``: errors and warnings with file and line.
+- ``diagnostics``: errors and warnings with ``file``, ``line`` and ``column`` (1-based; null when not
+  known).
+
+Module outputs and module input variables are nodes of their own: ``module.NAME.OUTPUT`` reads (and
+depends on) that output alone, so one module's output may feed another module's input, or its own,
+when that output does not depend on the input (as in Terraform). Reading a node whose evaluation is
+under way is reported as a cycle, never answered with a silent unknown.
 """
 
 from __future__ import annotations
 
 import gc
 import json
+import math
 import os
 import traceback
 from collections.abc import Callable, Iterable
@@ -198,7 +205,8 @@ class ConfigurationEvaluator:
     # -- diagnostics -------------------------------------------------------------------------------------
 
     def _add(self, diagnostic: Diagnostic) -> None:
-        key = (diagnostic.severity, diagnostic.summary, diagnostic.detail, diagnostic.file, diagnostic.line)
+        key = (diagnostic.severity, diagnostic.summary, diagnostic.detail, diagnostic.file, diagnostic.line,
+               diagnostic.column)
         if key not in self._seen_diagnostics:
             self._seen_diagnostics.add(key)
             self.diagnostics.append(diagnostic)
@@ -278,7 +286,8 @@ class ConfigurationEvaluator:
             files = self._load_files(module.directory)
         except Exception as error:  # the loader's ConfigSyntaxError or an OS error
             self._add(Diagnostic("error", "Failed to load configuration", getattr(error, "message", str(error)),
-                                 getattr(error, "file", module.directory), getattr(error, "line", None)))
+                                 getattr(error, "file", module.directory), getattr(error, "line", None),
+                                 getattr(error, "column", None)))
             module.loaded = False
             return
         for parsed in files:
@@ -424,12 +433,18 @@ class ConfigurationEvaluator:
             if node not in self.values and node not in self._in_progress:
                 self._evaluate_node(node)
 
-    def value_of(self, node: Node, key: ModuleKey = ()) -> Any:
-        """The value of a node for one module instance, evaluating it (and its ancestors) if needed."""
+    def value_of(self, node: Node, key: ModuleKey = (), pos: ast.Pos | None = None) -> Any:
+        """The value of a node for one module instance, evaluating it (and its ancestors) if needed.
+
+        Reading a node whose evaluation is under way is a cycle the graph did not show: an error naming
+        it, never a silent unknown."""
         values = self.values.get(node)
         if values is None:
             if node not in self.graph:
                 raise KeyError(node_name(node))
+            if node in self._in_progress:
+                raise EvalError("Cycle in the configuration", pos or self._node_pos(node),
+                                f"{node_name(node)} depends on its own value")
             self.request([node])
             values = self.values.get(node, {})
         return values.get(key, UNKNOWN)
@@ -494,7 +509,8 @@ class ConfigurationEvaluator:
         try:
             template = parse_template(text, filename)
         except Exception as error:
-            raise EvalError("Invalid template", ast.Pos(filename, getattr(error, "line", 0)),
+            raise EvalError("Invalid template", ast.Pos(filename, getattr(error, "line", 0),
+                                                        getattr(error, "column", 0) or 0),
                             getattr(error, "message", str(error))) from None
         # A template sees only the variables given to it (no var., local. or resource references).
         scope = Scope(dict(variables), constant_scope().resolver, warnings=self._warnings,
@@ -769,6 +785,39 @@ class ConfigurationEvaluator:
             return [obj for _, obj in objects]
         return {index: obj for index, obj in objects}
 
+    def module_output(self, module: Module, key: ModuleKey, name: str, has_index: bool, index: Any,
+                      output: str, pos: ast.Pos | None = None) -> Any:
+        """``module.NAME.OUTPUT`` or ``module.NAME[INDEX].OUTPUT``: that one output's node, and only it,
+        is read (the graph's edges say the same). NotImplemented for any other shape (a missing output,
+        an index that does not fit the expansion): the caller then uses the whole module object."""
+        child = module.children.get(name)
+        if child is None or not child.loaded:
+            return UNKNOWN
+        if output not in child.outputs:
+            return NotImplemented
+        entry = self._call_children.get((key, name))
+        if entry is None:
+            self.value_of((module.path, "call", name), key, pos)
+            entry = self._call_children.get((key, name))
+            if entry is None:
+                return UNKNOWN
+        mode, children = entry
+        if mode == "unknown":
+            return UNKNOWN
+        node = (child.path, "output", output)
+        if mode == "none" and not has_index:
+            return self.value_of(node, children[0][1], pos) if children else UNKNOWN
+        if mode == "none" or not has_index or index is UNKNOWN:
+            return UNKNOWN if index is UNKNOWN else NotImplemented
+        if mode == "count" and (isinstance(index, bool) or not isinstance(index, int)):
+            return NotImplemented
+        if mode == "for_each" and not isinstance(index, str):
+            return NotImplemented
+        for child_index, child_key in children:
+            if child_index == index:
+                return self.value_of(node, child_key, pos)
+        return NotImplemented
+
     # resources and data sources
 
     def _eval_resource(self, module: Module, node: Node, key: ModuleKey) -> Any:
@@ -879,10 +928,19 @@ class ConfigurationEvaluator:
             if "sensitive" in block.body.attributes:
                 sensitive = self._try(block.body.attributes["sensitive"].expr, constant_scope(), False) is True
             # A wholly known output is plain false, as a plan's output_changes say.
-            outputs[name] = {"value": to_json_compatible(value), "sensitive": sensitive,
+            plain, finite = _finite_json(to_json_compatible(value))
+            if not finite:
+                self._error("Failed to serialize output value", f"output {name!r}: cannot serialize "
+                            "infinity as JSON", block.pos)
+            outputs[name] = {"value": plain, "sensitive": sensitive,
                              "unknown": unknown_tree(value) if contains_unknown(value) else False}
         # Terraform's order: by module instance, then mode, type, name and index (numbers as numbers).
         resources = [entry for _, entry in sorted(self._resource_entries, key=lambda pair: pair[0])]
+        for entry in resources:
+            entry["values"], finite = _finite_json(entry["values"])
+            if not finite:
+                self._add(Diagnostic("error", "Failed to serialize resource value", f"{entry['address']}: "
+                                     "cannot serialize infinity as JSON"))
         return {"outputs": outputs, "resources": resources,
                 "diagnostics": [d.as_dict() for d in self.diagnostics]}
 
@@ -905,9 +963,7 @@ class _InstanceResolver:
             return values.get(self._key, UNKNOWN)
         if node not in config.graph:
             raise EvalError(summary, pos, detail)
-        if node in config._in_progress:
-            return UNKNOWN
-        return config.value_of(node, self._key)
+        return config.value_of(node, self._key, pos)
 
     def variable(self, name: str, pos: ast.Pos) -> Any:
         return self._get((self._path, "var", name), pos, "Reference to undeclared input variable",
@@ -930,6 +986,12 @@ class _InstanceResolver:
             raise EvalError("Reference to undeclared module", pos,
                             f"no module call named {name!r} is declared in this module")
         return self._config.module_object(self._module, self._key, name)
+
+    def module_output(self, name: str, has_index: bool, index: Any, output: str, pos: ast.Pos) -> Any:
+        if name not in self._module.calls:
+            raise EvalError("Reference to undeclared module", pos,
+                            f"no module call named {name!r} is declared in this module")
+        return self._config.module_output(self._module, self._key, name, has_index, index, output, pos)
 
 
 class _CheckResolver:
@@ -993,6 +1055,24 @@ def _instance_views(kind: str, resource_type: str, values: dict[str, Any]) -> tu
     return values, ResourceObject(values)
 
 
+def _finite_json(value: Any) -> tuple[Any, bool]:
+    """``value`` with infinite numbers (1/0) replaced by null, and whether it had none: JSON has no
+    infinity, and terraform refuses to write a plan holding one."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None, False
+    if isinstance(value, dict):
+        finite = True
+        result = {}
+        for key, inner in value.items():
+            result[key], ok = _finite_json(inner)
+            finite = finite and ok
+        return (result, True) if finite else (result, False)
+    if isinstance(value, list):
+        pairs = [_finite_json(inner) for inner in value]
+        return [v for v, _ in pairs], all(ok for _, ok in pairs)
+    return value, True
+
+
 def _index_sort_key(index: Any) -> tuple:
     if isinstance(index, int):
         return (1, index, "")
@@ -1023,7 +1103,7 @@ def evaluate_configuration(directory: str, *, variables: dict[str, Any] | None =
         detail = f"{error!r} at {os.path.basename(where.filename)}:{where.lineno}"
         return {"outputs": {}, "resources": [], "diagnostics": [
             {"severity": "error", "summary": "Internal error of the evaluator", "detail": detail,
-             "file": None, "line": None}]}
+             "file": None, "line": None, "column": None}]}
     finally:
         if collecting:
             gc.enable()

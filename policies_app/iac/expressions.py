@@ -36,10 +36,13 @@ class Diagnostic:
     detail: str = ""
     file: str | None = None
     line: int | None = None
+    column: int | None = None  # 1-based; None when not known
 
     @classmethod
     def at(cls, severity: str, summary: str, detail: str, pos: ast.Pos | None) -> Diagnostic:
-        return cls(severity, summary, detail, pos.file if pos else None, pos.line if pos else None)
+        if pos is None:
+            return cls(severity, summary, detail)
+        return cls(severity, summary, detail, pos.file, pos.line, pos.column or None)
 
     @classmethod
     def from_error(cls, error: EvalError) -> Diagnostic:
@@ -47,7 +50,7 @@ class Diagnostic:
 
     def as_dict(self) -> dict:
         return {"severity": self.severity, "summary": self.summary, "detail": self.detail,
-                "file": self.file, "line": self.line}
+                "file": self.file, "line": self.line, "column": self.column}
 
 
 class Resolver(Protocol):
@@ -116,15 +119,36 @@ class Scope:
 class _Namespace:
     """``var``, ``local``, ``data.TYPE``... on the way to a value: never a value itself."""
 
-    __slots__ = ("kind", "prefix")
+    __slots__ = ("kind", "prefix", "key")
 
-    def __init__(self, kind: str, prefix: str = "") -> None:
+    def __init__(self, kind: str, prefix: str = "", key: Any = None) -> None:
         self.kind = kind
         self.prefix = prefix
+        self.key = key  # the instance key of a "module_instance"
 
     def describe(self) -> str:
         return f"{self.prefix}" if self.prefix else self.kind
 
+
+# Every builtin of Terraform 1.11 (`terraform metadata functions -json`, without the core:: aliases),
+# plus OpenTofu's own: a call to a name outside this set (and not provider::...) is an error; a name
+# in it that our library lacks is only unsupported.
+TERRAFORM_FUNCTIONS = frozenset("""
+    abs abspath alltrue anytrue base64decode base64encode base64gzip base64sha256 base64sha512 basename
+    bcrypt can ceil chomp chunklist cidrhost cidrnetmask cidrsubnet cidrsubnets coalesce coalescelist
+    compact concat contains csvdecode dirname distinct element endswith ephemeralasnull file filebase64
+    filebase64sha256 filebase64sha512 fileexists filemd5 fileset filesha1 filesha256 filesha512 flatten
+    floor format formatdate formatlist indent index issensitive join jsondecode jsonencode keys length log
+    lookup lower matchkeys max md5 merge min nonsensitive one parseint pathexpand plantimestamp pow range
+    regex regexall replace reverse rsadecrypt sensitive setintersection setproduct setsubtract setunion
+    sha1 sha256 sha512 signum slice sort split startswith strcontains strrev substr sum templatefile
+    templatestring textdecodebase64 textencodebase64 timeadd timecmp timestamp title tobool tolist tomap
+    tonumber toset tostring transpose trim trimprefix trimspace trimsuffix try upper urlencode uuid uuidv5
+    values yamldecode yamlencode zipmap
+    base64gunzip cidrcontains urldecode
+""".split())
+
+_MODULE_KINDS = frozenset({"module_call", "module_instance"})
 
 _RESERVED_UNBOUND = {
     "count": "count.index can only be used in a block that sets count",
@@ -197,6 +221,27 @@ def arithmetic(op: str, left: int | float, right: int | float) -> int | float:
     if result == result.to_integral_value():
         return int(result)
     return float(result)
+
+
+def _checked_arithmetic(op: str, left: int | float, right: int | float, pos: ast.Pos | None) -> int | float:
+    """Terraform's (cty's) answers where plain arithmetic has none: 1/0 is +Inf, -1/0 is -Inf, x % 0
+    is x; 0/0, inf/inf, inf*0, inf-inf and a modulo with an infinite operand are errors."""
+    infinite = (isinstance(left, float) and math.isinf(left)) or (isinstance(right, float) and math.isinf(right))
+    if op == "/" and right == 0:
+        if left == 0:
+            raise EvalError("Operation failed", pos, "can't divide zero by zero or infinity by infinity")
+        return math.inf if left > 0 else -math.inf
+    if op == "%":
+        if infinite:
+            raise EvalError("Operation failed", pos, "can't use modulo with zero and infinity")
+        if right == 0:
+            return left
+    result = arithmetic(op, left, right)
+    if isinstance(result, float) and math.isnan(result):
+        what = {"/": "divide infinity by infinity", "*": "multiply zero by infinity"}.get(
+            op, "subtract infinity from itself")
+        raise EvalError("Operation failed", pos, f"can't {what}")
+    return result
 
 
 def to_number(value: Any, pos: ast.Pos | None, what: str = "operand") -> int | float:
@@ -284,6 +329,8 @@ class Evaluator:
         """The value of ``expr``; raises EvalError for errors in the configuration."""
         value = self._eval(expr, scope)
         if isinstance(value, _Namespace):
+            if value.kind in _MODULE_KINDS:
+                return self._whole_module(value, expr.pos, scope)
             raise EvalError("Invalid reference", expr.pos,
                             f"{value.describe()} must be followed by an attribute name")
         return value
@@ -347,7 +394,17 @@ class Evaluator:
             if kind == "var":
                 return resolver.variable(name, pos)
             if kind == "module":
-                return resolver.module(name, pos)
+                if getattr(resolver, "module_output", None) is None:
+                    return resolver.module(name, pos)
+                # module.NAME.OUTPUT reads that output alone: reading every output of the module
+                # would make a value wired from one output into another module's input a false cycle.
+                return _Namespace("module_call", name)
+            if kind in _MODULE_KINDS:
+                has_index = kind == "module_instance"
+                value = resolver.module_output(target.prefix, has_index, target.key, name, pos)
+                if value is NotImplemented:  # an unusual shape: the whole module object decides
+                    return self.get_attr(self._whole_module(target, pos, scope), name, pos, scope)
+                return value
             if kind == "data":
                 return _Namespace("data_type", f"data.{name}")
             if kind == "data_type":
@@ -375,10 +432,21 @@ class Evaluator:
         target = self._eval(expr.target, scope)
         key = self.evaluate(expr.key, scope)
         if isinstance(target, _Namespace):
+            if target.kind == "module_call":
+                return _Namespace("module_instance", target.prefix, key)
+            if target.kind == "module_instance":
+                return self.index(self._whole_module(target, expr.pos, scope), key, expr.pos)
             if isinstance(key, str):
                 return self.get_attr(target, key, expr.pos, scope)
             raise EvalError("Invalid reference", expr.pos, f"{target.describe()} cannot be indexed")
         return self.index(target, key, expr.pos)
+
+    def _whole_module(self, target: _Namespace, pos: ast.Pos, scope: Scope) -> Any:
+        """``module.NAME`` (or ``module.NAME[KEY]``) used as a value: the object of all its outputs."""
+        value = scope.resolver.module(target.prefix, pos)
+        if target.kind == "module_instance":
+            return self.index(value, target.key, pos)
+        return value
 
     def index(self, target: Any, key: Any, pos: ast.Pos) -> Any:
         if target is UNKNOWN or key is UNKNOWN:
@@ -486,9 +554,7 @@ class Evaluator:
         if left_number is UNKNOWN or right_number is UNKNOWN:
             return UNKNOWN
         if op in ("+", "-", "*", "/", "%"):
-            if right_number == 0 and op in ("/", "%"):
-                raise EvalError("Division by zero", expr.pos, f"the right operand of {op} is zero")
-            return arithmetic(op, left_number, right_number)
+            return _checked_arithmetic(op, left_number, right_number, expr.pos)
         if op == "<":
             return left_number < right_number
         if op == "<=":
@@ -634,6 +700,9 @@ class Evaluator:
                 from None
 
     def _unsupported(self, name: str, pos: ast.Pos, scope: Scope) -> Any:
+        if not name.startswith("provider::") and name not in TERRAFORM_FUNCTIONS:
+            # Not a function of Terraform at all: terraform refuses the configuration, so do we.
+            raise EvalError("Call to unknown function", pos, f"there is no function named {name!r}")
         scope.warnings.append(Diagnostic.at(
             "warning", f"Unsupported function {name!r}",
             f"the function {name!r} is not supported by the static evaluator; its result is treated as "

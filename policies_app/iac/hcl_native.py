@@ -66,6 +66,10 @@ def get_parser() -> tuple[Any, _Converter]:
                 # allows; add them (if its grammar changes shape, the replace is a no-op).
                 grammar = grammar.replace("interpolation: INTERP_START expression RBRACE",
                                           "interpolation: INTERP_START STRIP_MARKER? expression STRIP_MARKER? RBRACE")
+                # Its function names are one word or provider::NS::NAME; Terraform also has
+                # core::NAME (the builtins, namespaced). Accept any number of "::" parts.
+                grammar = grammar.replace("function_call : identifier (COLONS identifier COLONS identifier)? LPAR",
+                                          "function_call : identifier (COLONS identifier)* LPAR")
                 # Building the LALR tables takes 1-2 s; Lark's cache makes it ~0.1 s. cache=True names
                 # the file after a hash of grammar + options, in the temp dir: it outlives any parse
                 # cache folder (a "cold" run with an empty cache_dir still skips the build), and a
@@ -357,6 +361,8 @@ class _Converter:
         for x in c:
             if type(x) is tuple:
                 args, expand = x
+        if len(names) == 2 and names[0] == "core":
+            names = names[1:]  # core::upper is upper: the builtins' own namespace
         return ast.FunctionCall("::".join(names), args, expand, c[0].pos)
 
     def arguments(self, c):
@@ -457,7 +463,56 @@ class _Converter:
 # --------------------------------------------------------------------------------------------------
 
 
+# Terminals as a reader knows them, for "expected ..." in syntax errors.
+_TERMINAL_TEXT = {
+    "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'", "RBRACE": "'}'", "LSQB": "'['", "RSQB": "']'",
+    "COMMA": "','", "DOT": "'.'", "EQ": "'='", "COLON": "':'", "QMARK": "'?'", "DBLQUOTE": "'\"'",
+    "FOR_OBJECT_ARROW": "'=>'", "ELLIPSIS": "'...'", "COLONS": "'::'", "NAME": "a name",
+    "NL_OR_COMMENT": "a newline", "INTERP_START": "'${'", "DIRECTIVE_START": "'%{'",
+}
+# Terminals that can start an expression: when the parser wanted one, "an expression" says it all.
+_EXPRESSION_STARTS = frozenset({
+    "INT_LITERAL", "FLOAT_LITERAL", "DBLQUOTE", "HEREDOC_TEMPLATE", "HEREDOC_TEMPLATE_TRIM", "LPAR",
+    "LBRACE", "LSQB", "NAME", "NULL", "TRUE", "FALSE", "MINUS", "NOT", "FOR", "IF", "IN", "ELSE",
+    "ENDIF", "ENDFOR", "FOR_EACH",
+})
+_LITERAL_STARTS = frozenset({"INT_LITERAL", "FLOAT_LITERAL", "DBLQUOTE", "HEREDOC_TEMPLATE", "LPAR"})
+_TWO_CHAR_OPERATORS = ("==", "!=", "<=", ">=", "&&", "||", "=>", "::", "${", "%{", "<<")
+
+
+def _lexeme(text: str) -> str:
+    """What a reader sees at the start of an offending token: ``'}'``, ``'resource'``, ``newline``."""
+    if not text:
+        return "end of input"
+    if text[0] in "\r\n":
+        return "newline"
+    if text.startswith("..."):
+        return "'...'"
+    if text[:2] in _TWO_CHAR_OPERATORS:
+        return repr(text[:2])
+    end = 1
+    if text[0].isalnum() or text[0] == "_":
+        while end < len(text) and (text[end].isalnum() or text[end] in "_-."):
+            end += 1
+    return repr(text[:end])
+
+
+def _expected_text(expected: set[str]) -> str:
+    names = sorted(expected)
+    # A name alone may start the next attribute or block: only literals show an expression is wanted.
+    wants_expression = any(name in _LITERAL_STARTS for name in names)
+    parts = ["an expression"] if wants_expression else []
+    parts += [_TERMINAL_TEXT[name] for name in names
+              if name in _TERMINAL_TEXT and not (wants_expression and name in _EXPRESSION_STARTS)]
+    if not parts:
+        return ""
+    if len(parts) > 6:
+        parts = [*parts[:6], "..."]
+    return "; expected " + (parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1])
+
+
 def _syntax_error(exc: Exception, file: str, line_offset: int, col_offset: int) -> ConfigSyntaxError:
+    """Lark's error made readable: the position of what was found, named as it is written."""
     from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 
     line = getattr(exc, "line", 1) or 1
@@ -467,8 +522,11 @@ def _syntax_error(exc: Exception, file: str, line_offset: int, col_offset: int) 
         if tok.type == "$END":
             message = "unexpected end of input"
         else:
-            expected = ", ".join(sorted(exc.expected)[:8])
-            message = f"unexpected {tok.type} {str(tok)!r}; expected one of: {expected}"
+            text = str(tok)
+            # A token may start with blanks the grammar did not skip there: point at what follows them.
+            stripped = text.lstrip(" \t")
+            column += len(text) - len(stripped)
+            message = f"unexpected {_lexeme(stripped)}{_expected_text(set(exc.expected))}"
     elif isinstance(exc, UnexpectedCharacters):
         message = f"unexpected character {exc.char!r}"
     elif isinstance(exc, UnexpectedEOF):

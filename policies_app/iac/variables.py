@@ -35,7 +35,7 @@ def parse_var_flag(text: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     name = name.strip()
     if not sep or not name:
-        raise ValueError(f"the -var option {text!r} must be NAME=VALUE")
+        raise ValueError(f"invalid --var {text!r}: expected NAME=VALUE (as terraform's -var)")
     return name, value
 
 
@@ -77,6 +77,8 @@ def load_var_file(path: str, parse_hcl_file: Callable[[str], ast.File] | None
         try:
             with open(path, encoding="utf-8") as handle:
                 document = json.load(handle)
+        except json.JSONDecodeError as error:
+            return {}, [Diagnostic("error", "Invalid variables file", error.msg, path, error.lineno, error.colno)]
         except (OSError, ValueError) as error:
             return {}, [Diagnostic("error", "Failed to read variables file", str(error), path, None)]
         if not isinstance(document, dict):
@@ -93,7 +95,8 @@ def load_var_file(path: str, parse_hcl_file: Callable[[str], ast.File] | None
         return {}, [Diagnostic("error", "Failed to read variables file", str(error), path, None)]
     except Exception as error:  # the loader's ConfigSyntaxError
         return {}, [Diagnostic("error", "Invalid variables file", getattr(error, "message", str(error)),
-                               getattr(error, "file", path), getattr(error, "line", None))]
+                               getattr(error, "file", path), getattr(error, "line", None),
+                               getattr(error, "column", None))]
     for block in parsed.body.blocks:
         diagnostics.append(Diagnostic.at("error", "Unexpected block in variables file",
                                          f"blocks ({block.type}) are not allowed in a variables file", block.pos))

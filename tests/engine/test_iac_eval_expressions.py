@@ -44,9 +44,11 @@ def test_a_conditional_keeps_a_set_beside_an_empty_list():
     assert value_of("var.s != null ? var.s : []", variables={"s": TfSet(["b", "a"])}) == TfSet(["a", "b"])
 
 
-def test_it_refuses_division_by_zero():
-    with pytest.raises(EvalError, match="Division by zero"):
-        value_of("1 / 0")
+def test_it_divides_by_zero_as_terraform_does_and_refuses_zero_by_zero():
+    assert value_of("1 / 0") == float("inf") and value_of("-1 / 0") == float("-inf")
+    assert value_of("5 % 0") == 5
+    with pytest.raises(EvalError, match="can't divide zero by zero"):
+        value_of("0 / 0")
 
 
 def test_it_refuses_arithmetic_on_null_and_mismatched_conditional_types():

@@ -1,9 +1,11 @@
 """``manage.py iac_evaluate DIR``: the same as ``python -m policies_app.iac DIR`` (see iac/cli.py).
 
 Kept thin, and the evaluator is imported only when the command runs, so that listing commands or
-running others never pays for it.
+running others never pays for it. Without ``--cache-dir`` the parse cache is the platform's own
+(settings.IAC_PARSE_CACHE_DIR), shared with the evaluations done for deployments.
 """
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 
@@ -18,9 +20,14 @@ class Command(BaseCommand):
         add_arguments(parser)
 
     def handle(self, *args, **options):
-        from policies_app.iac.cli import run
+        from policies_app.iac.cli import parse_var_flags, run
 
-        status = run(options["directory"], options["var"], options["var_file"], options["cache_dir"],
+        try:
+            parse_var_flags(options["var"])
+        except ValueError as error:
+            raise CommandError(str(error), returncode=2) from None
+        cache_dir = options["cache_dir"] or getattr(settings, "IAC_PARSE_CACHE_DIR", None)
+        status = run(options["directory"], options["var"], options["var_file"], cache_dir,
                      options["compact"], self.stdout, self.stderr)
         if status:
-            raise CommandError("the configuration has errors", returncode=status)
+            raise CommandError("the configuration has errors (see the diagnostics above)", returncode=status)
