@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse
@@ -102,8 +101,6 @@ def deployment_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def deployment_decide(request: HttpRequest, pk: int) -> HttpResponse:
     """Approve or reject; record_approval holds every rule (role, self-approval, still pending, once)."""
     deployment = _visible_deployment(request, pk)
-    if not access.can_approve(request.user, deployment.environment.project):
-        raise PermissionDenied("Only approvers of this project or a parent project may approve or reject.")
     form = ApprovalForm(request.POST)
     if not form.is_valid():
         return _render_deployment(
@@ -122,8 +119,6 @@ def deployment_decide(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def deployment_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     deployment = _visible_deployment(request, pk)
-    if not access.can_deploy(request.user, deployment.environment.project):
-        raise PermissionDenied("Only deployers of this project may cancel deployments.")
     try:
         cancel_deployment(deployment, request.user)
     except DeploymentActionError as refusal:
