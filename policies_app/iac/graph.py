@@ -86,10 +86,6 @@ def topological_order(graph: Graph, roots: Iterable[Hashable] | None = None,
     return order, cycles
 
 
-def cycle_members(cycles: list[list]) -> set:
-    return {node for cycle in cycles for node in cycle}
-
-
 # -- references in expressions ---------------------------------------------------------------------------
 
 # Names whose references never point at another block.

@@ -192,13 +192,6 @@ def statements(code: list[Token]) -> list[Statement]:
     return result
 
 
-def package_of(source: str) -> tuple[str, ...] | None:
-    for statement in statements(code_tokens(tokenize(source))):
-        if statement.kind == "package":
-            return statement.path
-    return None
-
-
 def find_calls(code: list[Token], names: frozenset[str] | set[str]) -> list[tuple[str, int, int]]:
     """Where a dotted builtin name (e.g. ``http.send``) is used as a reference.
 
