@@ -28,20 +28,11 @@ def needs_postgresql():
         pytest.skip("needs PostgreSQL: set DATABASE_URL=postgres://... (.ci/run does)")
 
 
-def test_concurrent_approvals_are_all_recorded_and_release_the_deployment_once(world):
-    needs_postgresql()
-    world.platform.approval_policies.add(make_policy("two approvers", TWO_APPROVERS))
-    extra = [make_user(f"approver{i}") for i in range(3)]
-    for user in extra:
-        world.platform.memberships.create(user=user, role="approver")
-    deployment, _ = deployments.trigger_deployment(world.environment, world.bob, plan=None)
-    deployment.refresh_from_db()
-    assert deployment.status == "pending_approval"
-
-    approvers = [world.alice, world.sam, *extra]
+def approve_all_at_once(deployment: Deployment, approvers: list) -> tuple[list[str], list[BaseException]]:
+    """Each approver approves from its own thread and database connection, all released together."""
     barrier = threading.Barrier(len(approvers))
-    failures: list[BaseException] = []
     refusals: list[str] = []
+    failures: list[BaseException] = []
 
     def approve(user):
         try:
@@ -59,13 +50,38 @@ def test_concurrent_approvals_are_all_recorded_and_release_the_deployment_once(w
         thread.start()
     for thread in threads:
         thread.join(60)
+    return refusals, failures
+
+
+def test_two_approvals_at_the_same_moment_are_both_recorded_and_release_once(world):
+    needs_postgresql()
+    world.platform.approval_policies.add(make_policy("two approvers", TWO_APPROVERS))
+    for _ in range(5):  # the race is real: several rounds make an unlucky interleaving likely
+        deployment, _ = deployments.trigger_deployment(world.environment, world.bob, plan=None)
+        refusals, failures = approve_all_at_once(deployment, [world.alice, world.sam])
+        assert (refusals, failures) == ([], [])
+        deployment.refresh_from_db()
+        assert deployment.status == "approved"
+        assert deployment.approvals.count() == 2
+        assert DeploymentEvent.objects.filter(deployment=deployment, kind="released").count() == 1
+
+
+def test_more_concurrent_approvals_than_needed_release_once_and_late_ones_are_refused(world):
+    needs_postgresql()
+    world.platform.approval_policies.add(make_policy("two approvers", TWO_APPROVERS))
+    extra = [make_user(f"approver{i}") for i in range(3)]
+    for user in extra:
+        world.platform.memberships.create(user=user, role="approver")
+    deployment, _ = deployments.trigger_deployment(world.environment, world.bob, plan=None)
+
+    refusals, failures = approve_all_at_once(deployment, [world.alice, world.sam, *extra])
 
     assert failures == []
     # An approval that arrives after the release is refused as "not pending"; nothing else may refuse one.
     assert set(refusals) <= {"not_pending"}
     deployment.refresh_from_db()
     assert deployment.status == "approved"
-    assert deployment.approvals.count() == len(approvers) - len(refusals) >= 2
+    assert deployment.approvals.count() == 5 - len(refusals) >= 2
     assert DeploymentEvent.objects.filter(deployment=deployment, kind="released").count() == 1
 
 
