@@ -17,7 +17,17 @@ from typing import Any
 
 import yaml
 
-from policies_app.rego.lexer import COMMENT, Statement, Token, code_tokens, find_calls, statements, tokenize
+from policies_app.rego.lexer import (
+    COMMENT,
+    IDENT,
+    Statement,
+    Token,
+    code_tokens,
+    find_calls,
+    path_step,
+    statements,
+    tokenize,
+)
 from policies_app.rego.types import PolicyCompileError
 
 _METADATA_HEADER = re.compile(r"^#\s*METADATA\s*$")
@@ -130,7 +140,7 @@ def normalise_annotations(document: dict[str, Any], scope: str) -> dict[str, Any
 
 
 def _scope_for(document: dict[str, Any], target: Statement, filename: str, line: int) -> str | None:
-    if target.kind == "import":
+    if target.kind in ("import", "other"):
         return None
     default = "package" if target.kind == "package" else "rule"
     scope = document.get("scope", default)
@@ -238,9 +248,18 @@ def resolve_metadata_calls(modules: list[tuple[str, str]]) -> list[tuple[str, st
             call_ok = last + 2 < len(code) and code[last + 1].text == "(" and code[last + 2].text == ")"
             number = _statement_at(module, first)
             token = code[first]
-            if not call_ok or number is None or module.statements[number].kind != "rule":
+            if not call_ok:
                 raise PolicyCompileError(
-                    f"{name} must be called with no arguments inside a rule",
+                    f"{name} must be called with no arguments",
+                    file=module.filename,
+                    line=token.line,
+                    column=token.column,
+                )
+            if number is None or module.statements[number].kind != "rule":
+                # Never guess: resolving against the wrong rule (or none) would silently give {}.
+                raise PolicyCompileError(
+                    f"cannot tell which rule this {name}() call belongs to: no rule head found before it "
+                    "(start the rule on an earlier line, e.g. `deny contains msg if {`)",
                     file=module.filename,
                     line=token.line,
                     column=token.column,
@@ -265,12 +284,8 @@ def resolve_metadata_calls(modules: list[tuple[str, str]]) -> list[tuple[str, st
 def find_unresolved_metadata(code: list[Token]) -> Token | None:
     """Any rego.metadata reference left after rewriting (e.g. a misspelt builtin)."""
     for index, token in enumerate(code):
-        if (
-            token.text == "rego"
-            and (index == 0 or code[index - 1].text != ".")
-            and index + 2 < len(code)
-            and code[index + 1].text == "."
-            and code[index + 2].text == "metadata"
-        ):
-            return token
+        if token.text == "rego" and token.kind == IDENT and (index == 0 or code[index - 1].text != "."):
+            step = path_step(code, index + 1)
+            if step is not None and step[0] == "metadata":
+                return token
     return None

@@ -6,7 +6,8 @@ Each adapter loads the input ONCE per evaluation and evaluates every policy in i
 - regopy: loading an input costs ~0.5 s per MB, so each policy is compiled once into a bundle (cached)
   and every bundle is run against one interpreter that holds the input.
 Each decision rule is queried on its own (``data.env0.deny``...): regorus fails open when the whole
-package is queried and a module imports its own package.
+package is queried and a module imports its own package. That alone is not enough (a single module
+importing its own package still failed open), so references.py also rewrites such imports beforehand.
 """
 
 from __future__ import annotations

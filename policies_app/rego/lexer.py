@@ -8,6 +8,7 @@ rules) are recognised from the token stream so annotations can be tied to the ru
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -35,6 +36,9 @@ OPENERS = {"(": ")", "[": "]", "{": "}"}
 CLOSERS = {")", "]", "}"}
 # Words that continue a statement when they start a line (``} else := 2 if {``, a long head split over lines).
 _CONTINUATION_WORDS = {"else", "if", "contains", "in", "with", "as", "not", "some", "every"}
+# Keywords that cannot end a statement: a line ending in one goes on with the next line.
+_TRAILING_WORDS = _CONTINUATION_WORDS | {"package", "import", "default"}
+_RULE_HEAD_FOLLOWERS = {"if", "contains", ":=", "=", "{", "(", "["}
 
 
 @dataclass(frozen=True)
@@ -134,37 +138,89 @@ def code_tokens(tokens: list[Token]) -> list[Token]:
     return [token for token in tokens if token.kind != COMMENT]
 
 
+def string_value(token: Token) -> str | None:
+    """The text of a plain string literal (``"send"`` or a raw string), None for anything else."""
+    if token.kind != STRING or token.text.startswith("$"):
+        return None
+    if token.text.startswith("`"):
+        return token.text[1:-1]
+    try:
+        value = json.loads(token.text)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def path_step(code: list[Token], index: int) -> tuple[str, int] | None:
+    """One step of a reference at ``index``: ``.name`` or ``["name"]``; returns the name and the index after.
+
+    Both engines resolve ``http["send"](...)`` to the builtin ``http.send``, so a string index is a step
+    like any other wherever names are matched. Spaces around ``.`` and inside ``[ ]`` are accepted here
+    even where an engine refuses them: matching more only ever refuses more.
+    """
+    if index + 1 >= len(code):
+        return None
+    token, following = code[index], code[index + 1]
+    if token.kind == PUNCT and token.text == "." and following.kind == IDENT:
+        return following.text, index + 2
+    if token.kind == PUNCT and token.text == "[" and index + 2 < len(code) and code[index + 2].text == "]":
+        value = string_value(following)
+        if value is not None:
+            return value, index + 3
+    return None
+
+
 def _dotted_path(code: list[Token], index: int) -> tuple[tuple[str, ...], int]:
     """Read ``a.b["c"].d`` starting at ``index``; returns the parts and the index after them."""
-    parts: list[str] = []
     if index >= len(code) or code[index].kind != IDENT:
         return (), index
-    parts.append(code[index].text)
+    parts = [code[index].text]
     index += 1
-    while index + 1 < len(code):
-        token, following = code[index], code[index + 1]
-        if token.text == "." and following.kind == IDENT and not following.first_on_line:
-            parts.append(following.text)
-            index += 2
-        elif (
-            token.text == "["
-            and following.kind == STRING
-            and following.text.startswith('"')
-            and index + 2 < len(code)
-            and code[index + 2].text == "]"
-        ):
-            parts.append(following.text[1:-1])
-            index += 3
-        else:
+    while True:
+        step = path_step(code, index)
+        if step is None or (code[index].text == "." and code[index + 1].first_on_line):
             break
+        parts.append(step[0])
+        index = step[1]
     return tuple(parts), index
+
+
+def _continues(code: list[Token], index: int) -> bool:
+    """Whether the line-leading token at ``index`` carries on the statement before it.
+
+    It does when it is itself a continuation word (``else``, ``if``...) or when the line before ended
+    in the middle of something: an operator or opening bracket, or a keyword that needs what follows
+    (``deny contains "x" if`` + a body on the next line). ``import future.keywords.if`` ends in a path
+    part, not a keyword.
+    """
+    token = code[index]
+    if token.text in _CONTINUATION_WORDS:
+        return True
+    if index == 0:
+        return False
+    previous = code[index - 1]
+    if previous.kind == PUNCT:
+        return previous.text not in CLOSERS
+    return (
+        previous.kind == IDENT
+        and previous.text in _TRAILING_WORDS
+        and not (index > 1 and code[index - 2].text == ".")
+    )
+
+
+def _looks_like_rule_head(code: list[Token], after_name: int, end: int) -> bool:
+    # What may follow a rule's name: its body, value, key, arguments, or nothing (``default x := 1`` is
+    # read from its name on). Anything else (``input.cost > 5``) means we could not tell where a rule
+    # starts, and nothing may be attributed to it.
+    return after_name >= end or code[after_name].text in _RULE_HEAD_FOLLOWERS
 
 
 def statements(code: list[Token]) -> list[Statement]:
     """Split code tokens (no comments) into top-level statements.
 
     A statement starts at a token that is first on its line at bracket depth 0, unless that token
-    continues the previous statement (``else``, an operator, ...).
+    continues the previous statement (``else``, an operator, a keyword ending the line before...).
+    A statement that does not read as a package, import or rule head is of kind "other".
     """
     result: list[Statement] = []
     starts = [
@@ -173,8 +229,7 @@ def statements(code: list[Token]) -> list[Statement]:
         if token.depth == 0
         and (i == 0 or token.first_on_line)
         and token.kind == IDENT
-        and token.text not in _CONTINUATION_WORDS
-        and not (i > 0 and code[i - 1].kind == PUNCT and code[i - 1].text not in CLOSERS)
+        and not _continues(code, i)
     ]
     for number, start in enumerate(starts):
         end = starts[number + 1] if number + 1 < len(starts) else len(code)
@@ -187,8 +242,9 @@ def statements(code: list[Token]) -> list[Statement]:
             result.append(Statement("import", start, end, head.line, path))
         else:
             name_at = start + 1 if head.text == "default" else start
-            path, _ = _dotted_path(code, name_at)
-            result.append(Statement("rule", start, end, head.line, path))
+            path, after = _dotted_path(code, name_at)
+            kind = "rule" if path and _looks_like_rule_head(code, after, end) else "other"
+            result.append(Statement(kind, start, end, head.line, path))
     return result
 
 
@@ -196,7 +252,7 @@ def find_calls(code: list[Token], names: frozenset[str] | set[str]) -> list[tupl
     """Where a dotted builtin name (e.g. ``http.send``) is used as a reference.
 
     Returns (name, first token index, last token index). A name preceded by ``.`` is a field of
-    something else (``input.http.send``) and is not a match.
+    something else (``input.http.send``) and is not a match. ``http["send"]`` is ``http.send``.
     """
     found: list[tuple[str, int, int]] = []
     longest = max((name.count(".") + 1 for name in names), default=0)
@@ -204,13 +260,14 @@ def find_calls(code: list[Token], names: frozenset[str] | set[str]) -> list[tupl
         if token.kind != IDENT or (index > 0 and code[index - 1].text == "."):
             continue
         parts, ends = [token.text], [index]
-        cursor = index
-        while len(parts) < longest and cursor + 2 < len(code):
-            if code[cursor + 1].text != "." or code[cursor + 2].kind != IDENT:
+        cursor = index + 1
+        while len(parts) < longest:
+            step = path_step(code, cursor)
+            if step is None:
                 break
-            cursor += 2
-            parts.append(code[cursor].text)
-            ends.append(cursor)
+            parts.append(step[0])
+            cursor = step[1]
+            ends.append(cursor - 1)
         for size in range(len(parts), 0, -1):
             name = ".".join(parts[:size])
             if name in names:

@@ -4,6 +4,9 @@
 - builtins that reach the network: both engines let ``http.send`` evaluate to undefined, so a deny rule
   depending on it would silently never fire; we refuse them with the position of the call;
 - ``rego.metadata.rule()`` / ``chain()``, resolved from the METADATA blocks (see annotations.py);
+- imports of the policy's own packages, rewritten to full references, and references to a whole package
+  document of the policy, refused (regorus fails open on both; see references.py);
+- policy data whose top-level keys would override the policy's rules or the shared library (``lib``);
 - the shared library modules (policies_app/rego/library/*.rego), read once per process.
 """
 
@@ -19,6 +22,7 @@ from typing import Any
 
 from policies_app.rego.annotations import analyse_module, find_unresolved_metadata, resolve_metadata_calls
 from policies_app.rego.lexer import code_tokens, find_calls, tokenize
+from policies_app.rego.references import rewrite_own_package_references
 from policies_app.rego.types import REGO_VERSIONS, PolicyCompileError, PolicySource
 
 # Builtins that make network requests. OPA has these two; opa.runtime and time.now_ns are fine.
@@ -26,6 +30,7 @@ NETWORK_BUILTINS = frozenset({"http.send", "net.lookup_ip_addr"})
 DECISION_PACKAGE = ("env0",)
 LIBRARY_DIR = Path(__file__).resolve().parent / "library"
 LIBRARY_PREFIX = "library/"
+LIBRARY_PACKAGE = "lib"  # the shared library's modules are all under data.lib
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -105,6 +110,28 @@ def _reject_network_builtins(name: str, filename: str, source: str) -> None:
         )
 
 
+def _reject_data_over_rules(name: str, data_json: str | None, packages: set[tuple[str, ...]]) -> None:
+    """Policy data is merged into data.*: a top-level key naming one of the policy's packages or the
+    shared library would replace or merge with their rules (``{"env0": {"deny": []}}`` silenced a deny
+    on both engines; ``{"lib": ...}`` changed the library's answers on regopy)."""
+    if data_json is None:
+        return
+    document = json.loads(data_json)
+    for key in sorted(document):
+        if key == LIBRARY_PACKAGE:
+            raise PolicyCompileError(
+                f"policy data may not have a top-level key {key!r}: data.{key} is the shared library",
+                policy=name,
+            )
+        clashing = sorted(".".join(package) for package in packages if package[0] == key)
+        if clashing:
+            raise PolicyCompileError(
+                f"policy data may not have a top-level key {key!r}: it would override the rules of "
+                f'package {", ".join(clashing)}; put the values under another key (e.g. "settings")',
+                policy=name,
+            )
+
+
 def prepare_policy(payload: dict[str, Any]) -> PreparedPolicy:
     name = payload["name"]
     version = payload["rego_version"]
@@ -132,7 +159,13 @@ def prepare_policy(payload: dict[str, Any]) -> PreparedPolicy:
             )
         packages[filename] = package
         _reject_network_builtins(name, filename, source)
+    declared = set(packages.values())
+    _reject_data_over_rules(name, payload["data_json"], declared)
     try:
+        modules = [
+            (filename, rewrite_own_package_references(filename, source, declared))
+            for filename, source in modules
+        ]
         rewritten = resolve_metadata_calls(modules)
     except PolicyCompileError as error:
         error.policy = name

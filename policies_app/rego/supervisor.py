@@ -66,7 +66,7 @@ def resident_mb(pid: int) -> float | None:
 
 
 class EngineWorker:
-    def __init__(self, engine: str) -> None:
+    def __init__(self, engine: str, start_timeout_s: float = _START_TIMEOUT_S) -> None:
         self.engine = engine
         to_worker_read, to_worker_write = os.pipe()
         from_worker_read, from_worker_write = os.pipe()
@@ -92,7 +92,9 @@ class EngineWorker:
         self._replies = Connection(from_worker_read, writable=False)
         self.pid = self.process.pid
         self.broken = False
-        ready = self._receive(time.monotonic() + _START_TIMEOUT_S, "starting the engine worker")
+        ready = self._receive(
+            time.monotonic() + start_timeout_s, "starting the engine worker", start_timeout_s
+        )
         if ready.get("type") != "ready":
             self.kill()
             raise WorkerFailure(f"engine worker sent {ready!r} instead of ready")
@@ -158,10 +160,20 @@ class EngineWorker:
             raise self._crashed() from None
 
     def request(
-        self, request: dict[str, Any], timeout_s: float, activity: str, memory_mb: int | None = None
+        self,
+        request: dict[str, Any],
+        timeout_s: float,
+        activity: str,
+        memory_mb: int | None = None,
+        deadline: float | None = None,
     ) -> Iterator[dict[str, Any]]:
-        """Send one request and yield every message up to and including the final ``done``."""
-        deadline = time.monotonic() + timeout_s
+        """Send one request and yield every message up to and including the final ``done``.
+
+        ``deadline`` (time.monotonic()) ends it earlier than ``timeout_s`` from now, e.g. when part of
+        the caller's time went into waiting for this worker; ``timeout_s`` is the limit users are told.
+        """
+        if deadline is None:
+            deadline = time.monotonic() + timeout_s
         try:
             self._requests.send(request)
         except (BrokenPipeError, OSError):
@@ -184,7 +196,10 @@ class WorkerPool:
         self._busy: set[EngineWorker] = set()
         self._starting = 0
 
-    def _acquire(self) -> EngineWorker:
+    def _acquire(
+        self, deadline: float | None = None, activity: str = "", timeout_s: float = 0.0
+    ) -> EngineWorker:
+        """A worker for one request; waits at most until ``deadline`` for one to be free or to start."""
         with self._condition:
             while True:
                 while self._idle:
@@ -196,13 +211,32 @@ class WorkerPool:
                 if len(self._busy) + self._starting < self.size:
                     self._starting += 1
                     break
-                self._condition.wait()
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise WorkerFailure(
+                        f"{activity} exceeded {timeout_s:g} s waiting for a free {self.engine} engine "
+                        f"worker (all {self.size} busy)",
+                        limit_exceeded=True,
+                    )
+                self._condition.wait(remaining)
+        start_timeout = _START_TIMEOUT_S if deadline is None else max(deadline - time.monotonic(), 0.0)
         try:
-            worker = EngineWorker(self.engine)
+            if start_timeout <= 0:
+                raise WorkerFailure(
+                    f"{activity} exceeded {timeout_s:g} s before an engine worker was free",
+                    limit_exceeded=True,
+                )
+            worker = EngineWorker(self.engine, min(start_timeout, _START_TIMEOUT_S))
         except BaseException as error:
             with self._condition:
                 self._starting -= 1
                 self._condition.notify()
+            if isinstance(error, WorkerFailure) and error.limit_exceeded and deadline is not None:
+                # The caller's time ran out while the worker started: a timeout, as the caller set it.
+                raise WorkerFailure(
+                    f"{activity} exceeded {timeout_s:g} s while starting the {self.engine} engine worker",
+                    limit_exceeded=True,
+                ) from error
             if isinstance(error, (WorkerFailure, OSError)):
                 detail = error.message if isinstance(error, WorkerFailure) else str(error)
                 raise EngineUnavailableError(
@@ -230,10 +264,16 @@ class WorkerPool:
         activity: str,
         on_message: Callable[[dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
-        """Run one request on a worker; returns the ``done`` message or raises WorkerFailure."""
-        worker = self._acquire()
+        """Run one request on a worker; returns the ``done`` message or raises WorkerFailure.
+
+        ``timeout_s`` bounds the whole call: waiting for a free worker (or for one to start) included.
+        """
+        deadline = time.monotonic() + timeout_s
+        worker = self._acquire(deadline, activity, timeout_s)
         try:
-            for message in worker.request(request, timeout_s, activity, request.get("memory_mb")):
+            for message in worker.request(
+                request, timeout_s, activity, request.get("memory_mb"), deadline=deadline
+            ):
                 if message.get("type") == "done":
                     return message
                 if on_message is not None:

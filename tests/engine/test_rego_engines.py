@@ -477,3 +477,95 @@ def test_it_passes_non_ascii_policy_data_intact(engine):
     )
     result = evaluate(engine, [policy("owner", source, data={"owner": "Zoë"})])
     assert result.messages["allow"] == ["owned by Zoë"]
+
+
+SELF_IMPORT = """package env0
+
+import data.env0{alias}
+
+deny contains "blocked" if {{ {name}.protected }}
+
+protected if input.deploymentRequest.type == "destroy"
+
+allow contains "ok" if true
+"""
+
+
+@pytest.mark.parametrize(("alias", "name"), [("", "env0"), (" as e", "e")])
+def test_it_denies_when_a_single_module_imports_its_own_package(engine, alias, name):
+    # regorus left deny empty (so the policy allowed) for this shape even with one query per rule.
+    self_importing = policy("self import", SELF_IMPORT.format(alias=alias, name=name))
+    check_policy(self_importing, engine)
+    result = evaluate(engine, [self_importing], deployment(deploymentRequest={"type": "destroy"}))
+    assert result.decision == "deny"
+    assert result.messages["deny"] == ["blocked"]
+    assert evaluate(engine, [self_importing]).decision == "allow"
+
+
+def test_it_refuses_a_rule_that_reads_the_whole_document_of_its_own_package(engine):
+    # regorus evaluated `x := data.env0; x.protected` to undefined inside package env0 (fail-open).
+    source = (
+        "package env0\n\n"
+        'deny contains "blocked" if {\n  x := data.env0\n  x.protected\n}\n\n'
+        'protected if input.deploymentRequest.type == "destroy"\n'
+    )
+    whole = policy("whole package", source)
+    with pytest.raises(PolicyCompileError) as caught:
+        check_policy(whole, engine)
+    assert (caught.value.file, caught.value.line, caught.value.column) == ("policy.rego", 4, 8)
+    assert "whole document of this policy's package env0" in caught.value.message
+    result = evaluate(engine, [whole], deployment(deploymentRequest={"type": "destroy"}))
+    assert result.decision == "error"
+
+
+@pytest.mark.parametrize(
+    ("call", "builtin"),
+    [
+        ('http["send"]({"method": "get", "url": "https://x"})', "http.send"),
+        ('net["lookup_ip_addr"]("example.com")', "net.lookup_ip_addr"),
+    ],
+)
+def test_it_rejects_a_network_builtin_named_with_a_string_index(engine, call, builtin):
+    # regorus resolves http["send"](...) to the builtin, which then evaluates to undefined.
+    source = f'package env0\n\ndeny contains "down" if {{\n  not {call}\n}}\n\nallow contains "ok" if true\n'
+    network = policy("network", source)
+    with pytest.raises(PolicyCompileError) as caught:
+        check_policy(network, engine)
+    assert (caught.value.file, caught.value.line, caught.value.column) == ("policy.rego", 4, 7)
+    assert f"{builtin} reaches the network" in caught.value.message
+    assert evaluate(engine, [network]).decision == "error"
+
+
+def test_it_resolves_rego_metadata_rule_when_the_rule_body_starts_on_the_next_line(engine):
+    # The body line used to be taken for a rule of its own, so the call resolved to {} and never denied.
+    source = (
+        "package env0\n\n"
+        "# METADATA\n# custom:\n#   max_cost: 100\n"
+        'deny contains "over budget" if\n'
+        "\tinput.costEstimation.monthlyCostDiff > rego.metadata.rule().custom.max_cost\n"
+    )
+    budget = policy("budget", source)
+    check_policy(budget, engine)
+    over = evaluate(engine, [budget], deployment(costEstimation={"monthlyCostDiff": 5000}))
+    under = evaluate(engine, [budget], deployment(costEstimation={"monthlyCostDiff": 50}))
+    assert over.decision == "deny"
+    assert over.messages["deny"] == ["over budget"]
+    assert under.decision == "pending"
+
+
+@pytest.mark.parametrize(
+    ("data", "named"),
+    [
+        ({"env0": {"deny": []}}, "'env0': it would override the rules of package env0"),
+        ({"lib": {"approvals": {"count_in_team": 5}}}, "'lib': data.lib is the shared library"),
+    ],
+)
+def test_it_refuses_policy_data_that_would_override_rules(engine, data, named):
+    source = 'package env0\n\ndeny contains "destroying" if input.deploymentRequest.type == "destroy"\n'
+    overriding = policy("overriding data", source, data=data)
+    with pytest.raises(PolicyCompileError) as caught:
+        check_policy(overriding, engine)
+    assert named in caught.value.message
+    result = evaluate(engine, [overriding], deployment(deploymentRequest={"type": "destroy"}))
+    assert result.decision == "error"
+    assert named in result.error.message

@@ -333,3 +333,113 @@ def test_it_finds_a_network_call_inside_a_template_string_expression():
     with pytest.raises(PolicyCompileError) as caught:
         prepare(("t.rego", source))
     assert (caught.value.line, caught.value.column) == (3, 25)
+
+
+def test_it_finds_a_builtin_named_with_string_index_steps():
+    source = (
+        "package env0\n"
+        'a := http["send"]({"url": "u"})\n'
+        'b := net[`lookup_ip_addr`]("x")\n'
+        'c := input.http["send"]\n'
+        "d := http[input.name]\n"
+    )
+    code = code_tokens(tokenize(source))
+    found = [
+        (name, code[first].line, code[first].column)
+        for name, first, _ in find_calls(code, {"http.send", "net.lookup_ip_addr"})
+    ]
+    assert found == [("http.send", 2, 6), ("net.lookup_ip_addr", 3, 6)]
+
+
+def test_it_keeps_a_rule_body_that_starts_on_the_line_after_a_keyword_in_the_rule():
+    source = (
+        "package env0\n"
+        "import future.keywords.if\n"
+        'deny contains "x" if\n'
+        "  input.cost > 1\n"
+        "pending contains\n"
+        '  "y" if true\n'
+        "warn contains msg if {\n  true\n} else :=\n  3\n"
+        "allow if some x in\n  input.xs\n"
+    )
+    found = [(s.kind, s.path, s.line) for s in statements(code_tokens(tokenize(source)))]
+    assert found == [
+        ("package", ("env0",), 1),
+        ("import", ("future", "keywords", "if"), 2),
+        ("rule", ("deny",), 3),
+        ("rule", ("pending",), 5),
+        ("rule", ("warn",), 7),
+        ("rule", ("allow",), 11),
+    ]
+
+
+def test_it_refuses_a_metadata_call_it_cannot_attribute_to_a_rule():
+    # An expression read as the start of a statement must not get {} as "its" annotations.
+    source = (
+        "package env0\n\n# METADATA\n# custom:\n#   max: 1\n"
+        'deny contains "over" if input.costs[0]\n'
+        "input.cost > rego.metadata.rule().custom.max\n"
+    )
+    with pytest.raises(PolicyCompileError) as caught:
+        prepare(("p.rego", source))
+    assert (caught.value.file, caught.value.line, caught.value.column) == ("p.rego", 7, 14)
+    assert "cannot tell which rule this rego.metadata.rule() call belongs to" in caught.value.message
+
+
+def test_it_rewrites_uses_of_an_import_of_its_own_package_to_full_references_on_the_same_lines():
+    source = (
+        "package env0\n"
+        "import data.env0 as e\n"
+        "import data.lib.tfplan\n"
+        'deny contains "x" if {\n  e.protected\n  e["other"]\n  tfplan.deletes\n}\n'
+        "protected := true\nother := true\n"
+    )
+    [(_, rewritten)] = prepare(("p.rego", source)).modules
+    assert rewritten.count("\n") == source.count("\n")
+    assert rewritten.splitlines()[4:7] == [
+        "  data.env0.protected",
+        '  data.env0["other"]',
+        "  tfplan.deletes",
+    ]
+
+
+def test_it_refuses_a_local_variable_that_shadows_an_import_of_its_own_package():
+    source = (
+        "package env0\nimport data.env0.protected\n"
+        'deny contains "x" if {\n  protected := 1\n  protected == 1\n}\nprotected := true\n'
+    )
+    with pytest.raises(PolicyCompileError) as caught:
+        prepare(("p.rego", source))
+    assert (caught.value.file, caught.value.line, caught.value.column) == ("p.rego", 4, 3)
+    assert "shadows the import of data.env0.protected" in caught.value.message
+
+
+@pytest.mark.parametrize("reference", ["data.env0", "data", "data.env0[k]", "e", "e[k]"])
+def test_it_refuses_a_reference_to_the_whole_document_of_its_own_package(reference):
+    source = (
+        "package env0.rules\nimport data.env0 as e\n"
+        f'deny contains "x" if {{\n  some k\n  v := {reference}\n  v == k\n}}\n'
+    )
+    with pytest.raises(PolicyCompileError) as caught:
+        prepare(("p.rego", source))
+    assert (caught.value.line, caught.value.column) == (5, 8)
+    assert "whole document of this policy's package" in caught.value.message
+
+
+def test_it_accepts_references_to_other_packages_and_to_rules_of_its_own():
+    source = (
+        "package env0\nimport data.lib.approvals\n"
+        'deny contains "x" if {\n  data.env0.helper\n  data.settings.limit > 1\n  approvals.count_in_team("ops") < 2\n}\n'
+        "helper := true\n"
+    )
+    [(_, rewritten)] = prepare(("p.rego", source), data={"settings": {"limit": 2}}).modules
+    assert rewritten == source
+
+
+@pytest.mark.parametrize("key", ["env0", "lib", "team"])
+def test_it_refuses_policy_data_keys_that_name_its_packages_or_the_library(key):
+    modules = [("a.rego", "package env0\nallow := true\n"), ("b.rego", "package team.rules\nx := 1\n")]
+    with pytest.raises(PolicyCompileError) as caught:
+        prepare(*modules, data={key: {"x": 1}, "settings": 1})
+    assert f"top-level key {key!r}" in caught.value.message
+    assert prepare(*modules, data={"settings": {"env0": 1}}).data_json == '{"settings":{"env0":1}}'

@@ -213,3 +213,29 @@ def test_it_can_start_a_worker_ahead_of_the_first_evaluation(engine, monkeypatch
     assert_still_works(engine)
     assert worker_pids(engine) == [pid]
     supervisor.pool(engine).shutdown()
+
+
+def test_it_counts_waiting_for_a_free_worker_in_the_time_limit(engine, monkeypatch):
+    from policies_app.rego import supervisor
+
+    # A pool of one worker, kept busy by a loop: the second evaluation can only wait for it.
+    monkeypatch.setattr(supervisor, "_pools", {})
+    monkeypatch.setenv("POLICY_ENGINE_WORKERS", "1")
+    busy = threading.Thread(target=lambda: evaluate_policies([LOOPS], "{}", engine, timeout_s=3))
+    busy.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not worker_pids(engine) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        started = time.monotonic()
+        result = evaluate_policies([FINE], "{}", engine, timeout_s=1)
+        waited = time.monotonic() - started
+    finally:
+        busy.join()
+        supervisor.pool(engine).shutdown()
+    assert waited < 2.5
+    assert result.decision == "error"
+    assert result.outcomes[0].decision == "error"
+    assert result.error.message == (
+        f"evaluation exceeded 1 s waiting for a free {engine} engine worker (all 1 busy)"
+    )
