@@ -16,12 +16,16 @@ The output document (see ``document``):
 - ``outputs``: root outputs, ``{NAME: {"value", "sensitive", "unknown"}}``; ``value`` has unknowns as
   null, ``unknown`` is ``false`` for a wholly known value, else values.unknown_tree of it;
 - ``resources``: one entry per resource instance (``address``, ``module``, ``mode``, ``type``, ``name``,
-  ``index``, ``values`` with unknowns as null, ``unknown`` = values.unknown_tree(values)), with
-  ``expansion`` "none", "count" or "for_each";
+  ``index``, ``values`` with unknowns as null, ``unknown`` = values.unknown_tree(values), ``sensitive``
+  = values.sensitive_tree(values): a plan's ``after_sensitive`` keeping only what leads to a sensitive
+  value, ``{}`` when nothing is), with ``expansion`` "none", "count" or "for_each";
   a resource whose count/for_each is unknown (or invalid) is reported once with ``index`` null, its
   address without an index and ``expansion`` "unknown"; resources inside a module instance whose
   count/for_each is unknown are also marked ``"expansion": "unknown"`` (their module address has no
   index there);
+- sensitive values (values.Sensitive) come from variables and outputs declared ``sensitive = true``
+  and from ``sensitive()``; a root output holding one without ``sensitive = true`` is an error, as in
+  Terraform (``"sensitive"`` of an output is what it declares);
 - ``diagnostics``: errors and warnings with ``file``, ``line`` and ``column`` (1-based; null when not
   known).
 
@@ -61,7 +65,19 @@ from policies_app.iac.graph import (
     keyword_of,
     topological_order,
 )
-from policies_app.iac.values import UNKNOWN, TfSet, contains_unknown, to_json_compatible, unknown_tree
+from policies_app.iac.values import (
+    UNKNOWN,
+    Sensitive,
+    TfSet,
+    contains_sensitive,
+    contains_unknown,
+    mark,
+    sensitive_tree,
+    to_json_compatible,
+    unknown_tree,
+    unmark,
+    unmark_deep,
+)
 from policies_app.iac.variables import VariableValue, cli_string_value, collect_root_values
 
 
@@ -538,7 +554,23 @@ class ConfigurationEvaluator:
         if attribute is None:
             self._error("Missing required argument", f'output "{node[2]}" needs a "value" argument', block.pos)
             return UNKNOWN
-        return self._try(attribute.expr, scope)
+        value = self._try(attribute.expr, scope)
+        if self._declared_sensitive(block):
+            return mark(value)  # what reads module.NAME.OUTPUT gets a sensitive value
+        if not module.path and contains_sensitive(value):
+            self._error("Output refers to sensitive values", f"output {node[2]!r}: to reduce the risk of "
+                        "accidentally exporting sensitive data that was intended to be only internal, "
+                        "Terraform requires that any root module output containing sensitive data be "
+                        "explicitly marked as sensitive (sensitive = true), to confirm your intent",
+                        block.pos)
+        return value
+
+    def _declared_sensitive(self, block: ast.Block) -> bool:
+        """``sensitive = true`` in a variable or output block (a literal: it may not refer to anything)."""
+        attribute = block.body.attributes.get("sensitive")
+        if attribute is None:
+            return False
+        return unmark_deep(self._try(attribute.expr, constant_scope(), False)) is True
 
     def _eval_check(self, module: Module, node: Node, key: ModuleKey) -> Any:
         """A check block's assertions: a failure is a warning, as in Terraform. Its scoped data source
@@ -551,10 +583,10 @@ class ConfigurationEvaluator:
         for assertion in block.body.blocks:
             if assertion.type != "assert" or "condition" not in assertion.body.attributes:
                 continue
-            result = self._try(assertion.body.attributes["condition"].expr, scope)
+            result = unmark_deep(self._try(assertion.body.attributes["condition"].expr, scope))
             if result is False:
                 message_attr = assertion.body.attributes.get("error_message")
-                message = self._try(message_attr.expr, scope, "") if message_attr else ""
+                message = unmark_deep(self._try(message_attr.expr, scope, "")) if message_attr else ""
                 where = f"{prefix}.check.{node[2]}" if prefix else f"check.{node[2]}"
                 self._add(Diagnostic.at("warning", "Check block assertion failed", f"{where}: {message}",
                                         assertion.body.attributes["condition"].pos))
@@ -567,7 +599,7 @@ class ConfigurationEvaluator:
             condition = block.body.attributes.get("condition")
             if condition is None:
                 continue
-            result = self._try(condition.expr, scope)
+            result = unmark_deep(self._try(condition.expr, scope))
             if result is UNKNOWN or result is True:
                 continue
             if result is not False:
@@ -575,7 +607,7 @@ class ConfigurationEvaluator:
                             condition.pos)
                 continue
             message_attr = block.body.attributes.get("error_message")
-            message = self._try(message_attr.expr, scope, "") if message_attr else ""
+            message = unmark_deep(self._try(message_attr.expr, scope, "")) if message_attr else ""
             message = message if isinstance(message, str) else "(error message not known)"
             summary = "Resource postcondition failed" if block.type == "postcondition" else \
                 f"{block.type.capitalize()} failed"
@@ -629,7 +661,7 @@ class ConfigurationEvaluator:
                 pos = argument.pos
         nullable = True
         if "nullable" in attributes:
-            nullable_value = self._try(attributes["nullable"].expr, constant_scope(), True)
+            nullable_value = unmark_deep(self._try(attributes["nullable"].expr, constant_scope(), True))
             nullable = nullable_value is not False
         if raw is _NOT_SET or (raw is None and not nullable):
             if "default" in attributes:
@@ -639,16 +671,24 @@ class ConfigurationEvaluator:
                 self._error("No value for required variable",
                             f"{where}the variable {name!r} is required, but no value was given", block.pos)
                 return UNKNOWN
+        # A module argument may carry marks (a parent's sensitive value): its own mark is kept; marks
+        # inside it are kept unless the value has to be converted (then the whole value is sensitive).
+        raw, marked = unmark(raw)
         if raw is None and not nullable:
             self._error("Required variable not set", f"the variable {name!r} must not be null", pos)
             return UNKNOWN
         value = raw
         if constraint is not None:
+            plain = unmark_deep(raw)
             try:
-                value = types.convert(raw, constraint)
+                value = types.convert(plain, constraint)
             except types.ConversionError as error:
                 self._error("Invalid value for variable", f"variable {name!r}: {error}", pos)
                 return UNKNOWN
+            if plain is not raw:
+                value = raw if type(value) is type(plain) and types.values_equal(value, plain) else mark(value)
+        if marked or self._declared_sensitive(block):
+            value = mark(value)
         self._validate(module, node, key, value)
         return value
 
@@ -663,10 +703,10 @@ class ConfigurationEvaluator:
             condition = block.body.attributes.get("condition")
             if condition is None:
                 continue
-            result = self._try(condition.expr, scope)
+            result = unmark_deep(self._try(condition.expr, scope))
             if result is False:
                 message_attr = block.body.attributes.get("error_message")
-                message = self._try(message_attr.expr, scope, "") if message_attr else ""
+                message = unmark_deep(self._try(message_attr.expr, scope, "")) if message_attr else ""
                 prefix = module_address(key)
                 where = f"{prefix}.var.{node[2]}" if prefix else f"var.{node[2]}"
                 self._error("Invalid value for variable", f"{where}: {message}", condition.pos)
@@ -688,7 +728,7 @@ class ConfigurationEvaluator:
                         f"{what}: the count and for_each meta-arguments are mutually exclusive", count.pos)
             return unknown
         if count is not None:
-            value = self._try(count.expr, scope, None)
+            value = unmark_deep(self._try(count.expr, scope, None))  # a sensitive count is allowed
             if value is UNKNOWN:
                 return unknown
             problem = None
@@ -708,9 +748,15 @@ class ConfigurationEvaluator:
             return "count", [(i, {"count": {"index": i}}) for i in range(number)]  # type: ignore[arg-type]
         if for_each is not None:
             value = self._try(for_each.expr, scope, None)
+            problem = None
+            if value.__class__ is Sensitive:
+                # Instance keys show in addresses and in the plan: Terraform refuses sensitive ones.
+                self._error("Invalid for_each argument", f"{what}: sensitive values, or values derived from "
+                            "sensitive values, cannot be used as for_each arguments; if you do intend to "
+                            "use it, wrap it in nonsensitive()", for_each.pos)
+                return unknown
             if value is UNKNOWN:
                 return unknown
-            problem = None
             items: list[tuple[Any, dict]] = []
             if value is None:
                 problem = "the given for_each argument value is null; a map, or set of strings, is allowed"
@@ -845,6 +891,7 @@ class ConfigurationEvaluator:
                 "type": resource_type, "name": resource_name,
                 "index": None if index is UNKNOWN_INDEX else index,
                 "values": to_json_compatible(values), "unknown": unknown_tree(values),
+                "sensitive": sensitive_tree(values),
                 "expansion": "unknown" if in_unknown_module else mode,
             }
             sort_key = (tuple((name, _index_sort_key(i)) for name, i in key), kind == "data", resource_type,
@@ -898,8 +945,12 @@ class ConfigurationEvaluator:
         if for_each is None:
             self._error("Missing required argument", f'dynamic "{block.labels[0]}" needs for_each', block.pos)
             return []
-        collection = self._try(for_each.expr, scope)
+        collection, marked = unmark(self._try(for_each.expr, scope))
         if collection is UNKNOWN:
+            return UNKNOWN
+        if marked:
+            self._error("Invalid dynamic for_each value", f'dynamic "{block.labels[0]}": cannot use a '
+                        "sensitive value (or one derived from it) in for_each", for_each.pos)
             return UNKNOWN
         iterator = block.labels[0]
         if "iterator" in attributes:
@@ -924,9 +975,7 @@ class ConfigurationEvaluator:
         outputs = {}
         for name, block in self.root.outputs.items():
             value = self.values.get(((), "output", name), {}).get((), UNKNOWN)
-            sensitive = False
-            if "sensitive" in block.body.attributes:
-                sensitive = self._try(block.body.attributes["sensitive"].expr, constant_scope(), False) is True
+            sensitive = self._declared_sensitive(block)
             # A wholly known output is plain false, as a plan's output_changes say.
             plain, finite = _finite_json(to_json_compatible(value))
             if not finite:
@@ -1050,7 +1099,7 @@ def _instance_views(kind: str, resource_type: str, values: dict[str, Any]) -> tu
         values = {"id": UNKNOWN, "input": values.get("input"), "output": None,
                   "triggers_replace": values.get("triggers_replace"), **{
                       k: v for k, v in values.items() if k not in ("input", "triggers_replace")}}
-        values["output"] = None if values["input"] is None else UNKNOWN
+        values["output"] = None if unmark(values["input"])[0] is None else UNKNOWN
         values["id"] = UNKNOWN
     return values, ResourceObject(values)
 

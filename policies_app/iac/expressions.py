@@ -16,7 +16,15 @@ from typing import Any, Protocol
 
 from policies_app.iac import ast, types
 from policies_app.iac.functions import FunctionError, UnsupportedFunction, call_function
-from policies_app.iac.values import UNKNOWN, TfSet, contains_unknown
+from policies_app.iac.values import (
+    UNKNOWN,
+    Sensitive,
+    TfSet,
+    contains_sensitive,
+    contains_unknown,
+    mark,
+    unmark_deep,
+)
 
 
 class EvalError(Exception):
@@ -150,17 +158,34 @@ TERRAFORM_FUNCTIONS = frozenset("""
 
 _MODULE_KINDS = frozenset({"module_call", "module_instance"})
 
+# Functions that work on marks themselves and get their argument as it is.
+_MARK_FUNCTIONS = frozenset({"sensitive", "nonsensitive", "issensitive"})
+# Functions that move elements around without looking into them: as in Terraform, the marks of the
+# elements stay on the elements (concat([var.secret], ["a"]) is a list whose first element is
+# sensitive, not a sensitive list). Every other function sees its arguments without any mark, and its
+# result is sensitive when any argument held a mark (jsonencode({a = var.secret}) is sensitive).
+_MARK_PRESERVING_FUNCTIONS = frozenset({
+    "length", "keys", "values", "concat", "merge", "element", "lookup", "reverse", "slice", "chunklist",
+    "zipmap", "one", "coalescelist",
+})
+
 _RESERVED_UNBOUND = {
     "count": "count.index can only be used in a block that sets count",
     "each": "each.key and each.value can only be used in a block that sets for_each",
     "self": "self can only be used in provisioner, connection and postcondition blocks",
 }
 
+_UNKNOWN_PART = 1
+_SENSITIVE_PART = 2
+
+
 def type_label(value: Any) -> str:
     if value is None:
         return "null"
     if value is UNKNOWN:
         return "unknown"
+    if value.__class__ is Sensitive:
+        return type_label(value.value)
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, (int, float)):
@@ -353,18 +378,22 @@ class Evaluator:
         return [self.evaluate(item, scope) for item in expr.items]
 
     def _object(self, expr: ast.ObjectExpr, scope: Scope) -> Any:
-        result: dict[str, Any] = {}
-        unknown_key = False
+        result: Any = {}
+        unknown_key = marked_key = False
         for key_expr, value_expr in expr.items:
             key = self.evaluate(key_expr, scope)
             value = self.evaluate(value_expr, scope)
+            if key.__class__ is Sensitive:
+                key = key.value
+                marked_key = True
             if key is UNKNOWN:
                 unknown_key = True
                 continue
             if key is None:
                 raise EvalError("Invalid object key", key_expr.pos, "an object key must not be null")
             result[to_string(key, key_expr.pos, "object key")] = value
-        return UNKNOWN if unknown_key else result
+        result = UNKNOWN if unknown_key else result
+        return mark(result) if marked_key else result
 
     # -- references --------------------------------------------------------------------------------
 
@@ -414,6 +443,8 @@ class Evaluator:
             if kind == "ephemeral_type":
                 return UNKNOWN  # ephemeral resources exist only during a run, never in a plan
             return resolver.resource(target.prefix, name, pos)
+        if target.__class__ is Sensitive:  # an attribute of a sensitive object is sensitive
+            return mark(self.get_attr(target.value, name, pos, scope))
         if target is UNKNOWN:
             return UNKNOWN
         if isinstance(target, dict):
@@ -449,6 +480,10 @@ class Evaluator:
         return value
 
     def index(self, target: Any, key: Any, pos: ast.Pos) -> Any:
+        if target.__class__ is Sensitive or key.__class__ is Sensitive:
+            target = target.value if target.__class__ is Sensitive else target
+            key = key.value if key.__class__ is Sensitive else key
+            return mark(self.index(target, key, pos))
         if target is UNKNOWN or key is UNKNOWN:
             return UNKNOWN
         if key is None:
@@ -481,6 +516,11 @@ class Evaluator:
 
     def _splat(self, expr: ast.Splat, scope: Scope) -> Any:
         source = self.evaluate(expr.source, scope)
+        if source.__class__ is Sensitive:
+            return mark(self._splat_of(expr, source.value, scope))
+        return self._splat_of(expr, source, scope)
+
+    def _splat_of(self, expr: ast.Splat, source: Any, scope: Scope) -> Any:
         if source is UNKNOWN:
             return UNKNOWN
         if source is None:
@@ -504,17 +544,29 @@ class Evaluator:
         # Terraform checks both branches' types, so both are evaluated and their errors reported.
         true_value = self.evaluate(expr.true_expr, scope)
         false_value = self.evaluate(expr.false_expr, scope)
+        marked = condition.__class__ is Sensitive
+        if marked:  # a result chosen by a sensitive condition is sensitive
+            condition = condition.value
         if condition is UNKNOWN:
-            return UNKNOWN
+            return mark(UNKNOWN) if marked else UNKNOWN
         chosen, other = (true_value, false_value) if to_bool(condition, expr.condition.pos) else \
             (false_value, true_value)
-        return self._unify(chosen, other, expr.pos)
+        result = self._unify(chosen, other, expr.pos)
+        return mark(result) if marked else result
 
     def _unify(self, chosen: Any, other: Any, pos: ast.Pos) -> Any:
         """Both results of a conditional share one type: a number or bool beside a string becomes a
         string, as Terraform's type unification does."""
         if chosen is None or chosen is UNKNOWN or other is None or other is UNKNOWN:
             return chosen
+        if contains_sensitive(chosen) or contains_sensitive(other):
+            # Types are inferred without the marks; the chosen value keeps its own marks unless it has
+            # to be converted, and then the converted value is sensitive as a whole.
+            plain = unmark_deep(chosen)
+            unified_value = self._unify(plain, unmark_deep(other), pos)
+            if unified_value is plain or (type(unified_value) is type(plain) and values_equal(unified_value, plain)):
+                return chosen
+            return mark(unified_value)
         kind, other_kind = _primitive_kind(chosen), _primitive_kind(other)
         if kind is not None and kind == other_kind:
             return chosen  # the common case, without inferring types
@@ -535,6 +587,13 @@ class Evaluator:
     def _binary(self, expr: ast.BinaryOp, scope: Scope) -> Any:
         left = self.evaluate(expr.left, scope)
         right = self.evaluate(expr.right, scope)
+        if left.__class__ is Sensitive or right.__class__ is Sensitive:
+            return mark(self._binary_values(expr, unmark_deep(left), unmark_deep(right)))
+        if (expr.op == "==" or expr.op == "!=") and (contains_sensitive(left) or contains_sensitive(right)):
+            return mark(self._binary_values(expr, unmark_deep(left), unmark_deep(right)))
+        return self._binary_values(expr, left, right)
+
+    def _binary_values(self, expr: ast.BinaryOp, left: Any, right: Any) -> Any:
         op = expr.op
         if op == "==" or op == "!=":
             if contains_unknown(left) or contains_unknown(right):
@@ -567,6 +626,11 @@ class Evaluator:
 
     def _unary(self, expr: ast.UnaryOp, scope: Scope) -> Any:
         operand = self.evaluate(expr.operand, scope)
+        if operand.__class__ is Sensitive:
+            return mark(self._unary_value(expr, operand.value))
+        return self._unary_value(expr, operand)
+
+    def _unary_value(self, expr: ast.UnaryOp, operand: Any) -> Any:
         if operand is UNKNOWN:
             return UNKNOWN
         if expr.op == "!":
@@ -577,20 +641,25 @@ class Evaluator:
 
     def _template(self, expr: ast.TemplateExpr, scope: Scope) -> Any:
         out: list[str] = []
-        unknown = self._render_parts(expr.parts, scope, out)
-        return UNKNOWN if unknown else "".join(out)
+        flags = self._render_parts(expr.parts, scope, out)
+        result = UNKNOWN if flags & _UNKNOWN_PART else "".join(out)
+        return mark(result) if flags & _SENSITIVE_PART else result
 
-    def _render_parts(self, parts: list, scope: Scope, out: list[str]) -> bool:
-        """Appends the rendered parts; True when some part is unknown (the result is then unknown, but
-        every part is still evaluated so that its errors are reported)."""
-        unknown = False
+    def _render_parts(self, parts: list, scope: Scope, out: list[str]) -> int:
+        """Appends the rendered parts; returns _UNKNOWN_PART when some part is unknown (the result is
+        then unknown, but every part is still evaluated so that its errors are reported), plus
+        _SENSITIVE_PART when some part is sensitive (the whole string is then sensitive)."""
+        unknown = 0
         for part in parts:
             if isinstance(part, str):
                 out.append(part)
             elif isinstance(part, ast.Interpolation):
                 value = self.evaluate(part.expr, scope)
+                if value.__class__ is Sensitive:
+                    unknown |= _SENSITIVE_PART
+                    value = value.value
                 if value is UNKNOWN:
-                    unknown = True
+                    unknown |= _UNKNOWN_PART
                 elif contains_unknown(value):
                     raise EvalError("Invalid template interpolation value", part.expr.pos,
                                     f"cannot include a {type_label(value)} value in a string template")
@@ -598,8 +667,11 @@ class Evaluator:
                     out.append(to_string(value, part.expr.pos))
             elif isinstance(part, ast.IfDirective):
                 condition = self.evaluate(part.condition, scope)
+                if condition.__class__ is Sensitive:
+                    unknown |= _SENSITIVE_PART
+                    condition = condition.value
                 if condition is UNKNOWN:
-                    unknown = True
+                    unknown |= _UNKNOWN_PART
                     self._render_parts(part.then_parts, scope, [])
                     self._render_parts(part.else_parts, scope, [])
                 elif to_bool(condition, part.condition.pos):
@@ -608,8 +680,11 @@ class Evaluator:
                     unknown |= self._render_parts(part.else_parts, scope, out)
             elif isinstance(part, ast.ForDirective):
                 collection = self.evaluate(part.collection, scope)
+                if collection.__class__ is Sensitive:
+                    unknown |= _SENSITIVE_PART
+                    collection = collection.value
                 if collection is UNKNOWN:
-                    unknown = True
+                    unknown |= _UNKNOWN_PART
                     continue
                 for key, value in iterate_collection(collection, part.collection.pos):
                     names = {part.value_var: value}
@@ -622,6 +697,15 @@ class Evaluator:
 
     def _for(self, expr: ast.ForExpr, scope: Scope) -> Any:
         collection = self.evaluate(expr.collection, scope)
+        marked = [collection.__class__ is Sensitive]
+        if marked[0]:
+            collection = collection.value
+        result = self._for_over(expr, collection, scope, marked)
+        return mark(result) if marked[0] else result
+
+    def _for_over(self, expr: ast.ForExpr, collection: Any, scope: Scope, marked: list[bool]) -> Any:
+        """The for expression's value; sets marked[0] when a sensitive condition or key decides the
+        shape of the result (which is then sensitive as a whole, as in Terraform)."""
         if collection is UNKNOWN:
             return UNKNOWN
         pairs = iterate_collection(collection, expr.collection.pos)
@@ -636,6 +720,9 @@ class Evaluator:
             inner = scope.child(names)
             if expr.condition is not None:
                 keep = self.evaluate(expr.condition, inner)
+                if keep.__class__ is Sensitive:
+                    marked[0] = True
+                    keep = keep.value
                 if keep is UNKNOWN:
                     unknown = True
                     continue
@@ -646,6 +733,9 @@ class Evaluator:
                 continue
             out_key = self.evaluate(expr.key_expr, inner)
             out_value = self.evaluate(expr.value_expr, inner)
+            if out_key.__class__ is Sensitive:
+                marked[0] = True
+                out_key = out_key.value
             if out_key is UNKNOWN:
                 unknown = True
                 continue
@@ -676,14 +766,32 @@ class Evaluator:
         if name == "can":
             return self._can(expr, scope)
         args = [self.evaluate(arg, scope) for arg in expr.args]
+        marked = False
         if expr.expand_final and args:
             last = args.pop()
+            if last.__class__ is Sensitive:
+                marked = True
+                last = last.value
             if last is UNKNOWN:
                 return UNKNOWN
             if not isinstance(last, (list, tuple)):
                 raise EvalError("Invalid expanding argument value", expr.args[-1].pos,
                                 "the expanding argument (indicated by ...) must be a list, tuple or set")
             args.extend(last)
+        if name not in _MARK_FUNCTIONS:
+            preserving = name in _MARK_PRESERVING_FUNCTIONS
+            for position, arg in enumerate(args):
+                if arg.__class__ is Sensitive:
+                    arg = args[position] = arg.value
+                    marked = True
+                if not preserving and contains_sensitive(arg):
+                    args[position] = unmark_deep(arg)
+                    marked = True
+        if marked:
+            return mark(self._call(name, args, expr, scope))
+        return self._call(name, args, expr, scope)
+
+    def _call(self, name: str, args: list[Any], expr: ast.FunctionCall, scope: Scope) -> Any:
         # Unknown arguments are the library's business: length([unknown]) is still 1.
         try:
             return call_function(name, args, scope.function_context)
@@ -720,7 +828,9 @@ class Evaluator:
                 errors.append(str(error))
                 continue
             # A value that is not wholly known may still fail once known: Terraform answers unknown.
-            return UNKNOWN if contains_unknown(value) else value
+            if contains_unknown(value):
+                return mark(UNKNOWN) if contains_sensitive(value) else UNKNOWN
+            return value
         raise EvalError("Error in function call", expr.pos,
                         "no expression given to try() succeeded: " + "; ".join(errors))
 

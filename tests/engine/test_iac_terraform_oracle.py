@@ -2,7 +2,8 @@
 
 Every case is a configuration of ``terraform_data`` resources (builtin provider: ``terraform init``
 works offline) whose ``input`` holds the values under test. For each case terraform plans it and we
-compare every planned resource's ``after``/``after_unknown`` and every output with our document. A
+compare every planned resource's ``after``/``after_unknown``/``after_sensitive`` and every output
+with our document. A
 case may carry a ``case.json``: ``vars`` (-var flags), ``var_files`` (relative -var-file paths), or
 ``expect_error`` (terraform must fail and one of our error diagnostics must contain the text).
 """
@@ -95,8 +96,9 @@ def _has_unknown(tree: Any) -> bool:
 
 
 def _pruned(tree: Any) -> Any:
-    """terraform's after_unknown in values.unknown_tree's shape: it also lists fully known nested
-    collections (as {} or [false]); unknown_tree keeps only what leads to an unknown."""
+    """terraform's after_unknown (or after_sensitive) in values.unknown_tree's (sensitive_tree's)
+    shape: it also lists nested collections holding nothing marked (as {} or [false]); ours keeps
+    only what leads to a mark."""
     if isinstance(tree, dict):
         return {k: _pruned(v) for k, v in tree.items() if _has_unknown(v)}
     if isinstance(tree, list):
@@ -147,6 +149,8 @@ def test_our_evaluation_matches_terraforms_plan(case, terraform_plans):
         expected_values = _with_unknowns_as_null(change["after"], change["after_unknown"])
         assert _canonical(our_resources[address]["values"]) == _canonical(expected_values), address
         assert _canonical(our_resources[address]["unknown"]) == _canonical(_pruned(change["after_unknown"])), address
+        assert _canonical(our_resources[address]["sensitive"]) == \
+            _canonical(_pruned(change["after_sensitive"])), address
 
     their_outputs = plan.get("output_changes", {})
     assert sorted(ours["outputs"]) == sorted(their_outputs)

@@ -20,7 +20,7 @@ from policies_app.iac.types import (
     SetType,
     convert,
 )
-from policies_app.iac.values import UNKNOWN
+from policies_app.iac.values import UNKNOWN, Sensitive, mark, unmark
 
 
 def _to(value: Any, constraint: Any, name: str) -> Any:
@@ -64,19 +64,28 @@ def tomap(value: Any) -> Any:
     return _to(value, MapType(ANY), "map")
 
 
+# The evaluator hands these three their argument with its marks (values.Sensitive) untouched.
+
+
 @register("sensitive", 1, handles_unknown=True)
 def sensitive(value: Any) -> Any:
-    return value
+    return mark(value)
 
 
 @register("nonsensitive", 1, handles_unknown=True)
 def nonsensitive(value: Any) -> Any:
-    return value
+    # Terraform (since 1.8) accepts a value that is not sensitive, and removes only the value's own
+    # mark: the sensitive attributes of an object stay sensitive.
+    return unmark(value)[0]
 
 
 @register("issensitive", 1, handles_unknown=True)
-def issensitive(value: Any) -> bool:
-    return False
+def issensitive(value: Any) -> Any:
+    # Only the value's own mark counts (issensitive({a = var.secret}) is false). An unknown value that
+    # is not marked yet might still be: the answer is unknown.
+    if value.__class__ is Sensitive:
+        return True
+    return UNKNOWN if value is UNKNOWN else False
 
 
 def _kind(value: Any) -> str:
