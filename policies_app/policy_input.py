@@ -56,7 +56,7 @@ def _configuration_view(deployment: Deployment, terraform_variables: dict[str, A
     template = deployment.environment.template
     if template.type not in TERRAFORM_LIKE_TYPES or not (template.repository or template.archive):
         return None
-    from .iac.configuration import evaluate_configuration
+    from .iac.isolated import evaluate_configuration_isolated
     from .iac.sources import TemplateSourceError, checkout_template, extract_archive
 
     try:
@@ -75,8 +75,11 @@ def _configuration_view(deployment: Deployment, terraform_variables: dict[str, A
             )
     except (TemplateSourceError, OSError) as problem:
         return {"outputs": {}, "resources": [], "diagnostics": [_source_diagnostic(str(problem))]}
-    return evaluate_configuration(
-        str(directory), variables=terraform_variables, cache_dir=settings.IAC_PARSE_CACHE_DIR
+    return evaluate_configuration_isolated(
+        str(directory),
+        variables=terraform_variables,
+        cache_dir=settings.IAC_PARSE_CACHE_DIR,
+        timeout_s=settings.IAC_EVALUATION_TIMEOUT_SECONDS,
     )
 
 

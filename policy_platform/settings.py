@@ -175,6 +175,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = PLAN_SIZE_LIMIT_BYTES + 1024 * 1024
 
 # The IaC engine's caches: parsed files by content hash, template checkouts by commit.
 IAC_PARSE_CACHE_DIR = os.environ.get("IAC_PARSE_CACHE_DIR", str(VAR_DIR / "cache" / "parse"))
+# Bound on evaluating a template's configuration for the policy input (it runs in a child process).
+IAC_EVALUATION_TIMEOUT_SECONDS = env_number("IAC_EVALUATION_TIMEOUT_SECONDS", 60)
 TEMPLATE_CHECKOUT_DIR = os.environ.get("TEMPLATE_CHECKOUT_DIR", str(VAR_DIR / "cache" / "templates"))
 MEDIA_ROOT = VAR_DIR / "media"
 
