@@ -41,9 +41,9 @@ def effective_policies(environment: Environment) -> list[ApprovalPolicy]:
     return list(policies.values())
 
 
-def approves_automatically(environment: Environment) -> bool:
-    """Automatic approval holds only while no policy applies to the environment."""
-    return environment.approve_plans_automatically and not effective_policies(environment)
+def approves_automatically(environment: Environment, applying: list[ApprovalPolicy]) -> bool:
+    """Automatic approval holds only while no policy applies (``applying``: its effective policies)."""
+    return environment.approve_plans_automatically and not applying
 
 
 def latest_revisions(policies: list[ApprovalPolicy]) -> list[PolicyRevision]:
@@ -71,7 +71,7 @@ class Verdict:
 
 
 def _verdict_without_policies(deployment: Deployment, request_type: str, input_json: str) -> Verdict:
-    if deployment.environment.approve_plans_automatically:
+    if approves_automatically(deployment.environment, []):
         decision, reason = Decision.ALLOW, "No approval policy applies and the environment approves plans automatically."
     elif deployment.approvals.filter(decision=ApprovalDecision.APPROVE).exists():
         decision, reason = Decision.ALLOW, "No approval policy applies; approved by an approver."

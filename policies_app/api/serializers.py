@@ -94,7 +94,7 @@ class TemplateSerializer(serializers.ModelSerializer):
 
 
 class EnvironmentSerializer(serializers.ModelSerializer):
-    approval_policies_apply = serializers.SerializerMethodField()
+    approval_policies_apply = serializers.BooleanField(read_only=True, default=False)
 
     class Meta:
         model = Environment
@@ -111,13 +111,12 @@ class EnvironmentSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = ["created_at"]
 
-    def get_approval_policies_apply(self, environment: Environment) -> bool:
-        return bool(effective_policies(environment))
-
     def to_representation(self, environment: Environment) -> dict:
         data = super().to_representation(environment)
+        applying = effective_policies(environment)
+        data["approval_policies_apply"] = bool(applying)
         # Under any policy, automatic approval is off whatever was asked for; say so rather than pretend.
-        data["approve_plans_automatically"] = approves_automatically(environment)
+        data["approve_plans_automatically"] = approves_automatically(environment, applying)
         return data
 
     def validate_environment_variables(self, value):
