@@ -43,7 +43,7 @@ def write_wide(directory: Path, resources: int = 2000, files: int = 10) -> None:
     for f in range(files):
         blocks = []
         for r in range(f * per_file, (f + 1) * per_file):
-            blocks.append(f'''resource "terraform_data" "r{r:04d}" {{
+            blocks.append(f"""resource "terraform_data" "r{r:04d}" {{
   count = 2
   input = {{
     name        = "resource-{r:04d}-${{count.index}}"
@@ -52,7 +52,7 @@ def write_wide(directory: Path, resources: int = 2000, files: int = 10) -> None:
     ports       = [80, 443, 8080]
   }}
 }}
-''')
+""")
         (directory / f"resources_{f:02d}.tf").write_text("\n".join(blocks))
 
 
@@ -68,7 +68,9 @@ def write_modules(directory: Path, calls: int = 50, resources: int = 20) -> None
     root = []
     for c in range(calls):
         root.append(f'module "m{c:02d}" {{\n  source = "./modules/unit"\n  name   = "m{c:02d}"\n}}\n')
-        root.append(f'output "m{c:02d}" {{\n  value = [module.m{c:02d}.result, module.m{c:02d}.last_input]\n}}\n')
+        root.append(
+            f'output "m{c:02d}" {{\n  value = [module.m{c:02d}.result, module.m{c:02d}.last_input]\n}}\n'
+        )
     (directory / "main.tf").write_text("\n".join(root))
 
 
@@ -84,15 +86,18 @@ def expected_outputs(name: str) -> dict:
 
 def our_command() -> list[str]:
     """manage.py iac_evaluate when Django starts, else python -m policies_app.iac (same code)."""
-    probe = subprocess.run([sys.executable, "manage.py", "help", "iac_evaluate"], cwd=ROOT,
-                           capture_output=True, text=True)
+    probe = subprocess.run(
+        [sys.executable, "manage.py", "help", "iac_evaluate"], cwd=ROOT, capture_output=True, text=True
+    )
     if probe.returncode == 0:
         return [sys.executable, "manage.py", "iac_evaluate"]
     print("note: manage.py does not start here; timing python -m policies_app.iac instead", file=sys.stderr)
     return [sys.executable, "-m", "policies_app.iac"]
 
 
-def timed(command: list[str], cwd: Path, env: dict | None = None) -> tuple[float, subprocess.CompletedProcess]:
+def timed(
+    command: list[str], cwd: Path, env: dict | None = None
+) -> tuple[float, subprocess.CompletedProcess]:
     started = time.perf_counter()
     completed = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env)
     return time.perf_counter() - started, completed
@@ -147,8 +152,12 @@ def main() -> int:
     arguments = parser.parse_args()
     base = Path(arguments.keep or tempfile.mkdtemp(prefix="bench-iac-"))
     base.mkdir(parents=True, exist_ok=True)
-    builders = {"chain": lambda d: write_chain(d, 2000), "chain4k": lambda d: write_chain(d, 4000),
-                "wide": write_wide, "modules": write_modules}
+    builders = {
+        "chain": lambda d: write_chain(d, 2000),
+        "chain4k": lambda d: write_chain(d, 4000),
+        "wide": write_wide,
+        "modules": write_modules,
+    }
     command = our_command()
     terraform = None if arguments.no_terraform else shutil.which("terraform")
     tf_env = {**os.environ, "TF_CLI_CONFIG_FILE": "/dev/null", "CHECKPOINT_DISABLE": "1"}
@@ -164,9 +173,13 @@ def main() -> int:
         verdict = "?"
         for _ in range(arguments.runs):
             cache = Path(tempfile.mkdtemp(prefix="bench-cache-"))
-            seconds, completed = timed([*command, str(directory), "--compact", "--cache-dir", str(cache)], ROOT)
+            seconds, completed = timed(
+                [*command, str(directory), "--compact", "--cache-dir", str(cache)], ROOT
+            )
             cold.append(seconds)
-            seconds, completed = timed([*command, str(directory), "--compact", "--cache-dir", str(cache)], ROOT)
+            seconds, completed = timed(
+                [*command, str(directory), "--compact", "--cache-dir", str(cache)], ROOT
+            )
             warm.append(seconds)
             shutil.rmtree(cache)
             try:
@@ -175,27 +188,45 @@ def main() -> int:
                 verdict = f"no JSON (exit {completed.returncode}): {completed.stderr[-200:]}"
         validate = []
         if terraform:
-            subprocess.run([terraform, "init", "-backend=false", "-input=false"], cwd=directory, env=tf_env,
-                           capture_output=True)
+            subprocess.run(
+                [terraform, "init", "-backend=false", "-input=false"],
+                cwd=directory,
+                env=tf_env,
+                capture_output=True,
+            )
             for _ in range(arguments.runs):
                 seconds, completed = timed([terraform, "validate", "-no-color"], directory, tf_env)
                 if completed.returncode != 0:
                     print(f"terraform validate failed on {name}: {completed.stdout[-300:]}", file=sys.stderr)
                 validate.append(seconds)
         eval_s, nodes = evaluation_seconds(directory)
-        rows.append((name, size, statistics.median(cold), statistics.median(warm),
-                     statistics.median(validate) if validate else None, verdict, eval_s, nodes))
+        rows.append(
+            (
+                name,
+                size,
+                statistics.median(cold),
+                statistics.median(warm),
+                statistics.median(validate) if validate else None,
+                verdict,
+                eval_s,
+                nodes,
+            )
+        )
 
-    print(f"{'config':<9}{'KB':>7}{'cold s':>9}{'warm s':>9}{'tf val s':>10}{'checkov':>9}"
-          f"{'ckv/cold':>10}{'cold/tf':>9}{'warm/tf':>9}{'nodes':>7}{'inproc ms':>10}{'us/node':>9}  values")
+    print(
+        f"{'config':<9}{'KB':>7}{'cold s':>9}{'warm s':>9}{'tf val s':>10}{'checkov':>9}"
+        f"{'ckv/cold':>10}{'cold/tf':>9}{'warm/tf':>9}{'nodes':>7}{'inproc ms':>10}{'us/node':>9}  values"
+    )
     for name, size, cold_s, warm_s, tf_s, verdict, eval_s, nodes in rows:
         checkov = CHECKOV_SECONDS[name]
         tf_text = f"{tf_s:10.2f}" if tf_s else f"{'-':>10}"
         ratio_cold = f"{cold_s / tf_s:9.2f}" if tf_s else f"{'-':>9}"
         ratio_warm = f"{warm_s / tf_s:9.2f}" if tf_s else f"{'-':>9}"
-        print(f"{name:<9}{size / 1024:7.0f}{cold_s:9.2f}{warm_s:9.2f}{tf_text}{checkov:9.2f}"
-              f"{checkov / cold_s:10.1f}{ratio_cold}{ratio_warm}{nodes:7d}{eval_s * 1000:9.1f}"
-              f"{eval_s * 1e6 / max(nodes, 1):9.1f}  {verdict}")
+        print(
+            f"{name:<9}{size / 1024:7.0f}{cold_s:9.2f}{warm_s:9.2f}{tf_text}{checkov:9.2f}"
+            f"{checkov / cold_s:10.1f}{ratio_cold}{ratio_warm}{nodes:7d}{eval_s * 1000:9.1f}"
+            f"{eval_s * 1e6 / max(nodes, 1):9.1f}  {verdict}"
+        )
     print(f"(medians of {arguments.runs} runs; command: {' '.join(Path(c).name for c in command)})")
     if not arguments.keep:
         shutil.rmtree(base)

@@ -104,7 +104,9 @@ def visible_environments(user: AbstractBaseUser) -> QuerySet[Environment]:
 
 def visible_deployments(user: AbstractBaseUser) -> QuerySet[Deployment]:
     ids = visible_project_ids(user)
-    deployments = Deployment.objects.select_related("environment__project", "environment__template", "deployer")
+    deployments = Deployment.objects.select_related(
+        "environment__project", "environment__template", "deployer"
+    )
     return deployments if ids is None else deployments.filter(environment__project_id__in=ids)
 
 

@@ -109,6 +109,7 @@ ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
 }
 del S
 
+
 class EventKind(models.TextChoices):
     TRIGGERED = "triggered", "Triggered"
     EVALUATED = "evaluated", "Evaluated"

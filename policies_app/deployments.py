@@ -58,7 +58,9 @@ def move_deployment(deployment_id: int, from_status: str, to_status: str, **fiel
     return changed == 1
 
 
-def record_event(deployment: Deployment | int, kind: str, actor: AbstractBaseUser | None = None, detail: str = "") -> None:
+def record_event(
+    deployment: Deployment | int, kind: str, actor: AbstractBaseUser | None = None, detail: str = ""
+) -> None:
     deployment_id = deployment if isinstance(deployment, int) else deployment.pk
     DeploymentEvent.objects.create(
         deployment_id=deployment_id,
@@ -162,7 +164,11 @@ def _record_verdict(deployment: Deployment, from_status: str, verdict: Verdict) 
         if move_deployment(deployment.pk, from_status, target, **fields):
             event = EVENT_FOR_STATUS.get(target)
             if event:
-                record_event(deployment, event, detail=verdict.error or ", ".join(verdict.messages.get(verdict.decision, [])))
+                record_event(
+                    deployment,
+                    event,
+                    detail=verdict.error or ", ".join(verdict.messages.get(verdict.decision, [])),
+                )
 
 
 def _failed_closed_verdict(deployment: Deployment, resume: bool, problem: Exception) -> Verdict:
@@ -180,9 +186,9 @@ def evaluate_deployment(deployment_id: int, resume: bool = False) -> None:
         # delivered again (tasks are acknowledged late): evaluate it again. Recording the verdict is a
         # conditional status change, so a duplicate delivery can never apply a second verdict.
         move_deployment(deployment_id, DeploymentStatus.QUEUED, DeploymentStatus.EVALUATING)
-    deployment = Deployment.objects.select_related("environment__project", "environment__template", "deployer").get(
-        pk=deployment_id
-    )
+    deployment = Deployment.objects.select_related(
+        "environment__project", "environment__template", "deployer"
+    ).get(pk=deployment_id)
     if deployment.status != from_status:
         return  # already evaluated, or cancelled meanwhile
     try:
@@ -203,18 +209,26 @@ def record_approval(
 ) -> Approval:
     """An approver approves or rejects a pending deployment; an approval re-evaluates it as a resume."""
     if decision not in ApprovalDecision.values:
-        raise DeploymentActionError("invalid", f"decision must be one of {', '.join(ApprovalDecision.values)}")
+        raise DeploymentActionError(
+            "invalid", f"decision must be one of {', '.join(ApprovalDecision.values)}"
+        )
     project = deployment.environment.project
     if not access.can_approve(user, project):
-        raise DeploymentActionError("forbidden", "Only approvers of this project or a parent project may approve.")
+        raise DeploymentActionError(
+            "forbidden", "Only approvers of this project or a parent project may approve."
+        )
     with transaction.atomic():
         locked = Deployment.objects.select_for_update().get(pk=deployment.pk)
         if locked.status != DeploymentStatus.PENDING_APPROVAL:
-            raise DeploymentActionError("not_pending", f"The deployment is {locked.status}, not pending approval.")
+            raise DeploymentActionError(
+                "not_pending", f"The deployment is {locked.status}, not pending approval."
+            )
         if locked.deployer_id == user.pk and not _self_approval_allowed(project):
             raise DeploymentActionError("self_approval", "You may not approve or reject your own deployment.")
         if Approval.objects.filter(deployment=locked, user=user).exists():
-            raise DeploymentActionError("already_decided", "You have already approved or rejected this deployment.")
+            raise DeploymentActionError(
+                "already_decided", "You have already approved or rejected this deployment."
+            )
         approval = Approval.objects.create(deployment=locked, user=user, decision=decision, comment=comment)
         if decision == ApprovalDecision.REJECT:
             move_deployment(locked.pk, DeploymentStatus.PENDING_APPROVAL, DeploymentStatus.REJECTED)
@@ -239,7 +253,10 @@ def cancel_deployment(deployment: Deployment, user: AbstractBaseUser) -> Deploym
                 break
         else:
             current = Deployment.objects.values_list("status", flat=True).get(pk=deployment.pk)
-            raise DeploymentActionError("not_pending", f"The deployment is {current}; only queued or pending deployments can be cancelled.")
+            raise DeploymentActionError(
+                "not_pending",
+                f"The deployment is {current}; only queued or pending deployments can be cancelled.",
+            )
     deployment.refresh_from_db()
     return deployment
 

@@ -72,11 +72,17 @@ class Verdict:
 
 def _verdict_without_policies(deployment: Deployment, request_type: str, input_json: str) -> Verdict:
     if approves_automatically(deployment.environment, []):
-        decision, reason = Decision.ALLOW, "No approval policy applies and the environment approves plans automatically."
+        decision, reason = (
+            Decision.ALLOW,
+            "No approval policy applies and the environment approves plans automatically.",
+        )
     elif deployment.approvals.filter(decision=ApprovalDecision.APPROVE).exists():
         decision, reason = Decision.ALLOW, "No approval policy applies; approved by an approver."
     else:
-        decision, reason = Decision.PENDING, "No approval policy applies; waiting for one approval by an approver."
+        decision, reason = (
+            Decision.PENDING,
+            "No approval policy applies; waiting for one approval by an approver.",
+        )
     verdict = Verdict(request_type, input_json, [], decision, engine="none")
     verdict.messages[decision].append(reason)
     return verdict

@@ -36,7 +36,9 @@ def store_state(
                     f"The state's lineage {lineage} is not the current state's lineage {current.lineage}."
                 )
             if serial is not None and current.serial is not None and serial < current.serial:
-                raise StateConflictError(f"The state's serial {serial} is older than the current serial {current.serial}.")
+                raise StateConflictError(
+                    f"The state's serial {serial} is older than the current serial {current.serial}."
+                )
         return EnvironmentState.objects.create(
             environment=environment,
             document=document,

@@ -15,7 +15,9 @@ User = get_user_model()
 
 
 def make_user(username: str, **extra: Any):
-    return User.objects.create_user(username=username, email=f"{username}@example.com", password="pw", **extra)
+    return User.objects.create_user(
+        username=username, email=f"{username}@example.com", password="pw", **extra
+    )
 
 
 def api_client_for(user) -> APIClient:
@@ -74,10 +76,28 @@ class World:
         platform = Project.objects.create(name="Platform")
         payments = Project.objects.create(name="Payments", parent=platform)
         payments_eu = Project.objects.create(name="Payments EU", parent=payments)
-        for user, role in ((alice, Role.APPROVER), (bob, Role.DEPLOYER), (vera, Role.VIEWER), (sam, Role.APPROVER)):
+        for user, role in (
+            (alice, Role.APPROVER),
+            (bob, Role.DEPLOYER),
+            (vera, Role.VIEWER),
+            (sam, Role.APPROVER),
+        ):
             ProjectMembership.objects.create(project=platform, user=user, role=role)
         template = Template.objects.create(
             name="network", type="terraform", repository="", path="network", revision="main"
         )
         environment = Environment.objects.create(name="prod", project=payments_eu, template=template)
-        return cls(admin, alice, bob, charlie, vera, sam, security, platform, payments, payments_eu, template, environment)
+        return cls(
+            admin,
+            alice,
+            bob,
+            charlie,
+            vera,
+            sam,
+            security,
+            platform,
+            payments,
+            payments_eu,
+            template,
+            environment,
+        )

@@ -26,7 +26,6 @@ V1_PENDING = 'package env0\n\npending contains "wait for a human" if true\n'
 V1_ALLOW = 'package env0\n\nallow contains "fine" if true\n'
 
 
-
 @pytest.fixture
 def admin_client(client, world):
     """A browser logged in as the world's superuser (pytest-django's own admin_client would clash with it)."""

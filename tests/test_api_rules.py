@@ -32,7 +32,9 @@ def test_an_unknown_deployment_type_names_the_field(world, api):
 
 
 def test_an_unknown_trigger_name_names_the_field(world, api):
-    response = api(world.bob).post(deployments_url(world.environment), {"trigger_name": "cron"}, format="json")
+    response = api(world.bob).post(
+        deployments_url(world.environment), {"trigger_name": "cron"}, format="json"
+    )
     assert response.status_code == 400
     assert "trigger_name" in response.json()
 
@@ -47,7 +49,9 @@ def test_a_plan_that_is_neither_an_object_nor_null_is_refused(world, api, plan):
 
 def test_a_plan_that_does_not_fit_the_template_type_is_refused(world, api):
     response = api(world.bob).post(
-        deployments_url(world.environment), {"plan": {"format_version": "1.2", "resource_changes": "nope"}}, format="json"
+        deployments_url(world.environment),
+        {"plan": {"format_version": "1.2", "resource_changes": "nope"}},
+        format="json",
     )
     assert response.status_code == 400
     assert "resource_changes" in response.json()["plan"][0]
@@ -116,7 +120,9 @@ def test_a_policy_syntax_error_gives_file_line_and_column_and_creates_nothing(wo
 def test_a_policy_using_the_network_is_refused_when_saved(world, api):
     source = 'package env0\n\ndeny contains "x" if {\n    http.send({"method": "get", "url": "http://example.com"}).status_code != 200\n}\n'
     response = api(world.admin).post(
-        "/api/v1/policies/", {"name": "net", "modules": [{"filename": "net.rego", "source": source}]}, format="json"
+        "/api/v1/policies/",
+        {"name": "net", "modules": [{"filename": "net.rego", "source": source}]},
+        format="json",
     )
     assert response.status_code == 400
     assert "http.send" in response.json()["modules"][0]
@@ -125,15 +131,21 @@ def test_a_policy_using_the_network_is_refused_when_saved(world, api):
 def test_editing_a_policy_creates_a_new_revision_and_a_broken_edit_creates_nothing(world, api):
     client = api(world.admin)
     created = client.post(
-        "/api/v1/policies/", {"name": "p", "modules": [{"filename": "main.rego", "source": VALID}]}, format="json"
+        "/api/v1/policies/",
+        {"name": "p", "modules": [{"filename": "main.rego", "source": VALID}]},
+        format="json",
     ).json()
     described = client.patch(
-        f"/api/v1/policies/{created['id']}/", {"name": "renamed", "description": "now described"}, format="json"
+        f"/api/v1/policies/{created['id']}/",
+        {"name": "renamed", "description": "now described"},
+        format="json",
     ).json()
     assert (described["name"], described["latest_revision"]["number"]) == ("renamed", 1)
     changed = 'package env0\n\ndeny contains "closed" if true\n'
     edited = client.patch(
-        f"/api/v1/policies/{created['id']}/", {"modules": [{"filename": "main.rego", "source": changed}]}, format="json"
+        f"/api/v1/policies/{created['id']}/",
+        {"modules": [{"filename": "main.rego", "source": changed}]},
+        format="json",
     )
     assert edited.json()["latest_revision"]["number"] == 2
     broken = client.patch(
@@ -151,7 +163,9 @@ def test_writing_policies_needs_the_model_permission(world, api):
     world.alice.is_staff = True
     world.alice.save()
     response = api(world.alice).post(
-        "/api/v1/policies/", {"name": "p", "modules": [{"filename": "main.rego", "source": VALID}]}, format="json"
+        "/api/v1/policies/",
+        {"name": "p", "modules": [{"filename": "main.rego", "source": VALID}]},
+        format="json",
     )
     assert response.status_code == 403
 
@@ -160,9 +174,20 @@ def test_a_dry_run_returns_the_decision_and_stores_nothing(world, api):
     policy = make_policy("two", 'package env0\n\nallow contains "two" if count(input.approvers) >= 2\n')
     world.payments.approval_policies.add(policy)
     client = api(world.alice)
-    allowed = client.post(f"/api/v1/policies/{policy.pk}/evaluate/", {"input": {"approvers": [{}, {}]}}, format="json")
-    assert allowed.json() == {"decision": "allow", "deny": [], "pending": [], "warn": [], "allow": ["two"], "error": None}
-    pending = client.post(f"/api/v1/policies/{policy.pk}/evaluate/", {"input": {"approvers": []}}, format="json")
+    allowed = client.post(
+        f"/api/v1/policies/{policy.pk}/evaluate/", {"input": {"approvers": [{}, {}]}}, format="json"
+    )
+    assert allowed.json() == {
+        "decision": "allow",
+        "deny": [],
+        "pending": [],
+        "warn": [],
+        "allow": ["two"],
+        "error": None,
+    }
+    pending = client.post(
+        f"/api/v1/policies/{policy.pk}/evaluate/", {"input": {"approvers": []}}, format="json"
+    )
     assert pending.json()["decision"] == "pending"
     assert (Evaluation.objects.count(), PolicyRevision.objects.count()) == (0, 1)
     not_an_object = client.post(f"/api/v1/policies/{policy.pk}/evaluate/", {"input": [1, 2]}, format="json")
@@ -172,7 +197,10 @@ def test_a_dry_run_returns_the_decision_and_stores_nothing(world, api):
 
 def test_members_can_be_added_by_project_admins_only(world, api):
     url = f"/api/v1/projects/{world.payments.pk}/members/"
-    assert api(world.alice).post(url, {"username": "charlie", "role": "viewer"}, format="json").status_code == 403
+    assert (
+        api(world.alice).post(url, {"username": "charlie", "role": "viewer"}, format="json").status_code
+        == 403
+    )
     created = api(world.admin).post(url, {"username": "charlie", "role": "approver"}, format="json")
     assert created.status_code == 201
     bad = api(world.admin).post(url, {"username": "nobody", "role": "viewer"}, format="json")
@@ -183,7 +211,11 @@ def test_members_can_be_added_by_project_admins_only(world, api):
 
 
 def test_memberships_hold_in_sub_projects(world, api):
-    api(world.admin).post(f"/api/v1/projects/{world.payments.pk}/members/", {"username": "charlie", "role": "deployer"}, format="json")
+    api(world.admin).post(
+        f"/api/v1/projects/{world.payments.pk}/members/",
+        {"username": "charlie", "role": "deployer"},
+        format="json",
+    )
     response = api(world.charlie).post(deployments_url(world.environment), {}, format="json")
     assert response.status_code == 201
     assert api(world.charlie).get(f"/api/v1/projects/{world.platform.pk}/").status_code == 404
@@ -198,7 +230,9 @@ def test_a_project_cannot_become_its_own_ancestor(world, api):
 
 
 def test_sibling_projects_have_unique_names(world, api):
-    response = api(world.admin).post("/api/v1/projects/", {"name": "Payments", "parent": world.platform.pk}, format="json")
+    response = api(world.admin).post(
+        "/api/v1/projects/", {"name": "Payments", "parent": world.platform.pk}, format="json"
+    )
     assert response.status_code == 400
     assert "name" in response.json()
     assert Project.objects.filter(name="Payments").count() == 1
@@ -207,7 +241,9 @@ def test_sibling_projects_have_unique_names(world, api):
 def test_projects_and_templates_take_policy_ids(world, api):
     policy = make_policy("p", VALID)
     client = api(world.admin)
-    project = client.post("/api/v1/projects/", {"name": "New", "approval_policies": [policy.pk]}, format="json").json()
+    project = client.post(
+        "/api/v1/projects/", {"name": "New", "approval_policies": [policy.pk]}, format="json"
+    ).json()
     assert project["approval_policies"] == [policy.pk]
     template = client.post(
         "/api/v1/templates/", {"name": "t", "type": "helm", "approval_policies": [policy.pk]}, format="json"
@@ -225,7 +261,14 @@ def test_the_openapi_schema_is_served(world, api):
 
 def test_state_upload_refuses_an_older_serial_unless_forced(world, api):
     url = f"/api/v1/environments/{world.environment.pk}/state/"
-    state = {"version": 4, "terraform_version": "1.11.4", "serial": 5, "lineage": "L1", "outputs": {}, "resources": []}
+    state = {
+        "version": 4,
+        "terraform_version": "1.11.4",
+        "serial": 5,
+        "lineage": "L1",
+        "outputs": {},
+        "resources": [],
+    }
     client = api(world.bob)
     assert client.put(url, state, format="json").status_code == 200
     older = {**state, "serial": 4}
@@ -243,7 +286,9 @@ def test_state_upload_refuses_an_older_serial_unless_forced(world, api):
 def test_deployments_filter_by_status(world, api):
     world.environment.approve_plans_automatically = True
     world.environment.save()
-    api(world.bob).post(deployments_url(world.environment), {"plan": plan_with(("a.b", ["create"]))}, format="json")
+    api(world.bob).post(
+        deployments_url(world.environment), {"plan": plan_with(("a.b", ["create"]))}, format="json"
+    )
     assert api(world.alice).get("/api/v1/deployments/", {"status": "pending_approval"}).json()["count"] == 0
     assert api(world.alice).get("/api/v1/deployments/", {"status": "approved"}).json()["count"] == 1
     assert api(world.alice).get("/api/v1/deployments/", {"status": "bogus"}).status_code == 400
@@ -259,17 +304,30 @@ def test_policies_are_visible_where_they_apply(world, api):
 
 
 def test_a_sub_project_admin_cannot_move_the_project_out_from_under_its_parents_policies(world, api):
-    api(world.admin).post(f"/api/v1/projects/{world.payments_eu.pk}/members/", {"username": "charlie", "role": "admin"}, format="json")
-    to_root = api(world.charlie).patch(f"/api/v1/projects/{world.payments_eu.pk}/", {"parent": None}, format="json")
+    api(world.admin).post(
+        f"/api/v1/projects/{world.payments_eu.pk}/members/",
+        {"username": "charlie", "role": "admin"},
+        format="json",
+    )
+    to_root = api(world.charlie).patch(
+        f"/api/v1/projects/{world.payments_eu.pk}/", {"parent": None}, format="json"
+    )
     assert to_root.status_code == 403
     world.payments_eu.refresh_from_db()
     assert world.payments_eu.parent == world.payments
-    renamed = api(world.charlie).patch(f"/api/v1/projects/{world.payments_eu.pk}/", {"description": "EU"}, format="json")
+    renamed = api(world.charlie).patch(
+        f"/api/v1/projects/{world.payments_eu.pk}/", {"description": "EU"}, format="json"
+    )
     assert renamed.status_code == 200
 
 
 def test_only_project_admins_create_environments(world, api):
-    body = {"name": "auto", "project": world.payments.pk, "template": world.template.pk, "approve_plans_automatically": True}
+    body = {
+        "name": "auto",
+        "project": world.payments.pk,
+        "template": world.template.pk,
+        "approve_plans_automatically": True,
+    }
     assert api(world.bob).post("/api/v1/environments/", body, format="json").status_code == 403
     created = api(world.admin).post("/api/v1/environments/", body, format="json")
     assert created.status_code == 201
@@ -289,7 +347,9 @@ def test_an_idempotency_key_reused_for_another_request_is_a_conflict(world, api)
     client = api(world.bob)
     first = client.post(deployments_url(world.environment), {"idempotency_key": "k1"}, format="json")
     assert first.json()["status"] == "approved"
-    destroy = client.post(deployments_url(world.environment), {"type": "destroy", "idempotency_key": "k1"}, format="json")
+    destroy = client.post(
+        deployments_url(world.environment), {"type": "destroy", "idempotency_key": "k1"}, format="json"
+    )
     assert destroy.status_code == 409
     assert "k1" in destroy.json()["detail"]
     assert Deployment.objects.count() == 1

@@ -109,7 +109,9 @@ def test_it_inherits_policies_through_three_levels_of_projects(world, api):
         "template security",
     ]
 
-    deployment = trigger(api(world.bob), world.environment, revision="main", cost_estimation={"monthly_cost_diff": 5}).json()
+    deployment = trigger(
+        api(world.bob), world.environment, revision="main", cost_estimation={"monthly_cost_diff": 5}
+    ).json()
     assert deployment["status"] == "pending_approval"
     assert deployment["messages"]["pending"] == ["waiting for two approvers"]
     assert deployment["messages"]["warn"] == ["deploying main"]
@@ -129,7 +131,9 @@ def test_two_approvers_release_the_deployment(world, api):
     attach(world.payments, make_policy("two approvers", TWO_APPROVERS))
     deployment_id = trigger(api(world.bob), world.environment).json()["id"]
 
-    first = api(world.alice).post(f"/api/v1/deployments/{deployment_id}/approve/", {"comment": "ok"}, format="json")
+    first = api(world.alice).post(
+        f"/api/v1/deployments/{deployment_id}/approve/", {"comment": "ok"}, format="json"
+    )
     assert first.status_code == 200
     assert first.json()["status"] == "pending_approval"
 
@@ -146,7 +150,9 @@ def test_a_deletion_waits_for_an_approver_from_the_security_team(world, api):
     plan = plan_with(("aws_s3_bucket.logs", ["delete"]))
     deployment_id = trigger(api(world.bob), world.environment, plan=plan).json()["id"]
 
-    after_alice = api(world.alice).post(f"/api/v1/deployments/{deployment_id}/approve/", {}, format="json").json()
+    after_alice = (
+        api(world.alice).post(f"/api/v1/deployments/{deployment_id}/approve/", {}, format="json").json()
+    )
     assert after_alice["status"] == "pending_approval"
     after_sam = api(world.sam).post(f"/api/v1/deployments/{deployment_id}/approve/", {}, format="json").json()
     assert after_sam["status"] == "approved"
@@ -163,7 +169,9 @@ def test_a_creation_is_allowed_without_the_security_team(world, api):
 def test_the_cost_limit_comes_from_the_policy_data(world, api, diff, status):
     attach(world.platform, make_policy("cost limit", COST_LIMIT, data={"limits": {"monthly": 100}}))
     body = trigger(
-        api(world.bob), world.environment, cost_estimation={"total_monthly_cost": 900, "monthly_cost_diff": diff}
+        api(world.bob),
+        world.environment,
+        cost_estimation={"total_monthly_cost": 900, "monthly_cost_diff": diff},
     ).json()
     assert body["status"] == status
     if status == "denied":
@@ -177,7 +185,9 @@ def test_a_v0_policy_denies_destroying_a_protected_resource(world, api):
     assert body["status"] == "denied"
     assert body["messages"]["deny"] == ["aws_db_instance.main is protected and cannot be destroyed"]
 
-    safe = trigger(api(world.bob), world.environment, type="destroy", plan=plan_with(("aws_s3_bucket.logs", ["delete"])))
+    safe = trigger(
+        api(world.bob), world.environment, type="destroy", plan=plan_with(("aws_s3_bucket.logs", ["delete"]))
+    )
     assert safe.json()["status"] == "approved"
 
 
@@ -195,7 +205,9 @@ def test_revisions_other_than_main_are_denied_and_main_warns(world, api):
 def test_deny_in_one_policy_beats_allow_in_another(world, api):
     attach(world.platform, make_policy("main only", MAIN_ONLY))
     attach(world.template, make_policy("cost limit", COST_LIMIT, data={"limits": {"monthly": 100}}))
-    body = trigger(api(world.bob), world.environment, revision="dev", cost_estimation={"monthly_cost_diff": 1}).json()
+    body = trigger(
+        api(world.bob), world.environment, revision="dev", cost_estimation={"monthly_cost_diff": 1}
+    ).json()
     assert body["decision"] == "deny"
     assert body["messages"]["allow"] == ["within budget"]
 
@@ -232,7 +244,10 @@ def test_a_policy_turns_automatic_approval_off_and_the_api_says_so(world, api):
     world.environment.approve_plans_automatically = True
     world.environment.save()
     client = api(world.admin)
-    assert client.get(f"/api/v1/environments/{world.environment.pk}/").json()["approve_plans_automatically"] is True
+    assert (
+        client.get(f"/api/v1/environments/{world.environment.pk}/").json()["approve_plans_automatically"]
+        is True
+    )
     attach(world.payments, make_policy("silent", NOTHING_FIRES))
     shown = client.get(f"/api/v1/environments/{world.environment.pk}/").json()
     assert shown["approve_plans_automatically"] is False
@@ -261,7 +276,9 @@ def test_a_project_may_allow_self_approval(world, api):
 def test_a_reject_by_an_approver_rejects_the_deployment(world, api):
     attach(world.platform, make_policy("two approvers", TWO_APPROVERS))
     body = trigger(api(world.bob), world.environment).json()
-    rejected = api(world.alice).post(f"/api/v1/deployments/{body['id']}/reject/", {"comment": "no"}, format="json")
+    rejected = api(world.alice).post(
+        f"/api/v1/deployments/{body['id']}/reject/", {"comment": "no"}, format="json"
+    )
     assert rejected.json()["status"] == "rejected"
     late = api(world.sam).post(f"/api/v1/deployments/{body['id']}/approve/", {}, format="json")
     assert late.status_code == 409
@@ -274,7 +291,11 @@ def test_a_resume_uses_the_policy_revisions_the_deployment_started_with(world, a
     # The policy is made stricter while the deployment waits: the deployment keeps revision 1.
     api(world.admin).patch(
         f"/api/v1/policies/{policy.pk}/",
-        {"modules": [{"filename": "main.rego", "source": 'package env0\n\ndeny contains "closed" if true\n'}]},
+        {
+            "modules": [
+                {"filename": "main.rego", "source": 'package env0\n\ndeny contains "closed" if true\n'}
+            ]
+        },
         format="json",
     )
     assert policy.revisions.count() == 2
@@ -341,18 +362,32 @@ def test_the_pipeline_completes_a_released_deployment_with_its_state(world, api)
     world.environment.approve_plans_automatically = True
     world.environment.save()
     body = trigger(api(world.bob), world.environment).json()
-    state = {"version": 4, "terraform_version": "1.11.4", "serial": 3, "lineage": "abc", "outputs": {}, "resources": []}
-    done = api(world.bob).post(f"/api/v1/deployments/{body['id']}/complete/", {"status": "succeeded", "state": state}, format="json")
+    state = {
+        "version": 4,
+        "terraform_version": "1.11.4",
+        "serial": 3,
+        "lineage": "abc",
+        "outputs": {},
+        "resources": [],
+    }
+    done = api(world.bob).post(
+        f"/api/v1/deployments/{body['id']}/complete/", {"status": "succeeded", "state": state}, format="json"
+    )
     assert done.json()["status"] == "succeeded"
     assert world.environment.current_state.serial == 3
-    again = api(world.bob).post(f"/api/v1/deployments/{body['id']}/complete/", {"status": "failed"}, format="json")
+    again = api(world.bob).post(
+        f"/api/v1/deployments/{body['id']}/complete/", {"status": "failed"}, format="json"
+    )
     assert again.status_code == 409
 
 
 def test_a_cancelled_deployment_cannot_be_approved(world, api):
     body = trigger(api(world.bob), world.environment).json()
     assert api(world.bob).post(f"/api/v1/deployments/{body['id']}/cancel/").json()["status"] == "cancelled"
-    assert api(world.alice).post(f"/api/v1/deployments/{body['id']}/approve/", {}, format="json").status_code == 409
+    assert (
+        api(world.alice).post(f"/api/v1/deployments/{body['id']}/approve/", {}, format="json").status_code
+        == 409
+    )
 
 
 def test_every_step_is_recorded_as_an_event(world, api):
@@ -374,9 +409,11 @@ def test_a_plan_over_the_size_limit_is_refused_with_413(world, api):
 def test_the_queue_lists_pending_deployments_of_an_environment(world, api):
     attach(world.platform, make_policy("two approvers", TWO_APPROVERS))
     pending = trigger(api(world.bob), world.environment).json()
-    listed = api(world.alice).get(
-        "/api/v1/deployments/", {"status": "pending_approval", "environment": world.environment.pk}
-    ).json()
+    listed = (
+        api(world.alice)
+        .get("/api/v1/deployments/", {"status": "pending_approval", "environment": world.environment.pk})
+        .json()
+    )
     assert [d["id"] for d in listed["results"]] == [pending["id"]]
     assert listed["count"] == 1
 

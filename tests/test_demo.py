@@ -17,7 +17,6 @@ pytestmark = pytest.mark.django_db
 User = get_user_model()
 
 
-
 @pytest.fixture
 def load_demo(django_capture_on_commit_callbacks):
     """Runs the command; the evaluations it queues on commit run too, as they would outside a test."""

@@ -128,7 +128,6 @@ def test_the_api_error_message_is_flattened_for_the_log():
 # --- against a live server ---------------------------------------------------------------------------
 
 
-
 @pytest.fixture
 def gate_copy(tmp_path):
     copy = tmp_path / "isolated" / "gate.py"

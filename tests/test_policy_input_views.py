@@ -50,7 +50,12 @@ STATE = {
             "instances": [
                 {
                     "schema_version": 0,
-                    "attributes": {"id": "db-1", "input": "protected", "output": "protected", "triggers_replace": None},
+                    "attributes": {
+                        "id": "db-1",
+                        "input": "protected",
+                        "output": "protected",
+                        "triggers_replace": None,
+                    },
                     "sensitive_attributes": [],
                 }
             ],
@@ -89,7 +94,9 @@ def trigger(client, environment, **body):
     return client.post(f"/api/v1/environments/{environment.pk}/deployments/", body, format="json").json()
 
 
-def test_policies_see_the_configuration_evaluated_with_the_deployment_variables(world, api, template_dir, settings, tmp_path):
+def test_policies_see_the_configuration_evaluated_with_the_deployment_variables(
+    world, api, template_dir, settings, tmp_path
+):
     settings.IAC_PARSE_CACHE_DIR = str(tmp_path / "parse-cache")
     settings.TEMPLATE_CHECKOUT_DIR = str(tmp_path / "checkouts")
     world.template.repository = str(template_dir)
@@ -116,7 +123,10 @@ def test_policies_see_the_configuration_evaluated_with_the_deployment_variables(
 
 def test_policies_see_the_environment_state_in_the_sentinel_shape(world, api):
     client = api(world.bob)
-    assert client.put(f"/api/v1/environments/{world.environment.pk}/state/", STATE, format="json").status_code == 200
+    assert (
+        client.put(f"/api/v1/environments/{world.environment.pk}/state/", STATE, format="json").status_code
+        == 200
+    )
     world.platform.approval_policies.add(make_policy("protect state", PROTECTS_STATE))
 
     destroy = trigger(client, world.environment, type="destroy", plan=None)
@@ -163,12 +173,19 @@ def test_a_broken_archive_is_refused_and_keeps_the_template_as_it_was(world, api
     settings.TEMPLATE_CHECKOUT_DIR = str(tmp_path / "checkouts")
     junk = io.BytesIO(b"this is not an archive")
     junk.name = "junk.tar.gz"
-    response = api(world.admin).post(f"/api/v1/templates/{world.template.pk}/archive/", {"archive": junk}, format="multipart")
+    response = api(world.admin).post(
+        f"/api/v1/templates/{world.template.pk}/archive/", {"archive": junk}, format="multipart"
+    )
     assert response.status_code == 400
     assert "archive" in response.json()
     world.template.refresh_from_db()
     assert not world.template.archive
-    assert api(world.bob).post(f"/api/v1/templates/{world.template.pk}/archive/", {}, format="multipart").status_code == 403
+    assert (
+        api(world.bob)
+        .post(f"/api/v1/templates/{world.template.pk}/archive/", {}, format="multipart")
+        .status_code
+        == 403
+    )
 
 
 def test_every_policy_can_import_the_shipped_library(world, api):

@@ -114,8 +114,20 @@ def test_a_real_celery_worker_evaluates_a_deployment_taken_from_redis(world, red
     root = Path(__file__).resolve().parents[1]
     log = open(tmp_path / "worker.log", "w")
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "policy_platform", "worker", "--pool=solo", "--concurrency=1",
-         "--loglevel=INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "policy_platform",
+            "worker",
+            "--pool=solo",
+            "--concurrency=1",
+            "--loglevel=INFO",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ],
         cwd=root,
         env=environment,
         stdout=log,
@@ -132,7 +144,11 @@ def test_a_real_celery_worker_evaluates_a_deployment_taken_from_redis(world, red
         )
         published = subprocess.run(
             [sys.executable, "manage.py", "shell", "-c", trigger],
-            cwd=root, env=environment, capture_output=True, text=True, timeout=60,
+            cwd=root,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert published.returncode == 0, published.stderr
         deployment = Deployment.objects.get(pk=int(published.stdout.split()[-1]))

@@ -26,7 +26,6 @@ from tests.builders import make_policy
 pytestmark = pytest.mark.django_db
 
 
-
 PENDING_MESSAGES = {
     "deny": [],
     "pending": ["Needs two approvals, has 0"],

@@ -89,7 +89,17 @@ class TemplateSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Template
-        fields = ["id", "name", "type", "repository", "path", "revision", "archive", "approval_policies", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "type",
+            "repository",
+            "path",
+            "revision",
+            "archive",
+            "approval_policies",
+            "created_at",
+        ]
         read_only_fields = ["archive", "created_at"]
 
 
@@ -149,7 +159,9 @@ class PolicyRevisionSerializer(serializers.ModelSerializer):
 class PolicySerializer(serializers.ModelSerializer):
     """Create or revise a policy: every write becomes a new immutable revision."""
 
-    rego_version = serializers.ChoiceField(choices=RegoVersion.choices, default=RegoVersion.V1, write_only=True)
+    rego_version = serializers.ChoiceField(
+        choices=RegoVersion.choices, default=RegoVersion.V1, write_only=True
+    )
     modules = PolicyModuleSerializer(many=True, write_only=True, required=False)
     data = serializers.JSONField(required=False, allow_null=True, write_only=True)
     latest_revision = PolicyRevisionSerializer(read_only=True)
@@ -187,7 +199,9 @@ class DryRunSerializer(serializers.Serializer):
 
     def validate_input(self, value):
         if not isinstance(value, dict):
-            raise serializers.ValidationError("The input must be a JSON object, like a deployment's policy input.")
+            raise serializers.ValidationError(
+                "The input must be a JSON object, like a deployment's policy input."
+            )
         return value
 
 

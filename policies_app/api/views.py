@@ -34,7 +34,9 @@ ACTION_ERROR_STATUS = {
 
 
 def action_error_response(problem: deployments.DeploymentActionError) -> Response:
-    return Response({"detail": problem.message, "code": problem.code}, status=ACTION_ERROR_STATUS[problem.code])
+    return Response(
+        {"detail": problem.message, "code": problem.code}, status=ACTION_ERROR_STATUS[problem.code]
+    )
 
 
 class UpdateViewSet(
@@ -56,7 +58,9 @@ class ProjectViewSet(UpdateViewSet):
 
     def perform_create(self, serializer):
         if not access.may_place_project_under(self.request.user, serializer.validated_data.get("parent")):
-            raise PermissionDenied("Only admins of the parent project (superusers, for a root project) may create projects.")
+            raise PermissionDenied(
+                "Only admins of the parent project (superusers, for a root project) may create projects."
+            )
         serializer.save()
 
     def perform_update(self, serializer):
@@ -84,7 +88,9 @@ class ProjectViewSet(UpdateViewSet):
         serializer = s.MembershipSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        membership = access.grant_role(project, data["role"], user=data.get("username"), team=data.get("team"))
+        membership = access.grant_role(
+            project, data["role"], user=data.get("username"), team=data.get("team")
+        )
         return Response(s.MembershipReadSerializer(membership).data, status=status.HTTP_201_CREATED)
 
 
@@ -95,9 +101,13 @@ class TemplateViewSet(UpdateViewSet):
     permission_classes = [DjangoModelPermissions]
     filterset_fields = ["type"]
 
-
     @extend_schema(
-        request={"multipart/form-data": {"type": "object", "properties": {"archive": {"type": "string", "format": "binary"}}}},
+        request={
+            "multipart/form-data": {
+                "type": "object",
+                "properties": {"archive": {"type": "string", "format": "binary"}},
+            }
+        },
         responses=s.TemplateSerializer,
     )
     @action(detail=True, methods=["post"], parser_classes=[MultiPartParser])
@@ -170,7 +180,10 @@ class PolicyViewSet(UpdateViewSet):
         policy = self.get_object()
         return Response(s.PolicyRevisionSerializer(policy.revisions.all(), many=True).data)
 
-    @extend_schema(request=s.DryRunSerializer, responses=OpenApiResponse(description="{decision, deny, pending, warn, allow}"))
+    @extend_schema(
+        request=s.DryRunSerializer,
+        responses=OpenApiResponse(description="{decision, deny, pending, warn, allow}"),
+    )
     @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
     def evaluate(self, request: Request, pk: str | None = None) -> Response:
         policy = self.get_object()
@@ -204,7 +217,10 @@ class EnvironmentViewSet(UpdateViewSet):
 
     def perform_update(self, serializer):
         project = serializer.validated_data.get("project", serializer.instance.project)
-        if not (access.can_administer(self.request.user, serializer.instance.project) and access.can_administer(self.request.user, project)):
+        if not (
+            access.can_administer(self.request.user, serializer.instance.project)
+            and access.can_administer(self.request.user, project)
+        ):
             raise PermissionDenied("Only admins of the project may change its environments.")
         serializer.save()
 
@@ -259,7 +275,9 @@ class EnvironmentViewSet(UpdateViewSet):
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
-    @extend_schema(request=None, responses=OpenApiResponse(description="The current state and its tfstate/v1 view"))
+    @extend_schema(
+        request=None, responses=OpenApiResponse(description="The current state and its tfstate/v1 view")
+    )
     @action(detail=True, methods=["put", "get"], url_path="state")
     def state(self, request: Request, pk: str | None = None) -> Response:
         from ..iac.state_view import tfstate_view
@@ -268,9 +286,18 @@ class EnvironmentViewSet(UpdateViewSet):
         if request.method == "GET":
             current = environment.current_state
             if current is None:
-                return Response({"detail": "This environment has no state yet."}, status=status.HTTP_404_NOT_FOUND)
-            return Response({"serial": current.serial, "lineage": current.lineage, "created_at": current.created_at,
-                             "state": current.document, "view": tfstate_view(current.document)})
+                return Response(
+                    {"detail": "This environment has no state yet."}, status=status.HTTP_404_NOT_FOUND
+                )
+            return Response(
+                {
+                    "serial": current.serial,
+                    "lineage": current.lineage,
+                    "created_at": current.created_at,
+                    "state": current.document,
+                    "view": tfstate_view(current.document),
+                }
+            )
         if not access.can_deploy(request.user, environment.project):
             raise PermissionDenied("Only deployers of the project may upload its state.")
         if not isinstance(request.data, dict):
@@ -308,7 +335,9 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         deployment = self.get_object()
         evaluation = deployment.evaluations.order_by("-created_at", "-id").first()
         if evaluation is None:
-            return Response({"detail": "The deployment has not been evaluated yet."}, status=status.HTTP_404_NOT_FOUND)
+            return Response(
+                {"detail": "The deployment has not been evaluated yet."}, status=status.HTTP_404_NOT_FOUND
+            )
         # Served as stored: the exact bytes the engine was given.
         return HttpResponse(evaluation.input_json, content_type="application/json")
 
@@ -317,7 +346,9 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         serializer = s.ApprovalRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         try:
-            deployments.record_approval(deployment, request.user, decision, serializer.validated_data["comment"])
+            deployments.record_approval(
+                deployment, request.user, decision, serializer.validated_data["comment"]
+            )
         except deployments.DeploymentActionError as problem:
             return action_error_response(problem)
         return Response(s.DeploymentSerializer(self.get_queryset().get(pk=deployment.pk)).data)
@@ -350,11 +381,13 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         serializer.is_valid(raise_exception=True)
         try:
             deployment = deployments.complete_deployment(
-                deployment, request.user, serializer.validated_data["status"], serializer.validated_data["state"]
+                deployment,
+                request.user,
+                serializer.validated_data["status"],
+                serializer.validated_data["state"],
             )
         except deployments.DeploymentActionError as problem:
             return action_error_response(problem)
         except states.StateFormatError as problem:
             raise ValidationError({"state": [str(problem)]}) from None
         return Response(s.DeploymentSerializer(deployment).data)
-

@@ -18,18 +18,31 @@ from policies_app.iac.variables import parse_var_flag
 
 
 def build_parser(prog: str = "python -m policies_app.iac") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description="Evaluate a Terraform/OpenTofu configuration "
-                                     "statically and print its outputs, resources and diagnostics as JSON.")
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Evaluate a Terraform/OpenTofu configuration "
+        "statically and print its outputs, resources and diagnostics as JSON.",
+    )
     add_arguments(parser)
     return parser
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("directory", help="the root module's directory")
-    parser.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
-                        help="set a root variable, as terraform -var does (repeatable)")
-    parser.add_argument("--var-file", action="append", default=[], metavar="FILE",
-                        help="a .tfvars or .tfvars.json file (repeatable, later files win)")
+    parser.add_argument(
+        "--var",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set a root variable, as terraform -var does (repeatable)",
+    )
+    parser.add_argument(
+        "--var-file",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a .tfvars or .tfvars.json file (repeatable, later files win)",
+    )
     parser.add_argument("--cache-dir", default=None, help="where parsed files are cached between runs")
     parser.add_argument("--compact", action="store_true", help="print the JSON on one line")
 
@@ -43,16 +56,24 @@ def parse_var_flags(flags: Sequence[str]) -> dict[str, str]:
     return variables
 
 
-def run(directory: str, var: Sequence[str], var_file: Sequence[str], cache_dir: str | None, compact: bool,
-        out: TextIO, err: TextIO) -> int:
+def run(
+    directory: str,
+    var: Sequence[str],
+    var_file: Sequence[str],
+    cache_dir: str | None,
+    compact: bool,
+    out: TextIO,
+    err: TextIO,
+) -> int:
     """Evaluate and print; returns the exit status."""
     try:
         variables = parse_var_flags(var)
     except ValueError as error:
         err.write(f"error: {error}\n")
         return 2
-    document = evaluate_configuration(directory, variables=variables, var_files=list(var_file),
-                                      cache_dir=cache_dir)
+    document = evaluate_configuration(
+        directory, variables=variables, var_files=list(var_file), cache_dir=cache_dir
+    )
     # One write: Django's OutputWrapper ends every write() with a newline, and json.dump writes per token.
     out.write(json.dumps(document, indent=None if compact else 2, ensure_ascii=False) + "\n")
     errors = [d for d in document["diagnostics"] if d["severity"] == "error"]
@@ -67,5 +88,12 @@ def run(directory: str, var: Sequence[str], var_file: Sequence[str], cache_dir: 
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = build_parser().parse_args(argv)
-    return run(arguments.directory, arguments.var, arguments.var_file, arguments.cache_dir, arguments.compact,
-               sys.stdout, sys.stderr)
+    return run(
+        arguments.directory,
+        arguments.var,
+        arguments.var_file,
+        arguments.cache_dir,
+        arguments.compact,
+        sys.stdout,
+        sys.stderr,
+    )

@@ -158,20 +158,32 @@ def node_name(node: Node) -> str:
     """A node as a user reads it: ``module.app.local.a``, ``aws_instance.web``, ``output.x``."""
     path, kind, name = node
     prefix = "".join(f"module.{p}." for p in path)
-    label = {"var": "var.", "local": "local.", "data": "data.", "call": "module.", "output": "output.",
-             "check": "check."}
+    label = {
+        "var": "var.",
+        "local": "local.",
+        "data": "data.",
+        "call": "module.",
+        "output": "output.",
+        "check": "check.",
+    }
     return prefix + label.get(kind, "") + name
 
 
 class ConfigurationEvaluator:
     """Builds the graph of a configuration and evaluates it (lazily or wholly)."""
 
-    def __init__(self, root_dir: str, *, variables: dict[str, Any] | None = None,
-                 var_files: Iterable[str] = (), cache_dir: str | None = None,
-                 loader: Callable[[str], list[ast.File]] | None = None,
-                 parse_hcl_file: Callable[[str], ast.File] | None = None,
-                 parse_expression: Callable[[str, str], ast.Expr] | None = None,
-                 cwd: str | None = None) -> None:
+    def __init__(
+        self,
+        root_dir: str,
+        *,
+        variables: dict[str, Any] | None = None,
+        var_files: Iterable[str] = (),
+        cache_dir: str | None = None,
+        loader: Callable[[str], list[ast.File]] | None = None,
+        parse_hcl_file: Callable[[str], ast.File] | None = None,
+        parse_expression: Callable[[str, str], ast.Expr] | None = None,
+        cwd: str | None = None,
+    ) -> None:
         self.root_dir = os.path.abspath(root_dir)
         # Terraform runs in the root module's directory: relative paths in file() and friends, and
         # path.cwd, are relative to it, not to wherever this process happens to run.
@@ -197,32 +209,54 @@ class ConfigurationEvaluator:
         self.modules: dict[tuple[str, ...], Module] = {}
         self._modules_manifest = self._read_modules_manifest()
 
-        root_values, problems = collect_root_values(self.root_dir, list(var_files), variables, hcl_file_parser)
+        root_values, problems = collect_root_values(
+            self.root_dir, list(var_files), variables, hcl_file_parser
+        )
         self._root_values: dict[str, VariableValue] = root_values
         for problem in problems:
             self._add(problem)
         self.root = self._load_tree()
         for name, given in root_values.items():
             if name not in self.root.variables and given.source != "var":
-                self._add(Diagnostic.at("warning", "Value for undeclared variable",
-                                        f"a variables file sets {name!r}, which is not declared", given.pos))
+                self._add(
+                    Diagnostic.at(
+                        "warning",
+                        "Value for undeclared variable",
+                        f"a variables file sets {name!r}, which is not declared",
+                        given.pos,
+                    )
+                )
             elif name not in self.root.variables:
-                self._add(Diagnostic("error", "Value for undeclared variable",
-                                     f"a variable named {name!r} was assigned but is not declared"))
+                self._add(
+                    Diagnostic(
+                        "error",
+                        "Value for undeclared variable",
+                        f"a variable named {name!r} was assigned but is not declared",
+                    )
+                )
         self._build_graph()
         self._order, cycles = topological_order(self.graph)
         for cycle in cycles:
             first = self._node_pos(cycle[0])
-            self._add(Diagnostic.at("error", "Cycle in the configuration",
-                                    " -> ".join(node_name(n) for n in cycle), first))
+            self._add(
+                Diagnostic.at(
+                    "error", "Cycle in the configuration", " -> ".join(node_name(n) for n in cycle), first
+                )
+            )
             for node in cycle:
                 self.values[node] = {}  # every instance reads as unknown
 
     # -- diagnostics -------------------------------------------------------------------------------------
 
     def _add(self, diagnostic: Diagnostic) -> None:
-        key = (diagnostic.severity, diagnostic.summary, diagnostic.detail, diagnostic.file, diagnostic.line,
-               diagnostic.column)
+        key = (
+            diagnostic.severity,
+            diagnostic.summary,
+            diagnostic.detail,
+            diagnostic.file,
+            diagnostic.line,
+            diagnostic.column,
+        )
         if key not in self._seen_diagnostics:
             self._seen_diagnostics.add(key)
             self.diagnostics.append(diagnostic)
@@ -258,8 +292,12 @@ class ConfigurationEvaluator:
                     module.children[name] = None
                     continue
                 if len(module.path) >= _MAX_MODULE_DEPTH:
-                    self._error("Module nesting too deep", f"module.{name}: more than {_MAX_MODULE_DEPTH} "
-                                "levels of modules (does a module call itself?)", call.pos)
+                    self._error(
+                        "Module nesting too deep",
+                        f"module.{name}: more than {_MAX_MODULE_DEPTH} "
+                        "levels of modules (does a module call itself?)",
+                        call.pos,
+                    )
                     module.children[name] = None
                     continue
                 relative = os.path.relpath(child_dir, self.root_dir)
@@ -284,26 +322,42 @@ class ConfigurationEvaluator:
         if source.startswith("./") or source.startswith("../") or source in (".", ".."):
             directory = os.path.normpath(os.path.join(module.directory, source))
             if not os.path.isdir(directory):
-                self._error("Module not found", f"module {name}: the directory {source!r} does not exist",
-                            attribute.pos)
+                self._error(
+                    "Module not found",
+                    f"module {name}: the directory {source!r} does not exist",
+                    attribute.pos,
+                )
                 return None
             return directory
         key = ".".join((*module.path, name))
         directory = self._modules_manifest.get(key)
         if directory is not None and os.path.isdir(directory):
             return directory
-        self._add(Diagnostic.at("warning", "Module source not resolved",
-                                f"module {name}: source {source} not resolved (run terraform init to "
-                                "download it); its outputs are unknown", attribute.pos))
+        self._add(
+            Diagnostic.at(
+                "warning",
+                "Module source not resolved",
+                f"module {name}: source {source} not resolved (run terraform init to "
+                "download it); its outputs are unknown",
+                attribute.pos,
+            )
+        )
         return None
 
     def _load_module_blocks(self, module: Module) -> None:
         try:
             files = self._load_files(module.directory)
         except Exception as error:  # the loader's ConfigSyntaxError or an OS error
-            self._add(Diagnostic("error", "Failed to load configuration", getattr(error, "message", str(error)),
-                                 getattr(error, "file", module.directory), getattr(error, "line", None),
-                                 getattr(error, "column", None)))
+            self._add(
+                Diagnostic(
+                    "error",
+                    "Failed to load configuration",
+                    getattr(error, "message", str(error)),
+                    getattr(error, "file", module.directory),
+                    getattr(error, "line", None),
+                    getattr(error, "column", None),
+                )
+            )
             module.loaded = False
             return
         for parsed in files:
@@ -315,13 +369,22 @@ class ConfigurationEvaluator:
         if kind == "locals":
             for name, attribute in block.body.attributes.items():
                 if name in module.locals:
-                    self._error("Duplicate local value definition",
-                                f"a local value named {name!r} was already defined", attribute.pos)
+                    self._error(
+                        "Duplicate local value definition",
+                        f"a local value named {name!r} was already defined",
+                        attribute.pos,
+                    )
                 else:
                     module.locals[name] = attribute
             return
-        targets = {"variable": (module.variables, 1), "output": (module.outputs, 1), "module": (module.calls, 1),
-                   "resource": (module.resources, 2), "data": (module.data, 2), "check": (module.checks, 1)}
+        targets = {
+            "variable": (module.variables, 1),
+            "output": (module.outputs, 1),
+            "module": (module.calls, 1),
+            "resource": (module.resources, 2),
+            "data": (module.data, 2),
+            "check": (module.checks, 1),
+        }
         if kind not in targets:
             return  # terraform, provider, moved, import, removed, ephemeral: no values of ours
         table, label_count = targets[kind]
@@ -360,8 +423,11 @@ class ConfigurationEvaluator:
                 elif node[1] != "var" and node not in self._self_referencing:
                     # A variable's validation reads its own value; any other block cannot.
                     self._self_referencing.add(node)
-                    self._error("Self-referential block", f"the configuration of {node_name(node)} refers to "
-                                "itself", self._node_pos(node))
+                    self._error(
+                        "Self-referential block",
+                        f"the configuration of {node_name(node)} refers to itself",
+                        self._node_pos(node),
+                    )
 
     def _build_graph(self) -> None:
         graph = self.graph
@@ -398,15 +464,25 @@ class ConfigurationEvaluator:
                 node = (path, "call", name)
                 graph.add_node(node)
                 nodes.append(node)
-                self._link(node, module, body_references(
-                    ast.Body({k: v for k, v in block.body.attributes.items() if k in _MODULE_META_ATTRIBUTES})))
+                self._link(
+                    node,
+                    module,
+                    body_references(
+                        ast.Body(
+                            {k: v for k, v in block.body.attributes.items() if k in _MODULE_META_ATTRIBUTES}
+                        )
+                    ),
+                )
                 child = module.children.get(name)
                 if child is not None and child.loaded:
                     for argument, attribute in block.body.attributes.items():
                         if argument not in _MODULE_META_ATTRIBUTES and argument not in child.variables:
-                            self._error("Unsupported argument",
-                                        f"module {name}: an argument named {argument!r} is not expected "
-                                        "(no such variable in the module)", attribute.pos)
+                            self._error(
+                                "Unsupported argument",
+                                f"module {name}: an argument named {argument!r} is not expected "
+                                "(no such variable in the module)",
+                                attribute.pos,
+                            )
             for name, block in module.outputs.items():
                 node = (path, "output", name)
                 graph.add_node(node)
@@ -424,8 +500,15 @@ class ConfigurationEvaluator:
     def _node_block(self, node: Node) -> Any:
         path, kind, name = node
         module = self.modules[path]
-        table = {"var": module.variables, "local": module.locals, "resource": module.resources,
-                 "data": module.data, "call": module.calls, "output": module.outputs, "check": module.checks}[kind]
+        table = {
+            "var": module.variables,
+            "local": module.locals,
+            "resource": module.resources,
+            "data": module.data,
+            "call": module.calls,
+            "output": module.outputs,
+            "check": module.checks,
+        }[kind]
         return table[name]
 
     def _node_pos(self, node: Node) -> ast.Pos | None:
@@ -459,8 +542,11 @@ class ConfigurationEvaluator:
             if node not in self.graph:
                 raise KeyError(node_name(node))
             if node in self._in_progress:
-                raise EvalError("Cycle in the configuration", pos or self._node_pos(node),
-                                f"{node_name(node)} depends on its own value")
+                raise EvalError(
+                    "Cycle in the configuration",
+                    pos or self._node_pos(node),
+                    f"{node_name(node)} depends on its own value",
+                )
             self.request([node])
             values = self.values.get(node, {})
         return values.get(key, UNKNOWN)
@@ -477,9 +563,15 @@ class ConfigurationEvaluator:
         results: dict[ModuleKey, Any] = {}
         path, kind, name = node
         module = self.modules[path]
-        handler = {"var": self._eval_variable, "local": self._eval_local, "resource": self._eval_resource,
-                   "data": self._eval_resource, "call": self._eval_call, "output": self._eval_output,
-                   "check": self._eval_check}[kind]
+        handler = {
+            "var": self._eval_variable,
+            "local": self._eval_local,
+            "resource": self._eval_resource,
+            "data": self._eval_resource,
+            "call": self._eval_call,
+            "output": self._eval_output,
+            "check": self._eval_check,
+        }[kind]
         try:
             for key in self.instances.get(path, ()):
                 try:
@@ -488,8 +580,11 @@ class ConfigurationEvaluator:
                     # A defect of ours, or a construct we do not handle, must cost one value, not the
                     # evaluation of the whole configuration.
                     results[key] = UNKNOWN
-                    self._error("Internal error of the evaluator", f"{node_name(node)}: {error!r}",
-                                self._node_pos(node))
+                    self._error(
+                        "Internal error of the evaluator",
+                        f"{node_name(node)}: {error!r}",
+                        self._node_pos(node),
+                    )
         finally:
             self.values[node] = results
             self._in_progress.discard(node)
@@ -505,8 +600,12 @@ class ConfigurationEvaluator:
                 "terraform": {"workspace": "default"},
             }
             function_context = self._function_context(module)
-            scope = Scope(names, _InstanceResolver(self, module, key), function_context=function_context,
-                          warnings=self._warnings)
+            scope = Scope(
+                names,
+                _InstanceResolver(self, module, key),
+                function_context=function_context,
+                warnings=self._warnings,
+            )
             self._scopes[key] = scope
         return scope
 
@@ -525,12 +624,15 @@ class ConfigurationEvaluator:
         try:
             template = parse_template(text, filename)
         except Exception as error:
-            raise EvalError("Invalid template", ast.Pos(filename, getattr(error, "line", 0),
-                                                        getattr(error, "column", 0) or 0),
-                            getattr(error, "message", str(error))) from None
+            raise EvalError(
+                "Invalid template",
+                ast.Pos(filename, getattr(error, "line", 0), getattr(error, "column", 0) or 0),
+                getattr(error, "message", str(error)),
+            ) from None
         # A template sees only the variables given to it (no var., local. or resource references).
-        scope = Scope(dict(variables), constant_scope().resolver, warnings=self._warnings,
-                      function_context=context)
+        scope = Scope(
+            dict(variables), constant_scope().resolver, warnings=self._warnings, function_context=context
+        )
         return EVALUATOR.evaluate(template, scope)
 
     def _try(self, expr: ast.Expr, scope: Scope, default: Any = UNKNOWN) -> Any:
@@ -552,17 +654,22 @@ class ConfigurationEvaluator:
         self._check_conditions(block.body, scope, f"output {node[2]!r}", ("precondition",))
         attribute = block.body.attributes.get("value")
         if attribute is None:
-            self._error("Missing required argument", f'output "{node[2]}" needs a "value" argument', block.pos)
+            self._error(
+                "Missing required argument", f'output "{node[2]}" needs a "value" argument', block.pos
+            )
             return UNKNOWN
         value = self._try(attribute.expr, scope)
         if self._declared_sensitive(block):
             return mark(value)  # what reads module.NAME.OUTPUT gets a sensitive value
         if not module.path and contains_sensitive(value):
-            self._error("Output refers to sensitive values", f"output {node[2]!r}: to reduce the risk of "
-                        "accidentally exporting sensitive data that was intended to be only internal, "
-                        "Terraform requires that any root module output containing sensitive data be "
-                        "explicitly marked as sensitive (sensitive = true), to confirm your intent",
-                        block.pos)
+            self._error(
+                "Output refers to sensitive values",
+                f"output {node[2]!r}: to reduce the risk of "
+                "accidentally exporting sensitive data that was intended to be only internal, "
+                "Terraform requires that any root module output containing sensitive data be "
+                "explicitly marked as sensitive (sensitive = true), to confirm your intent",
+                block.pos,
+            )
         return value
 
     def _declared_sensitive(self, block: ast.Block) -> bool:
@@ -576,7 +683,11 @@ class ConfigurationEvaluator:
         """A check block's assertions: a failure is a warning, as in Terraform. Its scoped data source
         is read only at apply time, so the assertions that use it are unknown and skipped."""
         block = module.checks[node[2]]
-        scoped = {f"{b.labels[0]}.{b.labels[1]}" for b in block.body.blocks if b.type == "data" and len(b.labels) == 2}
+        scoped = {
+            f"{b.labels[0]}.{b.labels[1]}"
+            for b in block.body.blocks
+            if b.type == "data" and len(b.labels) == 2
+        }
         base = self.scope(module, key)
         scope = Scope({}, _CheckResolver(base.resolver, scoped), base, base.function_context, base.warnings)
         prefix = module_address(key)
@@ -588,8 +699,14 @@ class ConfigurationEvaluator:
                 message_attr = assertion.body.attributes.get("error_message")
                 message = unmark_deep(self._try(message_attr.expr, scope, "")) if message_attr else ""
                 where = f"{prefix}.check.{node[2]}" if prefix else f"check.{node[2]}"
-                self._add(Diagnostic.at("warning", "Check block assertion failed", f"{where}: {message}",
-                                        assertion.body.attributes["condition"].pos))
+                self._add(
+                    Diagnostic.at(
+                        "warning",
+                        "Check block assertion failed",
+                        f"{where}: {message}",
+                        assertion.body.attributes["condition"].pos,
+                    )
+                )
         return None
 
     def _check_conditions(self, body: ast.Body, scope: Scope, what: str, kinds: tuple[str, ...]) -> None:
@@ -603,14 +720,20 @@ class ConfigurationEvaluator:
             if result is UNKNOWN or result is True:
                 continue
             if result is not False:
-                self._error("Invalid condition result", f"{what}: a {block.type} condition must be a bool",
-                            condition.pos)
+                self._error(
+                    "Invalid condition result",
+                    f"{what}: a {block.type} condition must be a bool",
+                    condition.pos,
+                )
                 continue
             message_attr = block.body.attributes.get("error_message")
             message = unmark_deep(self._try(message_attr.expr, scope, "")) if message_attr else ""
             message = message if isinstance(message, str) else "(error message not known)"
-            summary = "Resource postcondition failed" if block.type == "postcondition" else \
-                f"{block.type.capitalize()} failed"
+            summary = (
+                "Resource postcondition failed"
+                if block.type == "postcondition"
+                else f"{block.type.capitalize()} failed"
+            )
             self._error(summary, f"{what}: {message}", condition.pos)
 
     # variables
@@ -624,8 +747,11 @@ class ConfigurationEvaluator:
         if attribute is not None:
             text = _type_text(attribute.expr)
             if text is None:
-                self._error("Invalid type specification", f"variable {node[2]!r}: the type is not a type "
-                            "expression", attribute.pos)
+                self._error(
+                    "Invalid type specification",
+                    f"variable {node[2]!r}: the type is not a type expression",
+                    attribute.pos,
+                )
             else:
                 try:
                     constraint = types.parse_type(text)
@@ -649,7 +775,9 @@ class ConfigurationEvaluator:
                     try:
                         raw = cli_string_value(raw, constraint, block.pos, self._parse_expression)
                     except EvalError as error:
-                        self._error("Invalid value for variable", f"variable {name!r}: {error.detail}", block.pos)
+                        self._error(
+                            "Invalid value for variable", f"variable {name!r}: {error.detail}", block.pos
+                        )
                         return UNKNOWN
         else:
             call = self.modules[module.path[:-1]].calls[module.path[-1]]
@@ -668,8 +796,11 @@ class ConfigurationEvaluator:
                 raw = self._try(attributes["default"].expr, constant_scope())
             elif raw is _NOT_SET:
                 where = f"module.{module.path[-1]}: " if module.path else ""
-                self._error("No value for required variable",
-                            f"{where}the variable {name!r} is required, but no value was given", block.pos)
+                self._error(
+                    "No value for required variable",
+                    f"{where}the variable {name!r} is required, but no value was given",
+                    block.pos,
+                )
                 return UNKNOWN
         # A module argument may carry marks (a parent's sensitive value): its own mark is kept; marks
         # inside it are kept unless the value has to be converted (then the whole value is sensitive).
@@ -686,7 +817,9 @@ class ConfigurationEvaluator:
                 self._error("Invalid value for variable", f"variable {name!r}: {error}", pos)
                 return UNKNOWN
             if plain is not raw:
-                value = raw if type(value) is type(plain) and types.values_equal(value, plain) else mark(value)
+                value = (
+                    raw if type(value) is type(plain) and types.values_equal(value, plain) else mark(value)
+                )
         if marked or self._declared_sensitive(block):
             value = mark(value)
         self._validate(module, node, key, value)
@@ -711,8 +844,11 @@ class ConfigurationEvaluator:
                 where = f"{prefix}.var.{node[2]}" if prefix else f"var.{node[2]}"
                 self._error("Invalid value for variable", f"{where}: {message}", condition.pos)
             elif result is not True and result is not UNKNOWN:
-                self._error("Invalid validation condition", f"var.{node[2]}: the condition must be a bool",
-                            condition.pos)
+                self._error(
+                    "Invalid validation condition",
+                    f"var.{node[2]}: the condition must be a bool",
+                    condition.pos,
+                )
         del self.values[node][key]
 
     # count and for_each
@@ -721,11 +857,16 @@ class ConfigurationEvaluator:
         """("none"|"count"|"for_each"|"unknown", [(index, names to bind)])."""
         attributes = block.body.attributes
         count, for_each = attributes.get("count"), attributes.get("for_each")
-        unknown = ("unknown", [(UNKNOWN_INDEX, {"count": {"index": UNKNOWN},
-                                                "each": {"key": UNKNOWN, "value": UNKNOWN}})])
+        unknown = (
+            "unknown",
+            [(UNKNOWN_INDEX, {"count": {"index": UNKNOWN}, "each": {"key": UNKNOWN, "value": UNKNOWN}})],
+        )
         if count is not None and for_each is not None:
-            self._error("Invalid combination of \"count\" and \"for_each\"",
-                        f"{what}: the count and for_each meta-arguments are mutually exclusive", count.pos)
+            self._error(
+                'Invalid combination of "count" and "for_each"',
+                f"{what}: the count and for_each meta-arguments are mutually exclusive",
+                count.pos,
+            )
             return unknown
         if count is not None:
             value = unmark_deep(self._try(count.expr, scope, None))  # a sensitive count is allowed
@@ -751,9 +892,13 @@ class ConfigurationEvaluator:
             problem = None
             if value.__class__ is Sensitive:
                 # Instance keys show in addresses and in the plan: Terraform refuses sensitive ones.
-                self._error("Invalid for_each argument", f"{what}: sensitive values, or values derived from "
-                            "sensitive values, cannot be used as for_each arguments; if you do intend to "
-                            "use it, wrap it in nonsensitive()", for_each.pos)
+                self._error(
+                    "Invalid for_each argument",
+                    f"{what}: sensitive values, or values derived from "
+                    "sensitive values, cannot be used as for_each arguments; if you do intend to "
+                    "use it, wrap it in nonsensitive()",
+                    for_each.pos,
+                )
                 return unknown
             if value is UNKNOWN:
                 return unknown
@@ -764,21 +909,27 @@ class ConfigurationEvaluator:
                 if any(v is UNKNOWN for v in value):
                     return unknown
                 if not all(isinstance(v, str) for v in value):
-                    problem = ("the given for_each argument value is unsuitable: for_each supports maps and "
-                               "sets of strings, but you have provided a set containing type "
-                               f"{_first_non_string_type(value)}")
+                    problem = (
+                        "the given for_each argument value is unsuitable: for_each supports maps and "
+                        "sets of strings, but you have provided a set containing type "
+                        f"{_first_non_string_type(value)}"
+                    )
                 else:
                     items = [(v, {"each": {"key": v, "value": v}}) for v in value]
             elif isinstance(value, (list, tuple)):
-                problem = ("the given for_each argument value is unsuitable: the for_each argument must be a "
-                           "map, or set of strings, and you have provided a value of type tuple (a list); "
-                           "convert it with toset() or build a map")
+                problem = (
+                    "the given for_each argument value is unsuitable: the for_each argument must be a "
+                    "map, or set of strings, and you have provided a value of type tuple (a list); "
+                    "convert it with toset() or build a map"
+                )
             elif isinstance(value, dict):
                 items = [(k, {"each": {"key": k, "value": value[k]}}) for k in sorted(value)]
             else:
-                problem = ("the given for_each argument value is unsuitable: the for_each argument must be a "
-                           f"map, or set of strings, and you have provided a value of type "
-                           f"{types.type_name(value)}")
+                problem = (
+                    "the given for_each argument value is unsuitable: the for_each argument must be a "
+                    f"map, or set of strings, and you have provided a value of type "
+                    f"{types.type_name(value)}"
+                )
             if problem is not None:
                 self._error("Invalid for_each argument", f"{what}: {problem}", for_each.pos)
                 return unknown
@@ -831,8 +982,16 @@ class ConfigurationEvaluator:
             return [obj for _, obj in objects]
         return {index: obj for index, obj in objects}
 
-    def module_output(self, module: Module, key: ModuleKey, name: str, has_index: bool, index: Any,
-                      output: str, pos: ast.Pos | None = None) -> Any:
+    def module_output(
+        self,
+        module: Module,
+        key: ModuleKey,
+        name: str,
+        has_index: bool,
+        index: Any,
+        output: str,
+        pos: ast.Pos | None = None,
+    ) -> Any:
         """``module.NAME.OUTPUT`` or ``module.NAME[INDEX].OUTPUT``: that one output's node, and only it,
         is read (the graph's edges say the same). NotImplemented for any other shape (a missing output,
         an index that does not fit the expansion): the caller then uses the whole module object."""
@@ -887,15 +1046,24 @@ class ConfigurationEvaluator:
             objects.append((index, reference))
             address = f"{prefix + '.' if prefix else ''}{what}{format_index(index)}"
             entry = {
-                "address": address, "module": prefix, "mode": "managed" if kind == "resource" else "data",
-                "type": resource_type, "name": resource_name,
+                "address": address,
+                "module": prefix,
+                "mode": "managed" if kind == "resource" else "data",
+                "type": resource_type,
+                "name": resource_name,
                 "index": None if index is UNKNOWN_INDEX else index,
-                "values": to_json_compatible(values), "unknown": unknown_tree(values),
+                "values": to_json_compatible(values),
+                "unknown": unknown_tree(values),
                 "sensitive": sensitive_tree(values),
                 "expansion": "unknown" if in_unknown_module else mode,
             }
-            sort_key = (tuple((name, _index_sort_key(i)) for name, i in key), kind == "data", resource_type,
-                        resource_name, _index_sort_key(index))
+            sort_key = (
+                tuple((name, _index_sort_key(i)) for name, i in key),
+                kind == "data",
+                resource_type,
+                resource_name,
+                _index_sort_key(index),
+            )
             self._resource_entries.append((sort_key, entry))
         if mode == "unknown":
             return UNKNOWN
@@ -949,23 +1117,30 @@ class ConfigurationEvaluator:
         if collection is UNKNOWN:
             return UNKNOWN
         if marked:
-            self._error("Invalid dynamic for_each value", f'dynamic "{block.labels[0]}": cannot use a '
-                        "sensitive value (or one derived from it) in for_each", for_each.pos)
+            self._error(
+                "Invalid dynamic for_each value",
+                f'dynamic "{block.labels[0]}": cannot use a '
+                "sensitive value (or one derived from it) in for_each",
+                for_each.pos,
+            )
             return UNKNOWN
         iterator = block.labels[0]
         if "iterator" in attributes:
             iterator = keyword_of(attributes["iterator"].expr) or iterator
         content = next((b for b in block.body.blocks if b.type == "content"), None)
         if content is None:
-            self._error("Missing content block", f'dynamic "{block.labels[0]}" needs a content block', block.pos)
+            self._error(
+                "Missing content block", f'dynamic "{block.labels[0]}" needs a content block', block.pos
+            )
             return []
         try:
             pairs = iterate_collection(collection, for_each.pos)
         except EvalError as error:
             self._add(Diagnostic.from_error(error))
             return UNKNOWN
-        return [self._eval_body(content.body, scope.child({iterator: {"key": k, "value": v}}))
-                for k, v in pairs]
+        return [
+            self._eval_body(content.body, scope.child({iterator: {"key": k, "value": v}})) for k, v in pairs
+        ]
 
     # -- the document ----------------------------------------------------------------------------------------
 
@@ -979,19 +1154,33 @@ class ConfigurationEvaluator:
             # A wholly known output is plain false, as a plan's output_changes say.
             plain, finite = _finite_json(to_json_compatible(value))
             if not finite:
-                self._error("Failed to serialize output value", f"output {name!r}: cannot serialize "
-                            "infinity as JSON", block.pos)
-            outputs[name] = {"value": plain, "sensitive": sensitive,
-                             "unknown": unknown_tree(value) if contains_unknown(value) else False}
+                self._error(
+                    "Failed to serialize output value",
+                    f"output {name!r}: cannot serialize infinity as JSON",
+                    block.pos,
+                )
+            outputs[name] = {
+                "value": plain,
+                "sensitive": sensitive,
+                "unknown": unknown_tree(value) if contains_unknown(value) else False,
+            }
         # Terraform's order: by module instance, then mode, type, name and index (numbers as numbers).
         resources = [entry for _, entry in sorted(self._resource_entries, key=lambda pair: pair[0])]
         for entry in resources:
             entry["values"], finite = _finite_json(entry["values"])
             if not finite:
-                self._add(Diagnostic("error", "Failed to serialize resource value", f"{entry['address']}: "
-                                     "cannot serialize infinity as JSON"))
-        return {"outputs": outputs, "resources": resources,
-                "diagnostics": [d.as_dict() for d in self.diagnostics]}
+                self._add(
+                    Diagnostic(
+                        "error",
+                        "Failed to serialize resource value",
+                        f"{entry['address']}: cannot serialize infinity as JSON",
+                    )
+                )
+        return {
+            "outputs": outputs,
+            "resources": resources,
+            "diagnostics": [d.as_dict() for d in self.diagnostics],
+        }
 
 
 class _InstanceResolver:
@@ -1015,31 +1204,53 @@ class _InstanceResolver:
         return config.value_of(node, self._key, pos)
 
     def variable(self, name: str, pos: ast.Pos) -> Any:
-        return self._get((self._path, "var", name), pos, "Reference to undeclared input variable",
-                         f"an input variable with the name {name!r} has not been declared")
+        return self._get(
+            (self._path, "var", name),
+            pos,
+            "Reference to undeclared input variable",
+            f"an input variable with the name {name!r} has not been declared",
+        )
 
     def local(self, name: str, pos: ast.Pos) -> Any:
-        return self._get((self._path, "local", name), pos, "Reference to undeclared local value",
-                         f"a local value with the name {name!r} has not been declared")
+        return self._get(
+            (self._path, "local", name),
+            pos,
+            "Reference to undeclared local value",
+            f"a local value with the name {name!r} has not been declared",
+        )
 
     def resource(self, type_: str, name: str, pos: ast.Pos) -> Any:
-        return self._get((self._path, "resource", f"{type_}.{name}"), pos, "Reference to undeclared resource",
-                         f'a managed resource "{type_}" "{name}" has not been declared')
+        return self._get(
+            (self._path, "resource", f"{type_}.{name}"),
+            pos,
+            "Reference to undeclared resource",
+            f'a managed resource "{type_}" "{name}" has not been declared',
+        )
 
     def data(self, type_: str, name: str, pos: ast.Pos) -> Any:
-        return self._get((self._path, "data", f"{type_}.{name}"), pos, "Reference to undeclared resource",
-                         f'a data resource "{type_}" "{name}" has not been declared')
+        return self._get(
+            (self._path, "data", f"{type_}.{name}"),
+            pos,
+            "Reference to undeclared resource",
+            f'a data resource "{type_}" "{name}" has not been declared',
+        )
 
     def module(self, name: str, pos: ast.Pos) -> Any:
         if name not in self._module.calls:
-            raise EvalError("Reference to undeclared module", pos,
-                            f"no module call named {name!r} is declared in this module")
+            raise EvalError(
+                "Reference to undeclared module",
+                pos,
+                f"no module call named {name!r} is declared in this module",
+            )
         return self._config.module_object(self._module, self._key, name)
 
     def module_output(self, name: str, has_index: bool, index: Any, output: str, pos: ast.Pos) -> Any:
         if name not in self._module.calls:
-            raise EvalError("Reference to undeclared module", pos,
-                            f"no module call named {name!r} is declared in this module")
+            raise EvalError(
+                "Reference to undeclared module",
+                pos,
+                f"no module call named {name!r} is declared in this module",
+            )
         return self._config.module_output(self._module, self._key, name, has_index, index, output, pos)
 
 
@@ -1074,8 +1285,9 @@ def _type_text(expr: ast.Expr) -> str | None:
 
 
 def _lifecycle_body(block: ast.Block) -> ast.Body:
-    conditions = [b for lifecycle in block.body.blocks if lifecycle.type == "lifecycle"
-                  for b in lifecycle.body.blocks]
+    conditions = [
+        b for lifecycle in block.body.blocks if lifecycle.type == "lifecycle" for b in lifecycle.body.blocks
+    ]
     return ast.Body({}, conditions)
 
 
@@ -1096,9 +1308,13 @@ def _instance_views(kind: str, resource_type: str, values: dict[str, Any]) -> tu
         return values, ResourceObject()
     if resource_type == "terraform_data":
         # The builtin provider's schema: output mirrors input but is only known after apply.
-        values = {"id": UNKNOWN, "input": values.get("input"), "output": None,
-                  "triggers_replace": values.get("triggers_replace"), **{
-                      k: v for k, v in values.items() if k not in ("input", "triggers_replace")}}
+        values = {
+            "id": UNKNOWN,
+            "input": values.get("input"),
+            "output": None,
+            "triggers_replace": values.get("triggers_replace"),
+            **{k: v for k, v in values.items() if k not in ("input", "triggers_replace")},
+        }
         values["output"] = None if unmark(values["input"])[0] is None else UNKNOWN
         values["id"] = UNKNOWN
     return values, ResourceObject(values)
@@ -1130,8 +1346,13 @@ def _index_sort_key(index: Any) -> tuple:
     return (0, 0, "")  # no index, or an unknown one
 
 
-def evaluate_configuration(directory: str, *, variables: dict[str, Any] | None = None,
-                           var_files: Iterable[str] = (), cache_dir: str | None = None) -> dict:
+def evaluate_configuration(
+    directory: str,
+    *,
+    variables: dict[str, Any] | None = None,
+    var_files: Iterable[str] = (),
+    cache_dir: str | None = None,
+) -> dict:
     """The statically known values of a configuration: outputs, resources and diagnostics.
 
     Never raises for problems in the configuration: they are diagnostics. ``variables`` are -var
@@ -1143,17 +1364,28 @@ def evaluate_configuration(directory: str, *, variables: dict[str, Any] | None =
     collecting = gc.isenabled()
     gc.disable()
     try:
-        evaluator = ConfigurationEvaluator(directory, variables=variables, var_files=var_files,
-                                           cache_dir=cache_dir)
+        evaluator = ConfigurationEvaluator(
+            directory, variables=variables, var_files=var_files, cache_dir=cache_dir
+        )
         return evaluator.document()
     except (RecursionError, MemoryError, LookupError, TypeError, ValueError, AttributeError) as error:
         # A defect of ours must not take the deployment's evaluation down with it: say so instead.
         where = traceback.extract_tb(error.__traceback__)[-1]
         detail = f"{error!r} at {os.path.basename(where.filename)}:{where.lineno}"
-        return {"outputs": {}, "resources": [], "diagnostics": [
-            {"severity": "error", "summary": "Internal error of the evaluator", "detail": detail,
-             "file": None, "line": None, "column": None}]}
+        return {
+            "outputs": {},
+            "resources": [],
+            "diagnostics": [
+                {
+                    "severity": "error",
+                    "summary": "Internal error of the evaluator",
+                    "detail": detail,
+                    "file": None,
+                    "line": None,
+                    "column": None,
+                }
+            ],
+        }
     finally:
         if collecting:
             gc.enable()
-

@@ -57,8 +57,14 @@ class Diagnostic:
         return cls.at("error", error.summary, error.detail, error.pos)
 
     def as_dict(self) -> dict:
-        return {"severity": self.severity, "summary": self.summary, "detail": self.detail,
-                "file": self.file, "line": self.line, "column": self.column}
+        return {
+            "severity": self.severity,
+            "summary": self.summary,
+            "detail": self.detail,
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+        }
 
 
 class Resolver(Protocol):
@@ -141,7 +147,8 @@ class _Namespace:
 # Every builtin of Terraform 1.11 (`terraform metadata functions -json`, without the core:: aliases),
 # plus OpenTofu's own: a call to a name outside this set (and not provider::...) is an error; a name
 # in it that our library lacks is only unsupported.
-TERRAFORM_FUNCTIONS = frozenset("""
+TERRAFORM_FUNCTIONS = frozenset(
+    """
     abs abspath alltrue anytrue base64decode base64encode base64gzip base64sha256 base64sha512 basename
     bcrypt can ceil chomp chunklist cidrhost cidrnetmask cidrsubnet cidrsubnets coalesce coalescelist
     compact concat contains csvdecode dirname distinct element endswith ephemeralasnull file filebase64
@@ -154,7 +161,8 @@ TERRAFORM_FUNCTIONS = frozenset("""
     tonumber toset tostring transpose trim trimprefix trimspace trimsuffix try upper urlencode uuid uuidv5
     values yamldecode yamlencode zipmap
     base64gunzip cidrcontains urldecode
-""".split())
+""".split()
+)
 
 _MODULE_KINDS = frozenset({"module_call", "module_instance"})
 
@@ -164,10 +172,23 @@ _MARK_FUNCTIONS = frozenset({"sensitive", "nonsensitive", "issensitive"})
 # elements stay on the elements (concat([var.secret], ["a"]) is a list whose first element is
 # sensitive, not a sensitive list). Every other function sees its arguments without any mark, and its
 # result is sensitive when any argument held a mark (jsonencode({a = var.secret}) is sensitive).
-_MARK_PRESERVING_FUNCTIONS = frozenset({
-    "length", "keys", "values", "concat", "merge", "element", "lookup", "reverse", "slice", "chunklist",
-    "zipmap", "one", "coalescelist",
-})
+_MARK_PRESERVING_FUNCTIONS = frozenset(
+    {
+        "length",
+        "keys",
+        "values",
+        "concat",
+        "merge",
+        "element",
+        "lookup",
+        "reverse",
+        "slice",
+        "chunklist",
+        "zipmap",
+        "one",
+        "coalescelist",
+    }
+)
 
 _RESERVED_UNBOUND = {
     "count": "count.index can only be used in a block that sets count",
@@ -227,9 +248,19 @@ def arithmetic(op: str, left: int | float, right: int | float) -> int | float:
             # Go's remainder keeps the dividend's sign: -7 % 3 is -1.
             remainder = abs(left) % abs(right)
             return -remainder if left < 0 else remainder
-    if isinstance(left, float) and not math.isfinite(left) or isinstance(right, float) and not math.isfinite(right):
-        result_float = {"+": lambda: left + right, "-": lambda: left - right, "*": lambda: left * right,
-                        "/": lambda: left / right, "%": lambda: math.fmod(left, right)}[op]()
+    if (
+        isinstance(left, float)
+        and not math.isfinite(left)
+        or isinstance(right, float)
+        and not math.isfinite(right)
+    ):
+        result_float = {
+            "+": lambda: left + right,
+            "-": lambda: left - right,
+            "*": lambda: left * right,
+            "/": lambda: left / right,
+            "%": lambda: math.fmod(left, right),
+        }[op]()
         return types.normalize_number(result_float)
     a, b = _decimal(left), _decimal(right)
     context = _DECIMAL_CONTEXT
@@ -251,7 +282,9 @@ def arithmetic(op: str, left: int | float, right: int | float) -> int | float:
 def _checked_arithmetic(op: str, left: int | float, right: int | float, pos: ast.Pos | None) -> int | float:
     """Terraform's (cty's) answers where plain arithmetic has none: 1/0 is +Inf, -1/0 is -Inf, x % 0
     is x; 0/0, inf/inf, inf*0, inf-inf and a modulo with an infinite operand are errors."""
-    infinite = (isinstance(left, float) and math.isinf(left)) or (isinstance(right, float) and math.isinf(right))
+    infinite = (isinstance(left, float) and math.isinf(left)) or (
+        isinstance(right, float) and math.isinf(right)
+    )
     if op == "/" and right == 0:
         if left == 0:
             raise EvalError("Operation failed", pos, "can't divide zero by zero or infinity by infinity")
@@ -264,7 +297,8 @@ def _checked_arithmetic(op: str, left: int | float, right: int | float, pos: ast
     result = arithmetic(op, left, right)
     if isinstance(result, float) and math.isnan(result):
         what = {"/": "divide infinity by infinity", "*": "multiply zero by infinity"}.get(
-            op, "subtract infinity from itself")
+            op, "subtract infinity from itself"
+        )
         raise EvalError("Operation failed", pos, f"can't {what}")
     return result
 
@@ -294,8 +328,11 @@ def to_string(value: Any, pos: ast.Pos | None, what: str = "value") -> str:
     if value is None:
         raise EvalError("Invalid template interpolation value", pos, f"the {what} is null")
     if isinstance(value, (dict, list, tuple)):
-        raise EvalError("Invalid template interpolation value", pos,
-                        f"cannot include a {type_label(value)} value in a string template")
+        raise EvalError(
+            "Invalid template interpolation value",
+            pos,
+            f"cannot include a {type_label(value)} value in a string template",
+        )
     try:
         return types.to_string(value)
     except types.ConversionError as error:
@@ -315,8 +352,11 @@ def iterate_collection(collection: Any, pos: ast.Pos | None) -> list[tuple[Any, 
         return [(key, collection[key]) for key in sorted(collection)]
     if collection is None:
         raise EvalError("Iteration over null value", pos, "a null value cannot be used as the collection")
-    raise EvalError("Iteration over non-iterable value", pos,
-                    f"a {type_label(collection)} value cannot be used as the collection in a 'for'")
+    raise EvalError(
+        "Iteration over non-iterable value",
+        pos,
+        f"a {type_label(collection)} value cannot be used as the collection in a 'for'",
+    )
 
 
 def _primitive_kind(value: Any) -> str | None:
@@ -356,8 +396,9 @@ class Evaluator:
         if isinstance(value, _Namespace):
             if value.kind in _MODULE_KINDS:
                 return self._whole_module(value, expr.pos, scope)
-            raise EvalError("Invalid reference", expr.pos,
-                            f"{value.describe()} must be followed by an attribute name")
+            raise EvalError(
+                "Invalid reference", expr.pos, f"{value.describe()} must be followed by an attribute name"
+            )
         return value
 
     def _eval(self, expr: ast.Expr, scope: Scope) -> Any:
@@ -452,12 +493,18 @@ class Evaluator:
                 return target[name]
             if isinstance(target, ResourceObject):
                 return UNKNOWN
-            raise EvalError("Unsupported attribute", pos, f"this object does not have an attribute named {name!r}")
+            raise EvalError(
+                "Unsupported attribute", pos, f"this object does not have an attribute named {name!r}"
+            )
         if target is None:
-            raise EvalError("Attempt to get attribute from null value", pos,
-                            "this value is null, so it does not have any attributes")
-        raise EvalError("Unsupported attribute", pos,
-                        f"can't access attribute {name!r} on a {type_label(target)} value")
+            raise EvalError(
+                "Attempt to get attribute from null value",
+                pos,
+                "this value is null, so it does not have any attributes",
+            )
+        raise EvalError(
+            "Unsupported attribute", pos, f"can't access attribute {name!r} on a {type_label(target)} value"
+        )
 
     def _index(self, expr: ast.Index, scope: Scope) -> Any:
         target = self._eval(expr.target, scope)
@@ -489,16 +536,23 @@ class Evaluator:
         if key is None:
             raise EvalError("Invalid index", pos, "can't use a null value as an indexing key")
         if isinstance(target, TfSet):
-            raise EvalError("Invalid index", pos, "elements of a set are identified only by their value "
-                            "and don't have any separate index or key to select with")
+            raise EvalError(
+                "Invalid index",
+                pos,
+                "elements of a set are identified only by their value "
+                "and don't have any separate index or key to select with",
+            )
         if isinstance(target, (list, tuple)):
             number = to_number(key, pos, "index")
             if not isinstance(number, int) or isinstance(key, bool):
                 raise EvalError("Invalid index", pos, "the index must be a whole number")
             if number < 0 or number >= len(target):
-                raise EvalError("Invalid index", pos,
-                                f"the given key does not identify an element in this collection value "
-                                f"(index {number}, length {len(target)})")
+                raise EvalError(
+                    "Invalid index",
+                    pos,
+                    f"the given key does not identify an element in this collection value "
+                    f"(index {number}, length {len(target)})",
+                )
             return target[number]
         if isinstance(target, dict):
             if isinstance(key, (dict, list, tuple)):
@@ -508,8 +562,11 @@ class Evaluator:
                 return target[name]
             if isinstance(target, ResourceObject):
                 return UNKNOWN
-            raise EvalError("Invalid index", pos, f"the given key does not identify an element in this "
-                            f"collection value: {name!r}")
+            raise EvalError(
+                "Invalid index",
+                pos,
+                f"the given key does not identify an element in this collection value: {name!r}",
+            )
         if target is None:
             raise EvalError("Attempt to index null value", pos, "this value is null, so it has no elements")
         raise EvalError("Invalid index", pos, f"this value ({type_label(target)}) does not have any indices")
@@ -549,8 +606,9 @@ class Evaluator:
             condition = condition.value
         if condition is UNKNOWN:
             return mark(UNKNOWN) if marked else UNKNOWN
-        chosen, other = (true_value, false_value) if to_bool(condition, expr.condition.pos) else \
-            (false_value, true_value)
+        chosen, other = (
+            (true_value, false_value) if to_bool(condition, expr.condition.pos) else (false_value, true_value)
+        )
         result = self._unify(chosen, other, expr.pos)
         return mark(result) if marked else result
 
@@ -564,7 +622,9 @@ class Evaluator:
             # to be converted, and then the converted value is sensitive as a whole.
             plain = unmark_deep(chosen)
             unified_value = self._unify(plain, unmark_deep(other), pos)
-            if unified_value is plain or (type(unified_value) is type(plain) and values_equal(unified_value, plain)):
+            if unified_value is plain or (
+                type(unified_value) is type(plain) and values_equal(unified_value, plain)
+            ):
                 return chosen
             return mark(unified_value)
         kind, other_kind = _primitive_kind(chosen), _primitive_kind(other)
@@ -576,9 +636,12 @@ class Evaluator:
             # tuple: var.s != null ? var.s : []): keep the chosen value rather than refuse it.
             return chosen
         if unified is None:
-            raise EvalError("Inconsistent conditional result types", pos,
-                            f"the true and false result expressions must have consistent types "
-                            f"({types.type_name(chosen)}, {types.type_name(other)})")
+            raise EvalError(
+                "Inconsistent conditional result types",
+                pos,
+                f"the true and false result expressions must have consistent types "
+                f"({types.type_name(chosen)}, {types.type_name(other)})",
+            )
         try:
             return types.convert(chosen, unified)
         except types.ConversionError as error:
@@ -661,8 +724,11 @@ class Evaluator:
                 if value is UNKNOWN:
                     unknown |= _UNKNOWN_PART
                 elif contains_unknown(value):
-                    raise EvalError("Invalid template interpolation value", part.expr.pos,
-                                    f"cannot include a {type_label(value)} value in a string template")
+                    raise EvalError(
+                        "Invalid template interpolation value",
+                        part.expr.pos,
+                        f"cannot include a {type_label(value)} value in a string template",
+                    )
                 else:
                     out.append(to_string(value, part.expr.pos))
             elif isinstance(part, ast.IfDirective):
@@ -745,10 +811,13 @@ class Evaluator:
             if expr.grouping:
                 result.setdefault(out_key, []).append(out_value)
             elif out_key in result:
-                raise EvalError("Duplicate object key", expr.key_expr.pos,
-                                f"two different items produced the key {out_key!r} in this 'for' expression; "
-                                "if duplicates are expected, use the ellipsis (...) after the value "
-                                "expression to enable grouping by key")
+                raise EvalError(
+                    "Duplicate object key",
+                    expr.key_expr.pos,
+                    f"two different items produced the key {out_key!r} in this 'for' expression; "
+                    "if duplicates are expected, use the ellipsis (...) after the value "
+                    "expression to enable grouping by key",
+                )
             else:
                 result[out_key] = out_value
         if unknown:
@@ -775,8 +844,11 @@ class Evaluator:
             if last is UNKNOWN:
                 return UNKNOWN
             if not isinstance(last, (list, tuple)):
-                raise EvalError("Invalid expanding argument value", expr.args[-1].pos,
-                                "the expanding argument (indicated by ...) must be a list, tuple or set")
+                raise EvalError(
+                    "Invalid expanding argument value",
+                    expr.args[-1].pos,
+                    "the expanding argument (indicated by ...) must be a list, tuple or set",
+                )
             args.extend(last)
         if name not in _MARK_FUNCTIONS:
             preserving = name in _MARK_PRESERVING_FUNCTIONS
@@ -798,23 +870,30 @@ class Evaluator:
         except UnsupportedFunction as error:
             return self._unsupported(getattr(error, "name", name), expr.pos, scope)
         except FunctionError as error:
-            raise EvalError("Error in function call", expr.pos, f"call to function {name!r} failed: {error}") \
-                from None
+            raise EvalError(
+                "Error in function call", expr.pos, f"call to function {name!r} failed: {error}"
+            ) from None
         except EvalError:
             raise
         except (TypeError, ValueError, KeyError, IndexError, AttributeError, ArithmeticError) as error:
             # A library bug or an input it did not expect must not stop the rest of the configuration.
-            raise EvalError("Error in function call", expr.pos, f"call to function {name!r} failed: {error}") \
-                from None
+            raise EvalError(
+                "Error in function call", expr.pos, f"call to function {name!r} failed: {error}"
+            ) from None
 
     def _unsupported(self, name: str, pos: ast.Pos, scope: Scope) -> Any:
         if not name.startswith("provider::") and name not in TERRAFORM_FUNCTIONS:
             # Not a function of Terraform at all: terraform refuses the configuration, so do we.
             raise EvalError("Call to unknown function", pos, f"there is no function named {name!r}")
-        scope.warnings.append(Diagnostic.at(
-            "warning", f"Unsupported function {name!r}",
-            f"the function {name!r} is not supported by the static evaluator; its result is treated as "
-            "unknown", pos))
+        scope.warnings.append(
+            Diagnostic.at(
+                "warning",
+                f"Unsupported function {name!r}",
+                f"the function {name!r} is not supported by the static evaluator; its result is treated as "
+                "unknown",
+                pos,
+            )
+        )
         return UNKNOWN
 
     def _try(self, expr: ast.FunctionCall, scope: Scope) -> Any:
@@ -831,8 +910,9 @@ class Evaluator:
             if contains_unknown(value):
                 return mark(UNKNOWN) if contains_sensitive(value) else UNKNOWN
             return value
-        raise EvalError("Error in function call", expr.pos,
-                        "no expression given to try() succeeded: " + "; ".join(errors))
+        raise EvalError(
+            "Error in function call", expr.pos, "no expression given to try() succeeded: " + "; ".join(errors)
+        )
 
     def _can(self, expr: ast.FunctionCall, scope: Scope) -> Any:
         if len(expr.args) != 1:

@@ -42,8 +42,9 @@ class TemplateMarker:
 
     __slots__ = ("kind", "strip_left", "strip_right", "expr", "key_var", "value_var", "pos")
 
-    def __init__(self, kind, strip_left=False, strip_right=False, expr=None, key_var=None,
-                 value_var=None, pos=None):
+    def __init__(
+        self, kind, strip_left=False, strip_right=False, expr=None, key_var=None, value_var=None, pos=None
+    ):
         self.kind = kind  # interp | if | else | endif | for | endfor
         self.strip_left = strip_left
         self.strip_right = strip_right
@@ -53,7 +54,7 @@ class TemplateMarker:
         self.pos = pos
 
 
-_ESCAPE_RE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|(.))', re.S)
+_ESCAPE_RE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|(.))", re.S)
 _SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"}
 
 
@@ -168,11 +169,13 @@ def _nest(pieces: list, i: int, pos: ast.Pos, closing: tuple | None):
             if closing and kind in closing:
                 return parts, i
             where = piece.pos or pos
-            raise ConfigSyntaxError(where.file, where.line, where.column,
-                                    f"unexpected %{{ {kind} }} directive in template")
+            raise ConfigSyntaxError(
+                where.file, where.line, where.column, f"unexpected %{{ {kind} }} directive in template"
+            )
     if closing:
-        raise ConfigSyntaxError(pos.file, pos.line, pos.column,
-                                f"template directive is not closed: expected %{{ {closing[-1]} }}")
+        raise ConfigSyntaxError(
+            pos.file, pos.line, pos.column, f"template directive is not closed: expected %{{ {closing[-1]} }}"
+        )
     return parts, i
 
 
@@ -243,8 +246,9 @@ def _line_col(text: str, offset: int, line: int, column: int) -> tuple[int, int]
     return line + nls, offset - text.rfind("\n", 0, offset)
 
 
-def parse_template_text(text: str, filename: str, line: int, column: int, *, flush: bool = False,
-                        pos: ast.Pos | None = None) -> ast.Expr:
+def parse_template_text(
+    text: str, filename: str, line: int, column: int, *, flush: bool = False, pos: ast.Pos | None = None
+) -> ast.Expr:
     """Parse template ``text`` (no surrounding quotes, no escapes) that starts at (line, column)."""
     if pos is None:
         pos = ast.Pos(filename, line, column)
@@ -258,11 +262,11 @@ def parse_template_text(text: str, filename: str, line: int, column: int, *, flu
             break
         seq = m.group(0)
         if seq == "$${" or seq == "%%{":
-            buf.append(text[i:m.start()])
+            buf.append(text[i : m.start()])
             buf.append(seq[1:])
             i = m.end()
             continue
-        buf.append(text[i:m.start()])
+        buf.append(text[i : m.start()])
         body_start = m.end()
         close = _find_close(text, body_start)
         seq_line, seq_col = _line_col(text, m.start(), line, column)
@@ -283,16 +287,18 @@ def parse_template_text(text: str, filename: str, line: int, column: int, *, flu
             expr = parse_expression(inner, filename, inner_line, inner_col)
             pieces.append(TemplateMarker("interp", strip_left, strip_right, expr=expr, pos=seq_pos))
         else:
-            pieces.append(_directive_marker(inner, filename, inner_line, inner_col, strip_left,
-                                            strip_right, seq_pos))
+            pieces.append(
+                _directive_marker(inner, filename, inner_line, inner_col, strip_left, strip_right, seq_pos)
+            )
         i = close + 1
     buf.append(text[i:n])
     pieces.extend(_LINE_PIECES_RE.findall("".join(buf)))
     return assemble_template(pieces, pos, flush)
 
 
-def _directive_marker(inner: str, filename: str, line: int, column: int, strip_left: bool,
-                      strip_right: bool, pos: ast.Pos) -> TemplateMarker:
+def _directive_marker(
+    inner: str, filename: str, line: int, column: int, strip_left: bool, strip_right: bool, pos: ast.Pos
+) -> TemplateMarker:
     body = inner.strip()
     word = body.split(None, 1)[0] if body else ""
     if word in ("else", "endif", "endfor") and body == word:
@@ -310,8 +316,9 @@ def _directive_marker(inner: str, filename: str, line: int, column: int, strip_l
             offset = inner.index(coll) if coll.strip() else len(inner)
             l2, c2 = _line_col(inner, offset, line, column)
             expr = parse_expression(coll, filename, l2, c2)
-            return TemplateMarker("for", strip_left, strip_right, expr=expr, key_var=key_var,
-                           value_var=value_var, pos=pos)
+            return TemplateMarker(
+                "for", strip_left, strip_right, expr=expr, key_var=key_var, value_var=value_var, pos=pos
+            )
     raise ConfigSyntaxError(pos.file, pos.line, pos.column, f"invalid template directive %{{{inner}}}")
 
 

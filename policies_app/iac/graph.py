@@ -36,8 +36,9 @@ class Graph:
         return len(self.deps)
 
 
-def topological_order(graph: Graph, roots: Iterable[Hashable] | None = None,
-                      done: Container[Hashable] = ()) -> tuple[list, list[list]]:
+def topological_order(
+    graph: Graph, roots: Iterable[Hashable] | None = None, done: Container[Hashable] = ()
+) -> tuple[list, list[list]]:
     """Nodes in an order where each comes after everything it depends on, and the cycles found.
 
     With ``roots``, only those nodes and their (transitive) dependencies are ordered: this is what the
@@ -73,7 +74,7 @@ def topological_order(graph: Graph, roots: Iterable[Hashable] | None = None,
                     advanced = True
                     break
                 if mark == 1:
-                    cycle = path[path.index(dep):] + [dep]
+                    cycle = path[path.index(dep) :] + [dep]
                     key = frozenset(cycle)
                     if key not in seen_cycles:
                         seen_cycles.add(key)
@@ -108,8 +109,9 @@ def expression_references(expr: ast.Expr | None, bound: frozenset[str] = frozens
     return found
 
 
-def body_references(body: ast.Body, bound: frozenset[str] = frozenset(),
-                    skip_attributes: frozenset[str] = frozenset()) -> list[tuple]:
+def body_references(
+    body: ast.Body, bound: frozenset[str] = frozenset(), skip_attributes: frozenset[str] = frozenset()
+) -> list[tuple]:
     """References in every attribute and nested block of a body (dynamic block iterators bound)."""
     found: list[tuple] = []
     bodies = [(body, bound, skip_attributes)]

@@ -182,9 +182,14 @@ class _Schema:
     """How to read one block type's body. ``other`` is the mode for properties not listed; with
     ``other_blocks`` set, unlisted object values are nested blocks read with that schema instead."""
 
-    def __init__(self, labels: int = 0, attrs: dict[str, str] | None = None,
-                 blocks: dict[str, _Schema] | None = None, other: str = EXPR,
-                 other_blocks: _Schema | None = None) -> None:
+    def __init__(
+        self,
+        labels: int = 0,
+        attrs: dict[str, str] | None = None,
+        blocks: dict[str, _Schema] | None = None,
+        other: str = EXPR,
+        other_blocks: _Schema | None = None,
+    ) -> None:
         self.labels = labels
         self.attrs = attrs or {}
         self.blocks = blocks or {}
@@ -194,8 +199,9 @@ class _Schema:
 
 _CONDITION = _Schema()  # precondition/postcondition/validation/assert: condition + error_message
 _CONNECTION = _Schema(attrs={"type": LITERAL})
-_PROVISIONER = _Schema(labels=1, attrs={"when": TRAVERSAL, "on_failure": TRAVERSAL},
-                       blocks={"connection": _CONNECTION})
+_PROVISIONER = _Schema(
+    labels=1, attrs={"when": TRAVERSAL, "on_failure": TRAVERSAL}, blocks={"connection": _CONNECTION}
+)
 _LIFECYCLE = _Schema(
     attrs={"ignore_changes": KEYWORD_OR_TRAVERSALS, "replace_triggered_by": TRAVERSALS},
     blocks={"precondition": _CONDITION, "postcondition": _CONDITION},
@@ -207,8 +213,12 @@ _DYNAMIC_CONTENT.blocks["dynamic"] = _DYNAMIC
 _RESOURCE = _Schema(
     labels=2,
     attrs={"depends_on": TRAVERSALS, "provider": TRAVERSAL},
-    blocks={"lifecycle": _LIFECYCLE, "provisioner": _PROVISIONER, "connection": _CONNECTION,
-            "dynamic": _DYNAMIC},
+    blocks={
+        "lifecycle": _LIFECYCLE,
+        "provisioner": _PROVISIONER,
+        "connection": _CONNECTION,
+        "dynamic": _DYNAMIC,
+    },
 )
 _DATA = _Schema(
     labels=2,
@@ -219,17 +229,22 @@ _BACKEND = _Schema(labels=1)
 _LITERAL_BLOCK = _Schema(other=LITERAL)
 _ENCRYPTION_REF = _Schema(attrs={"method": TRAVERSAL}, blocks={})
 _ENCRYPTION_REF.blocks["fallback"] = _ENCRYPTION_REF
-_ENCRYPTION = _Schema(blocks={
-    "key_provider": _Schema(labels=2, attrs={"chain": TRAVERSAL}),
-    "method": _Schema(labels=2, attrs={"keys": TRAVERSAL}),
-    "state": _ENCRYPTION_REF,
-    "plan": _ENCRYPTION_REF,
-    "remote_state_data_sources": _Schema(blocks={
-        "default": _ENCRYPTION_REF,
-        "remote_state_data_source": _Schema(labels=1, attrs={"method": TRAVERSAL},
-                                            blocks={"fallback": _ENCRYPTION_REF}),
-    }),
-})
+_ENCRYPTION = _Schema(
+    blocks={
+        "key_provider": _Schema(labels=2, attrs={"chain": TRAVERSAL}),
+        "method": _Schema(labels=2, attrs={"keys": TRAVERSAL}),
+        "state": _ENCRYPTION_REF,
+        "plan": _ENCRYPTION_REF,
+        "remote_state_data_sources": _Schema(
+            blocks={
+                "default": _ENCRYPTION_REF,
+                "remote_state_data_source": _Schema(
+                    labels=1, attrs={"method": TRAVERSAL}, blocks={"fallback": _ENCRYPTION_REF}
+                ),
+            }
+        ),
+    }
+)
 _TERRAFORM = _Schema(
     other=LITERAL,
     blocks={
@@ -240,18 +255,28 @@ _TERRAFORM = _Schema(
         "encryption": _ENCRYPTION,
     },
 )
-_VARIABLE = _Schema(labels=1, attrs={"type": TYPE, "default": LITERAL, "description": LITERAL},
-                    blocks={"validation": _CONDITION})
-_OUTPUT = _Schema(labels=1, attrs={"description": LITERAL, "sensitive": LITERAL, "depends_on": TRAVERSALS},
-                  blocks={"precondition": _CONDITION})
-_MODULE = _Schema(labels=1, attrs={"source": LITERAL, "version": LITERAL, "providers": PROVIDER_MAP,
-                                   "depends_on": TRAVERSALS})
+_VARIABLE = _Schema(
+    labels=1,
+    attrs={"type": TYPE, "default": LITERAL, "description": LITERAL},
+    blocks={"validation": _CONDITION},
+)
+_OUTPUT = _Schema(
+    labels=1,
+    attrs={"description": LITERAL, "sensitive": LITERAL, "depends_on": TRAVERSALS},
+    blocks={"precondition": _CONDITION},
+)
+_MODULE = _Schema(
+    labels=1,
+    attrs={"source": LITERAL, "version": LITERAL, "providers": PROVIDER_MAP, "depends_on": TRAVERSALS},
+)
 _PROVIDER = _Schema(labels=1, attrs={"alias": LITERAL, "version": LITERAL})
 _CHECK = _Schema(labels=1, blocks={"data": _DATA, "assert": _CONDITION})
 _MOVED = _Schema(attrs={"from": TRAVERSAL, "to": TRAVERSAL})
 _IMPORT = _Schema(attrs={"to": TRAVERSAL, "provider": TRAVERSAL})
-_REMOVED = _Schema(attrs={"from": TRAVERSAL}, blocks={"lifecycle": _LIFECYCLE, "provisioner": _PROVISIONER,
-                                                     "connection": _CONNECTION})
+_REMOVED = _Schema(
+    attrs={"from": TRAVERSAL},
+    blocks={"lifecycle": _LIFECYCLE, "provisioner": _PROVISIONER, "connection": _CONNECTION},
+)
 
 _ROOT: dict[str, _Schema] = {
     "terraform": _TERRAFORM,
@@ -319,8 +344,11 @@ class _Converter:
                     expand(item, labels, item.offset)
                 return
             if j.kind != "object":
-                raise self.r.error(j.offset, f'a "{block_type}" block must be a JSON object'
-                                             + (" (one level per label)" if schema.labels else ""))
+                raise self.r.error(
+                    j.offset,
+                    f'a "{block_type}" block must be a JSON object'
+                    + (" (one level per label)" if schema.labels else ""),
+                )
             if len(labels) < schema.labels:
                 for label, label_offset, inner in j.value:
                     if label == "//":
@@ -351,8 +379,10 @@ class _Converter:
 
     def _check_duplicate(self, attrs: dict, name: str, offset: int) -> None:
         if name in attrs:
-            raise self.r.error(offset, f'attribute "{name}" is already defined in this block '
-                                       f"(first at line {attrs[name].pos.line})")
+            raise self.r.error(
+                offset,
+                f'attribute "{name}" is already defined in this block (first at line {attrs[name].pos.line})',
+            )
 
     def argument(self, j: _J, mode: str) -> ast.Expr:
         if mode == EXPR:
@@ -419,4 +449,3 @@ def parse_json(text: str, path: str) -> ast.File:
     reader = _Reader(text, path)
     root = reader.read_document()
     return _Converter(reader).file(root)
-

@@ -64,12 +64,16 @@ def get_parser() -> tuple[Any, _Converter]:
                     grammar = f.read()
                 # python-hcl2 8.1.4 has no strip markers in interpolations ("${~ x ~}"), which HCL
                 # allows; add them (if its grammar changes shape, the replace is a no-op).
-                grammar = grammar.replace("interpolation: INTERP_START expression RBRACE",
-                                          "interpolation: INTERP_START STRIP_MARKER? expression STRIP_MARKER? RBRACE")
+                grammar = grammar.replace(
+                    "interpolation: INTERP_START expression RBRACE",
+                    "interpolation: INTERP_START STRIP_MARKER? expression STRIP_MARKER? RBRACE",
+                )
                 # Its function names are one word or provider::NS::NAME; Terraform also has
                 # core::NAME (the builtins, namespaced). Accept any number of "::" parts.
-                grammar = grammar.replace("function_call : identifier (COLONS identifier COLONS identifier)? LPAR",
-                                          "function_call : identifier (COLONS identifier)* LPAR")
+                grammar = grammar.replace(
+                    "function_call : identifier (COLONS identifier COLONS identifier)? LPAR",
+                    "function_call : identifier (COLONS identifier)* LPAR",
+                )
                 # Building the LALR tables takes 1-2 s; Lark's cache makes it ~0.1 s. cache=True names
                 # the file after a hash of grammar + options, in the temp dir: it outlives any parse
                 # cache folder (a "cold" run with an empty cache_dir still skips the build), and a
@@ -139,9 +143,13 @@ class _Converter:
             if t is ast.Attribute:
                 if item.name in attributes:
                     p = item.pos
-                    raise ConfigSyntaxError(p.file, p.line, p.column,
-                                            f'attribute "{item.name}" is already defined in this block '
-                                            f"(first at line {attributes[item.name].pos.line})")
+                    raise ConfigSyntaxError(
+                        p.file,
+                        p.line,
+                        p.column,
+                        f'attribute "{item.name}" is already defined in this block '
+                        f"(first at line {attributes[item.name].pos.line})",
+                    )
                 attributes[item.name] = item
                 last_attr = item
             elif t is ast.Block:
@@ -189,8 +197,12 @@ class _Converter:
                 labels.append(label.name)
             else:
                 p = label.pos
-                raise ConfigSyntaxError(p.file, p.line, p.column,
-                                        "block labels must be plain quoted strings without interpolation")
+                raise ConfigSyntaxError(
+                    p.file,
+                    p.line,
+                    p.column,
+                    "block labels must be plain quoted strings without interpolation",
+                )
         if block_type == "variable" and "type" in body.attributes:
             attr = body.attributes["type"]
             start, end = self.attr_src.get(id(attr), (-1, -1))
@@ -300,7 +312,7 @@ class _Converter:
         text = str(tok)
         first_nl = text.index("\n")
         # body: everything after the opening line, up to (not including) the closing marker's line
-        body = text[first_nl + 1:]
+        body = text[first_nl + 1 :]
         body = body[: body.rstrip("\r\n").rfind("\n") + 1] if "\n" in body.rstrip("\r\n") else ""
         pos = self._pos(tok)
         return parse_template_text(body, self.file, pos.line + 1, 1, flush=flush, pos=pos)
@@ -454,8 +466,9 @@ class _Converter:
         _, key_var, value_var, collection = intro
         key_expr = exprs[0] if is_object else None
         value_expr = exprs[-1]
-        return ast.ForExpr(key_var, value_var, collection, key_expr, value_expr, cond, grouping,
-                           self._pos(c[0]))
+        return ast.ForExpr(
+            key_var, value_var, collection, key_expr, value_expr, cond, grouping, self._pos(c[0])
+        )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -465,17 +478,52 @@ class _Converter:
 
 # Terminals as a reader knows them, for "expected ..." in syntax errors.
 _TERMINAL_TEXT = {
-    "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'", "RBRACE": "'}'", "LSQB": "'['", "RSQB": "']'",
-    "COMMA": "','", "DOT": "'.'", "EQ": "'='", "COLON": "':'", "QMARK": "'?'", "DBLQUOTE": "'\"'",
-    "FOR_OBJECT_ARROW": "'=>'", "ELLIPSIS": "'...'", "COLONS": "'::'", "NAME": "a name",
-    "NL_OR_COMMENT": "a newline", "INTERP_START": "'${'", "DIRECTIVE_START": "'%{'",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "LBRACE": "'{'",
+    "RBRACE": "'}'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "COMMA": "','",
+    "DOT": "'.'",
+    "EQ": "'='",
+    "COLON": "':'",
+    "QMARK": "'?'",
+    "DBLQUOTE": "'\"'",
+    "FOR_OBJECT_ARROW": "'=>'",
+    "ELLIPSIS": "'...'",
+    "COLONS": "'::'",
+    "NAME": "a name",
+    "NL_OR_COMMENT": "a newline",
+    "INTERP_START": "'${'",
+    "DIRECTIVE_START": "'%{'",
 }
 # Terminals that can start an expression: when the parser wanted one, "an expression" says it all.
-_EXPRESSION_STARTS = frozenset({
-    "INT_LITERAL", "FLOAT_LITERAL", "DBLQUOTE", "HEREDOC_TEMPLATE", "HEREDOC_TEMPLATE_TRIM", "LPAR",
-    "LBRACE", "LSQB", "NAME", "NULL", "TRUE", "FALSE", "MINUS", "NOT", "FOR", "IF", "IN", "ELSE",
-    "ENDIF", "ENDFOR", "FOR_EACH",
-})
+_EXPRESSION_STARTS = frozenset(
+    {
+        "INT_LITERAL",
+        "FLOAT_LITERAL",
+        "DBLQUOTE",
+        "HEREDOC_TEMPLATE",
+        "HEREDOC_TEMPLATE_TRIM",
+        "LPAR",
+        "LBRACE",
+        "LSQB",
+        "NAME",
+        "NULL",
+        "TRUE",
+        "FALSE",
+        "MINUS",
+        "NOT",
+        "FOR",
+        "IF",
+        "IN",
+        "ELSE",
+        "ENDIF",
+        "ENDFOR",
+        "FOR_EACH",
+    }
+)
 _LITERAL_STARTS = frozenset({"INT_LITERAL", "FLOAT_LITERAL", "DBLQUOTE", "HEREDOC_TEMPLATE", "LPAR"})
 _TWO_CHAR_OPERATORS = ("==", "!=", "<=", ">=", "&&", "||", "=>", "::", "${", "%{", "<<")
 
@@ -502,8 +550,11 @@ def _expected_text(expected: set[str]) -> str:
     # A name alone may start the next attribute or block: only literals show an expression is wanted.
     wants_expression = any(name in _LITERAL_STARTS for name in names)
     parts = ["an expression"] if wants_expression else []
-    parts += [_TERMINAL_TEXT[name] for name in names
-              if name in _TERMINAL_TEXT and not (wants_expression and name in _EXPRESSION_STARTS)]
+    parts += [
+        _TERMINAL_TEXT[name]
+        for name in names
+        if name in _TERMINAL_TEXT and not (wants_expression and name in _EXPRESSION_STARTS)
+    ]
     if not parts:
         return ""
     if len(parts) > 6:
@@ -546,7 +597,9 @@ def run_parser(text: str, start: str, file: str, line: int = 1, column: int = 1)
         return _run_locked(parser, conv, text, start, file, line, column)
 
 
-def _run_locked(parser: Any, conv: _Converter, text: str, start: str, file: str, line: int, column: int) -> Any:
+def _run_locked(
+    parser: Any, conv: _Converter, text: str, start: str, file: str, line: int, column: int
+) -> Any:
     saved = (conv.file, conv.line_offset, conv.first_col_offset, conv.text, conv.paren_ids, conv.attr_src)
     conv.file = file
     conv.line_offset = line - 1
@@ -561,8 +614,7 @@ def _run_locked(parser: Any, conv: _Converter, text: str, start: str, file: str,
     except UnexpectedInput as exc:
         raise _syntax_error(exc, file, line - 1, column - 1) from None
     finally:
-        (conv.file, conv.line_offset, conv.first_col_offset, conv.text, conv.paren_ids,
-         conv.attr_src) = saved
+        (conv.file, conv.line_offset, conv.first_col_offset, conv.text, conv.paren_ids, conv.attr_src) = saved
 
 
 def parse_native(text: str, path: str) -> ast.File:

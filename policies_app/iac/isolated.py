@@ -17,7 +17,14 @@ _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _failure(summary: str, detail: str) -> dict[str, Any]:
-    diagnostic = {"severity": "error", "summary": summary, "detail": detail, "file": None, "line": None, "column": None}
+    diagnostic = {
+        "severity": "error",
+        "summary": summary,
+        "detail": detail,
+        "file": None,
+        "line": None,
+        "column": None,
+    }
     return {"outputs": {}, "resources": [], "diagnostics": [diagnostic]}
 
 
@@ -39,7 +46,9 @@ def evaluate_configuration_isolated(
             command, cwd=_PROJECT_ROOT, capture_output=True, text=True, timeout=timeout_s, check=False
         )
     except subprocess.TimeoutExpired:
-        return _failure("Configuration evaluation timed out", f"the evaluation took longer than {timeout_s:g} s")
+        return _failure(
+            "Configuration evaluation timed out", f"the evaluation took longer than {timeout_s:g} s"
+        )
     if finished.returncode not in (0, 1):  # 1 means error diagnostics, which the document carries
         detail = (finished.stderr.strip().splitlines() or [f"exit status {finished.returncode}"])[-1]
         return _failure("Configuration evaluation failed", detail)

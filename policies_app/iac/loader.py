@@ -195,7 +195,9 @@ def _default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _parse_many(jobs: list[tuple[str, str, str, str]], cache_dir: str | None, workers: int) -> dict[str, bytes]:
+def _parse_many(
+    jobs: list[tuple[str, str, str, str]], cache_dir: str | None, workers: int
+) -> dict[str, bytes]:
     """Parse (text, path, kind, key) jobs -> {path: blob}; in parallel when it pays."""
     total = sum(len(text) for text, *_ in jobs)
     results: dict[str, bytes] = {}
@@ -231,7 +233,9 @@ def _parse_parallel(bins: list[list[tuple[str, str, str, str]]], cache_dir: str 
 
     get_parser()  # build the grammar before forking so that the children inherit it
     results: dict[str, bytes] = {}
-    with ProcessPoolExecutor(max_workers=len(bins) - 1, mp_context=multiprocessing.get_context("fork")) as pool:
+    with ProcessPoolExecutor(
+        max_workers=len(bins) - 1, mp_context=multiprocessing.get_context("fork")
+    ) as pool:
         futures = [pool.submit(_parse_group, group, cache_dir) for group in bins[1:]]
         results.update(_parse_group(bins[0], cache_dir))  # this process takes a share too
         for future in futures:
@@ -293,8 +297,11 @@ def _static_string(expr: ast.Expr) -> str | None:
 def _identity(block: ast.Block) -> tuple:
     if block.type == "provider":
         alias = block.body.attributes.get("alias")
-        return ("provider", block.labels[0] if block.labels else "",
-                _static_string(alias.expr) if alias is not None else None)
+        return (
+            "provider",
+            block.labels[0] if block.labels else "",
+            _static_string(alias.expr) if alias is not None else None,
+        )
     return (block.type, *block.labels)
 
 
@@ -334,8 +341,9 @@ def _merge_attributes(base: ast.Body, override: ast.Body) -> dict[str, ast.Attri
 def _merge_block(base: ast.Block, override: ast.Block) -> ast.Block:
     if base.type in ("resource", "data", "ephemeral", "output") and "depends_on" in override.body.attributes:
         where = override.body.attributes["depends_on"].pos
-        raise ConfigSyntaxError(where.file, where.line, where.column,
-                                "depends_on may not be used in an override block")
+        raise ConfigSyntaxError(
+            where.file, where.line, where.column, "depends_on may not be used in an override block"
+        )
     attributes = _merge_attributes(base.body, override.body)
     override_blocks = override.body.blocks
     if base.type in ("resource", "data", "ephemeral"):
@@ -343,11 +351,20 @@ def _merge_block(base: ast.Block, override: ast.Block) -> ast.Block:
         base_lifecycle = next((b for b in base.body.blocks if b.type == "lifecycle"), None)
         over_lifecycle = next((b for b in override_blocks if b.type == "lifecycle"), None)
         if base_lifecycle is not None and over_lifecycle is not None:
-            merged = ast.Block("lifecycle", [], ast.Body(
-                _merge_attributes(base_lifecycle.body, over_lifecycle.body),
-                _merge_nested(base_lifecycle.body.blocks, over_lifecycle.body.blocks)), base_lifecycle.pos)
-            override_blocks = [merged if b is over_lifecycle else b for b in override_blocks
-                               if b.type != "lifecycle" or b is over_lifecycle]
+            merged = ast.Block(
+                "lifecycle",
+                [],
+                ast.Body(
+                    _merge_attributes(base_lifecycle.body, over_lifecycle.body),
+                    _merge_nested(base_lifecycle.body.blocks, over_lifecycle.body.blocks),
+                ),
+                base_lifecycle.pos,
+            )
+            override_blocks = [
+                merged if b is over_lifecycle else b
+                for b in override_blocks
+                if b.type != "lifecycle" or b is over_lifecycle
+            ]
     blocks = _merge_nested(base.body.blocks, override_blocks)
     return ast.Block(base.type, list(base.labels), ast.Body(attributes, blocks), base.pos)
 
@@ -355,7 +372,9 @@ def _merge_block(base: ast.Block, override: ast.Block) -> ast.Block:
 def _merge_terraform(files: list[ast.File], override: ast.Block) -> ast.Block | None:
     """Merge an override ``terraform`` block setting by setting into the primary terraform blocks.
     Returns the override block when there is no primary one to merge into (it is then kept as is)."""
-    targets = [(fi, bi) for fi, f in enumerate(files) for bi, b in enumerate(f.body.blocks) if b.type == "terraform"]
+    targets = [
+        (fi, bi) for fi, f in enumerate(files) for bi, b in enumerate(f.body.blocks) if b.type == "terraform"
+    ]
     if not targets:
         return override
     over = override.body
@@ -388,15 +407,22 @@ def _merge_terraform(files: list[ast.File], override: ast.Block) -> ast.Block | 
                     merged_required.update(b.body.attributes)
                 existing = next((i for i, b in enumerate(blocks) if b.type == "required_providers"), None)
                 if existing is None:
-                    blocks.append(ast.Block("required_providers", [], ast.Body(merged_required, []),
-                                            over_required[0].pos))
+                    blocks.append(
+                        ast.Block(
+                            "required_providers", [], ast.Body(merged_required, []), over_required[0].pos
+                        )
+                    )
                 else:
                     old = blocks[existing]
                     attrs = dict(old.body.attributes)
                     attrs.update(merged_required)
-                    blocks[existing] = ast.Block(old.type, old.labels, ast.Body(attrs, old.body.blocks), old.pos)
+                    blocks[existing] = ast.Block(
+                        old.type, old.labels, ast.Body(attrs, old.body.blocks), old.pos
+                    )
             first = False
-        files[fi].body.blocks[bi] = ast.Block(block.type, block.labels, ast.Body(attributes, blocks), block.pos)
+        files[fi].body.blocks[bi] = ast.Block(
+            block.type, block.labels, ast.Body(attributes, blocks), block.pos
+        )
     return None
 
 
@@ -417,7 +443,9 @@ def merge_overrides(files: list[ast.File], override_files: list[ast.File]) -> li
         for block in override_file.body.blocks:
             p = block.pos
             if block.type in _NOT_OVERRIDABLE:
-                raise ConfigSyntaxError(p.file, p.line, p.column, f'"{block.type}" blocks cannot be overridden')
+                raise ConfigSyntaxError(
+                    p.file, p.line, p.column, f'"{block.type}" blocks cannot be overridden'
+                )
             if block.type == "terraform":
                 kept = _merge_terraform(files, block)
                 if kept is not None:
@@ -427,20 +455,26 @@ def merge_overrides(files: list[ast.File], override_files: list[ast.File]) -> li
                 for name, attribute in block.body.attributes.items():
                     if name not in local_index:
                         ap = attribute.pos
-                        raise ConfigSyntaxError(ap.file, ap.line, ap.column,
-                                                f'missing base local value definition to override: "{name}"')
+                        raise ConfigSyntaxError(
+                            ap.file,
+                            ap.line,
+                            ap.column,
+                            f'missing base local value definition to override: "{name}"',
+                        )
                     fi, bi = local_index[name]
                     target = files[fi].body.blocks[bi]
                     attrs = dict(target.body.attributes)
                     attrs[name] = attribute
-                    files[fi].body.blocks[bi] = ast.Block(target.type, target.labels,
-                                                          ast.Body(attrs, target.body.blocks), target.pos)
+                    files[fi].body.blocks[bi] = ast.Block(
+                        target.type, target.labels, ast.Body(attrs, target.body.blocks), target.pos
+                    )
                 continue
             identity = _identity(block)
             if identity not in index:
                 what = " ".join(f'"{x}"' for x in identity[1:] if x is not None)
-                raise ConfigSyntaxError(p.file, p.line, p.column,
-                                        f"missing base {block.type} configuration for override: {what}")
+                raise ConfigSyntaxError(
+                    p.file, p.line, p.column, f"missing base {block.type} configuration for override: {what}"
+                )
             fi, bi = index[identity]
             files[fi].body.blocks[bi] = _merge_block(files[fi].body.blocks[bi], block)
     if extra:

@@ -159,8 +159,8 @@ def load(cache_dir: str, key: str, path: str) -> ast.File | None:
     header = MAGIC + version
     if not data.startswith(header) or len(data) < len(header) + 4:
         return None
-    crc = int.from_bytes(data[len(header):len(header) + 4], "big")
-    blob = memoryview(data)[len(header) + 4:]
+    crc = int.from_bytes(data[len(header) : len(header) + 4], "big")
+    blob = memoryview(data)[len(header) + 4 :]
     if zlib.crc32(blob) != crc:
         return None
     try:

@@ -37,7 +37,12 @@ import re
 from typing import Any
 
 TEMPLATE_TYPES = ("opentofu", "terraform", "terragrunt", "pulumi", "cloudformation", "k8s", "helm")
-DEPLOYMENT_TYPES = {"deploy": "deploy", "destroy": "destroy", "deployResume": "deploy", "destroyResume": "destroy"}
+DEPLOYMENT_TYPES = {
+    "deploy": "deploy",
+    "destroy": "destroy",
+    "deployResume": "deploy",
+    "destroyResume": "destroy",
+}
 TERRAFORM_ACTIONS = frozenset({"no-op", "create", "read", "update", "delete", "forget"})
 
 
@@ -52,7 +57,9 @@ def check_plan(template_type: str, deployment_type: str, plan: Any) -> None:
     ``destroyResume``) carry the plan of the request they resume and are checked the same way.
     """
     if template_type not in TEMPLATE_TYPES:
-        raise PlanFormatError(f"unknown template type {template_type!r} (expected one of {', '.join(TEMPLATE_TYPES)})")
+        raise PlanFormatError(
+            f"unknown template type {template_type!r} (expected one of {', '.join(TEMPLATE_TYPES)})"
+        )
     if deployment_type not in DEPLOYMENT_TYPES:
         raise PlanFormatError(f"unknown deployment type {deployment_type!r} (expected deploy or destroy)")
     if plan is None:
@@ -75,7 +82,9 @@ def check_plan(template_type: str, deployment_type: str, plan: Any) -> None:
 
 def _check_terraform_plan(plan: Any, what: str) -> None:
     if not isinstance(plan, dict):
-        raise PlanFormatError(f"{what} must be a JSON object (terraform show -json output), got {json_kind(plan)}")
+        raise PlanFormatError(
+            f"{what} must be a JSON object (terraform show -json output), got {json_kind(plan)}"
+        )
     version = plan.get("format_version")
     if not isinstance(version, str):
         raise PlanFormatError(f"{what} needs format_version to be a string, got {json_kind(version)}")
@@ -89,7 +98,9 @@ def _check_terraform_plan(plan: Any, what: str) -> None:
     if "resource_changes" not in plan:
         # Terraform omits resource_changes when nothing changes; planned_values is always written.
         if not isinstance(plan.get("planned_values"), dict):
-            raise PlanFormatError(f"{what} needs resource_changes to be a list (or, without changes, planned_values)")
+            raise PlanFormatError(
+                f"{what} needs resource_changes to be a list (or, without changes, planned_values)"
+            )
     else:
         _check_resource_changes(plan["resource_changes"], "resource_changes", what)
     if "resource_drift" in plan:
@@ -116,7 +127,9 @@ def _check_resource_changes(changes: Any, key: str, what: str) -> None:
             raise PlanFormatError(f"{where}.change must be an object, got {json_kind(body)}")
         actions = body.get("actions")
         if not isinstance(actions, list) or not actions:
-            raise PlanFormatError(f"{where}.change.actions must be a non-empty list, got {json_kind(actions)}")
+            raise PlanFormatError(
+                f"{where}.change.actions must be a non-empty list, got {json_kind(actions)}"
+            )
         for number, action in enumerate(actions):
             if action not in TERRAFORM_ACTIONS:
                 raise PlanFormatError(
@@ -131,7 +144,9 @@ def _check_terragrunt_plan(plan: Any) -> None:
             raise PlanFormatError("a terragrunt run-all plan needs is_run_all to be true")
         modules = plan.get("modules")
         if not isinstance(modules, dict):
-            raise PlanFormatError(f"a terragrunt run-all plan needs modules to be an object, got {json_kind(modules)}")
+            raise PlanFormatError(
+                f"a terragrunt run-all plan needs modules to be an object, got {json_kind(modules)}"
+            )
         for path, module_plan in modules.items():
             _check_terraform_plan(module_plan, f"terragrunt run-all plan: modules[{path!r}]")
         return
@@ -234,10 +249,14 @@ def _check_pulumi_plan(plan: Any, action: str) -> None:
 
 def _check_pulumi_update_plan(plan: dict) -> None:
     if not isinstance(plan.get("manifest"), dict):
-        raise PlanFormatError(f"a pulumi update plan needs manifest to be an object, got {json_kind(plan.get('manifest'))}")
+        raise PlanFormatError(
+            f"a pulumi update plan needs manifest to be an object, got {json_kind(plan.get('manifest'))}"
+        )
     resource_plans = plan.get("resourcePlans", {})
     if not isinstance(resource_plans, dict):
-        raise PlanFormatError(f"a pulumi update plan needs resourcePlans to be an object, got {json_kind(resource_plans)}")
+        raise PlanFormatError(
+            f"a pulumi update plan needs resourcePlans to be an object, got {json_kind(resource_plans)}"
+        )
     for urn, resource_plan in resource_plans.items():
         where = f"a pulumi update plan: resourcePlans[{urn!r}]"
         _check_urn(urn, where)
@@ -276,11 +295,15 @@ def _check_cloudformation_plan(plan: Any, action: str) -> None:
 def _check_change_set(plan: dict) -> None:
     what = "a cloudformation deploy plan (DescribeChangeSet response)"
     if "StackResourceSummaries" in plan:
-        raise PlanFormatError(f"{what} was expected, but this is a ListStackResources response (a destroy plan)")
+        raise PlanFormatError(
+            f"{what} was expected, but this is a ListStackResources response (a destroy plan)"
+        )
     changes = plan.get("Changes")
     if not isinstance(changes, list):
         raise PlanFormatError(f"{what} needs Changes to be a list, got {json_kind(changes)}")
-    if not any(isinstance(plan.get(key), str) for key in ("ChangeSetName", "ChangeSetId", "StackName", "StackId")):
+    if not any(
+        isinstance(plan.get(key), str) for key in ("ChangeSetName", "ChangeSetId", "StackName", "StackId")
+    ):
         raise PlanFormatError(f"{what} needs ChangeSetName, ChangeSetId, StackName or StackId (a string)")
     for position, change in enumerate(changes):
         where = f"{what}: Changes[{position}]"
@@ -292,7 +315,9 @@ def _check_change_set(plan: dict) -> None:
             continue
         resource_change = change.get("ResourceChange")
         if not isinstance(resource_change, dict):
-            raise PlanFormatError(f"{where}.ResourceChange must be an object, got {json_kind(resource_change)}")
+            raise PlanFormatError(
+                f"{where}.ResourceChange must be an object, got {json_kind(resource_change)}"
+            )
         for key in ("Action", "LogicalResourceId", "ResourceType"):
             if not isinstance(resource_change.get(key), str):
                 raise PlanFormatError(
@@ -303,7 +328,9 @@ def _check_change_set(plan: dict) -> None:
 def _check_stack_resources(plan: dict) -> None:
     what = "a cloudformation destroy plan (ListStackResources response)"
     if "Changes" in plan:
-        raise PlanFormatError(f"{what} was expected, but this is a DescribeChangeSet response (a deploy plan)")
+        raise PlanFormatError(
+            f"{what} was expected, but this is a DescribeChangeSet response (a deploy plan)"
+        )
     summaries = plan.get("StackResourceSummaries")
     if not isinstance(summaries, list):
         raise PlanFormatError(f"{what} needs StackResourceSummaries to be a list, got {json_kind(summaries)}")

@@ -106,15 +106,40 @@ def _resolve_commit(repository: str, revision: str | None, mirror: Path) -> str:
         _git(["init", "--bare", "--quiet", str(mirror)], what="creating the repository cache")
     if commit is not None and _has_commit(mirror, commit):
         return _peel(mirror, commit)
-    _git(["-C", str(mirror), "fetch", "--quiet", "--force", "--prune", "--", repository,
-          "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"], what=f"fetching {repository!r}")
+    _git(
+        [
+            "-C",
+            str(mirror),
+            "fetch",
+            "--quiet",
+            "--force",
+            "--prune",
+            "--",
+            repository,
+            "+refs/heads/*:refs/heads/*",
+            "+refs/tags/*:refs/tags/*",
+        ],
+        what=f"fetching {repository!r}",
+    )
     if commit is None:
         # A commit id, possibly abbreviated, that is not a ref name: look it up among fetched objects.
         assert revision is not None
         found = subprocess.run(
-            ["git", "-C", str(mirror), "rev-parse", "--verify", "--quiet", "--end-of-options",
-             f"{revision}^{{commit}}"],
-            capture_output=True, text=True, env=_git_env(), timeout=GIT_TIMEOUT_S, check=False,
+            [
+                "git",
+                "-C",
+                str(mirror),
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                f"{revision}^{{commit}}",
+            ],
+            capture_output=True,
+            text=True,
+            env=_git_env(),
+            timeout=GIT_TIMEOUT_S,
+            check=False,
         )
         if found.returncode != 0:
             raise TemplateSourceError(f"unknown revision {revision!r} in {repository!r}")
@@ -126,8 +151,10 @@ def _resolve_commit(repository: str, revision: str | None, mirror: Path) -> str:
 
 def _peel(mirror: Path, object_id: str) -> str:
     """The commit an object id stands for (a tag object peels to its commit; a commit is itself)."""
-    return _git(["-C", str(mirror), "rev-parse", "--verify", "--end-of-options", f"{object_id}^{{commit}}"],
-                what="reading the repository cache").strip()
+    return _git(
+        ["-C", str(mirror), "rev-parse", "--verify", "--end-of-options", f"{object_id}^{{commit}}"],
+        what="reading the repository cache",
+    ).strip()
 
 
 def _pick_ref(ls_remote_output: str, wanted: str) -> str | None:
@@ -149,7 +176,10 @@ def _has_commit(mirror: Path, commit: str) -> bool:
         return False
     result = subprocess.run(
         ["git", "-C", str(mirror), "cat-file", "-e", f"{commit}^{{commit}}"],
-        capture_output=True, env=_git_env(), timeout=GIT_TIMEOUT_S, check=False,
+        capture_output=True,
+        env=_git_env(),
+        timeout=GIT_TIMEOUT_S,
+        check=False,
     )
     return result.returncode == 0
 
@@ -162,10 +192,17 @@ def _materialise_commit(mirror: Path, commit: str, target: Path) -> None:
         # read-tree + checkout-index writes exactly the commit's tree (git archive would honour
         # export-ignore attributes and silently drop files).
         env = {**_git_env(), "GIT_INDEX_FILE": str(staging / "index")}
-        for arguments in (["read-tree", commit], ["--work-tree", str(files), "checkout-index", "--all", "--force"]):
+        for arguments in (
+            ["read-tree", commit],
+            ["--work-tree", str(files), "checkout-index", "--all", "--force"],
+        ):
             result = subprocess.run(
                 ["git", "--git-dir", str(mirror), *arguments],
-                capture_output=True, text=True, env=env, timeout=GIT_TIMEOUT_S, check=False,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=GIT_TIMEOUT_S,
+                check=False,
             )
             if result.returncode != 0:
                 raise TemplateSourceError(f"checking out {commit[:12]} failed: {_last_line(result.stderr)}")
@@ -179,7 +216,11 @@ def _is_git_top_level(directory: Path) -> bool:
     def ask(*arguments: str) -> str | None:
         result = subprocess.run(
             ["git", "-C", str(directory), "rev-parse", *arguments],
-            capture_output=True, text=True, env=_git_env(), timeout=GIT_TIMEOUT_S, check=False,
+            capture_output=True,
+            text=True,
+            env=_git_env(),
+            timeout=GIT_TIMEOUT_S,
+            check=False,
         )
         return result.stdout.strip() if result.returncode == 0 else None
 
@@ -193,7 +234,11 @@ def _is_git_top_level(directory: Path) -> bool:
 def _git(arguments: list[str], what: str) -> str:
     try:
         result = subprocess.run(
-            ["git", *arguments], capture_output=True, text=True, env=_git_env(), timeout=GIT_TIMEOUT_S,
+            ["git", *arguments],
+            capture_output=True,
+            text=True,
+            env=_git_env(),
+            timeout=GIT_TIMEOUT_S,
             check=False,
         )
     except subprocess.TimeoutExpired:
@@ -273,7 +318,9 @@ def _extract_zip(archive_bytes: bytes, destination: Path) -> None:
             _safe_member_name(member.filename)
             mode = member.external_attr >> 16
             if (mode & 0o170000) == 0o120000:
-                raise TemplateSourceError(f"archive member {member.filename!r} is a symlink; zip symlinks are refused")
+                raise TemplateSourceError(
+                    f"archive member {member.filename!r} is a symlink; zip symlinks are refused"
+                )
         try:
             archive.extractall(destination)
         except (zipfile.BadZipFile, OSError, RuntimeError) as error:

@@ -254,16 +254,18 @@ def _normalise_raw(document: dict) -> dict:
             dependencies_key = "dependencies" if "dependencies" in instance else "depends_on"
             depends_on = _string_list(instance.get(dependencies_key), f"{instance_where}.{dependencies_key}")
             status = _optional(instance, "status", str, f"{instance_where}.status", default="")
-            instances.append({
-                "module_path": module_path,
-                "mode": mode,
-                "type": resource_type,
-                "name": name,
-                "key": key,
-                "attributes": attributes,
-                "depends_on": depends_on,
-                "tainted": status == "tainted",
-            })
+            instances.append(
+                {
+                    "module_path": module_path,
+                    "mode": mode,
+                    "type": resource_type,
+                    "name": name,
+                    "key": key,
+                    "attributes": attributes,
+                    "depends_on": depends_on,
+                    "tainted": status == "tainted",
+                }
+            )
     return _finish("state-v4", terraform_version, serial, lineage, outputs, instances, extra_modules=[])
 
 
@@ -295,23 +297,27 @@ def _walk_show_module(
 ) -> None:
     _expect(module, dict, where)
     module_paths.append(path)
-    for position, resource in enumerate(_optional(module, "resources", list, f"{where}.resources", default=[])):
+    for position, resource in enumerate(
+        _optional(module, "resources", list, f"{where}.resources", default=[])
+    ):
         resource_where = f"{where}.resources[{position}]"
         _expect(resource, dict, resource_where)
         mode = _required(resource, "mode", str, resource_where)
         if mode not in ("managed", "data"):
             raise StateFormatError(f"{resource_where}.mode: expected 'managed' or 'data', got {mode!r}")
         values = _optional(resource, "values", dict, f"{resource_where}.values", default={})
-        instances.append({
-            "module_path": path,
-            "mode": mode,
-            "type": _required(resource, "type", str, resource_where),
-            "name": _required(resource, "name", str, resource_where),
-            "key": _instance_key(resource.get("index"), f"{resource_where}.index"),
-            "attributes": values,
-            "depends_on": _string_list(resource.get("depends_on"), f"{resource_where}.depends_on"),
-            "tainted": _optional(resource, "tainted", bool, f"{resource_where}.tainted", default=False),
-        })
+        instances.append(
+            {
+                "module_path": path,
+                "mode": mode,
+                "type": _required(resource, "type", str, resource_where),
+                "name": _required(resource, "name", str, resource_where),
+                "key": _instance_key(resource.get("index"), f"{resource_where}.index"),
+                "attributes": values,
+                "depends_on": _string_list(resource.get("depends_on"), f"{resource_where}.depends_on"),
+                "tainted": _optional(resource, "tainted", bool, f"{resource_where}.tainted", default=False),
+            }
+        )
     children = _optional(module, "child_modules", list, f"{where}.child_modules", default=[])
     for position, child in enumerate(children):
         child_where = f"{where}.child_modules[{position}]"
@@ -344,8 +350,13 @@ def _finish(
     for instance in instances:
         # No key and key 0 are the same place in the view's array, so they collide.
         key = 0 if instance["key"] is None else instance["key"]
-        identity = (module_key(instance["module_path"]), instance["mode"], instance["type"],
-                    instance["name"], key)
+        identity = (
+            module_key(instance["module_path"]),
+            instance["mode"],
+            instance["type"],
+            instance["name"],
+            key,
+        )
         if identity in seen:
             raise StateFormatError(f"duplicate resource instance {_describe(instance)}")
         seen.add(identity)
@@ -369,9 +380,7 @@ def _check_instance_keys(instances: list[dict]) -> None:
         kinds = {isinstance(key, str) for key in keyed}
         if len(kinds) > 1:
             first = next(iter(keyed.values()))
-            raise StateFormatError(
-                f"{_describe(first)}: one resource mixes count indexes and for_each keys"
-            )
+            raise StateFormatError(f"{_describe(first)}: one resource mixes count indexes and for_each keys")
         if kinds == {False}:
             indexes = [0 if key is None else key for key in keyed]
             gaps += max(indexes) + 1 - len(indexes)
@@ -443,9 +452,7 @@ def _is_type(candidate: Any) -> bool:
     if kind == "object":
         # A third element lists optional attributes (Terraform 1.3+ optional() in type constraints).
         return (
-            len(candidate) in (2, 3)
-            and isinstance(inner, dict)
-            and all(_is_type(t) for t in inner.values())
+            len(candidate) in (2, 3) and isinstance(inner, dict) and all(_is_type(t) for t in inner.values())
         )
     return False
 

@@ -293,7 +293,9 @@ class _TypeParser:
                 try:
                     optional[name] = OptionalAttribute(True, convert(marker.default, attributes[name]))
                 except ConversionError as exc:
-                    raise TypeSyntaxError(f'invalid default value for optional attribute "{name}": {exc}') from None
+                    raise TypeSyntaxError(
+                        f'invalid default value for optional attribute "{name}": {exc}'
+                    ) from None
         return object_type(attributes, optional)
 
 
@@ -440,7 +442,9 @@ def to_bool(value: Any) -> Any:
     if value in ("false", "0"):
         return False
     if isinstance(value, str):
-        raise ConversionError(f'cannot convert "{value}" to bool; only the strings "true", "false", "1" or "0" are allowed')
+        raise ConversionError(
+            f'cannot convert "{value}" to bool; only the strings "true", "false", "1" or "0" are allowed'
+        )
     if value is None:
         raise ConversionError("a bool is required, but the value is null")
     raise ConversionError(f"a bool is required, got {type_name(value)}")
@@ -604,7 +608,10 @@ def _convert(value: Any, t: TypeConstraint, path: str) -> Any:
             raise _fail(path, f"a tuple is required, got {type_name(value)}")
         if len(value) != len(t.elements):
             raise _fail(path, f"a tuple of {len(t.elements)} elements is required, got {len(value)}")
-        return [_convert(v, et, f"{path}element {i}: ") for i, (v, et) in enumerate(zip(value, t.elements, strict=True))]
+        return [
+            _convert(v, et, f"{path}element {i}: ")
+            for i, (v, et) in enumerate(zip(value, t.elements, strict=True))
+        ]
     if isinstance(t, MapType):
         if not isinstance(value, dict):
             raise _fail(path, f"{_describe(t)} is required, got {type_name(value)}")

@@ -67,8 +67,11 @@ class Sensitive:
         return f"Sensitive({self.value!r})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sensitive) and type(self.value) is type(other.value) and \
-            self.value == other.value
+        return (
+            isinstance(other, Sensitive)
+            and type(self.value) is type(other.value)
+            and self.value == other.value
+        )
 
     def __hash__(self) -> int:
         return hash(("sensitive", repr(self.value)))
@@ -116,7 +119,9 @@ def unmark_deep(value: Any) -> Any:
         if not any(contains_sensitive(v) for v in value):
             return value
         items = [unmark_deep(v) for v in value]
-        return TfSet(items) if isinstance(value, TfSet) else items if isinstance(value, list) else tuple(items)
+        return (
+            TfSet(items) if isinstance(value, TfSet) else items if isinstance(value, list) else tuple(items)
+        )
     return value
 
 
@@ -126,8 +131,13 @@ def sensitive_tree(value: Any) -> Any:
     collections, only the sensitive parts (``False`` elsewhere in lists, keys omitted in maps);
     ``False`` for anything else."""
     if not Sensitive.created:
-        return {} if isinstance(value, dict) else [False] * len(value) if isinstance(value, (list, tuple)) \
+        return (
+            {}
+            if isinstance(value, dict)
+            else [False] * len(value)
+            if isinstance(value, (list, tuple))
             else False
+        )
     if value.__class__ is Sensitive:
         return True
     if isinstance(value, dict):

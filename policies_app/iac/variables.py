@@ -43,8 +43,12 @@ def uses_literal_parsing(constraint: types.TypeConstraint | None) -> bool:
     return constraint is None or isinstance(constraint, types.PrimitiveType)
 
 
-def cli_string_value(text: str, constraint: types.TypeConstraint | None, pos: ast.Pos | None,
-                     parse_expression: Callable[[str, str], ast.Expr] | None) -> Any:
+def cli_string_value(
+    text: str,
+    constraint: types.TypeConstraint | None,
+    pos: ast.Pos | None,
+    parse_expression: Callable[[str, str], ast.Expr] | None,
+) -> Any:
     """The value of a -var string for a variable of this type (raises EvalError)."""
     if uses_literal_parsing(constraint):
         return str(text)
@@ -53,8 +57,9 @@ def cli_string_value(text: str, constraint: types.TypeConstraint | None, pos: as
     try:
         expr = parse_expression(str(text), "<value for var>")
     except Exception as error:  # the loader's syntax error, whatever its class
-        raise EvalError("Invalid value for variable", pos, f"the -var value is not a valid expression: {error}") \
-            from None
+        raise EvalError(
+            "Invalid value for variable", pos, f"the -var value is not a valid expression: {error}"
+        ) from None
     return evaluate(expr, constant_scope())
 
 
@@ -68,8 +73,9 @@ def _auto_files(root_dir: str) -> list[str]:
     return [os.path.join(root_dir, n) for n in found]
 
 
-def load_var_file(path: str, parse_hcl_file: Callable[[str], ast.File] | None
-                  ) -> tuple[dict[str, VariableValue], list[Diagnostic]]:
+def load_var_file(
+    path: str, parse_hcl_file: Callable[[str], ast.File] | None
+) -> tuple[dict[str, VariableValue], list[Diagnostic]]:
     """The assignments of one .tfvars (HCL, attributes only) or .tfvars.json file."""
     values: dict[str, VariableValue] = {}
     diagnostics: list[Diagnostic] = []
@@ -78,28 +84,52 @@ def load_var_file(path: str, parse_hcl_file: Callable[[str], ast.File] | None
             with open(path, encoding="utf-8") as handle:
                 document = json.load(handle)
         except json.JSONDecodeError as error:
-            return {}, [Diagnostic("error", "Invalid variables file", error.msg, path, error.lineno, error.colno)]
+            return {}, [
+                Diagnostic("error", "Invalid variables file", error.msg, path, error.lineno, error.colno)
+            ]
         except (OSError, ValueError) as error:
             return {}, [Diagnostic("error", "Failed to read variables file", str(error), path, None)]
         if not isinstance(document, dict):
-            return {}, [Diagnostic("error", "Invalid variables file",
-                                   "the root of a .tfvars.json file must be an object", path, 1)]
+            return {}, [
+                Diagnostic(
+                    "error",
+                    "Invalid variables file",
+                    "the root of a .tfvars.json file must be an object",
+                    path,
+                    1,
+                )
+            ]
         for name, value in document.items():
             values[name] = VariableValue(_json_value(value), path, ast.Pos(path, 1))
         return values, diagnostics
     if parse_hcl_file is None:
-        return {}, [Diagnostic("error", "Failed to read variables file", "no HCL parser is available", path, None)]
+        return {}, [
+            Diagnostic("error", "Failed to read variables file", "no HCL parser is available", path, None)
+        ]
     try:
         parsed = parse_hcl_file(path)
     except OSError as error:
         return {}, [Diagnostic("error", "Failed to read variables file", str(error), path, None)]
     except Exception as error:  # the loader's ConfigSyntaxError
-        return {}, [Diagnostic("error", "Invalid variables file", getattr(error, "message", str(error)),
-                               getattr(error, "file", path), getattr(error, "line", None),
-                               getattr(error, "column", None))]
+        return {}, [
+            Diagnostic(
+                "error",
+                "Invalid variables file",
+                getattr(error, "message", str(error)),
+                getattr(error, "file", path),
+                getattr(error, "line", None),
+                getattr(error, "column", None),
+            )
+        ]
     for block in parsed.body.blocks:
-        diagnostics.append(Diagnostic.at("error", "Unexpected block in variables file",
-                                         f"blocks ({block.type}) are not allowed in a variables file", block.pos))
+        diagnostics.append(
+            Diagnostic.at(
+                "error",
+                "Unexpected block in variables file",
+                f"blocks ({block.type}) are not allowed in a variables file",
+                block.pos,
+            )
+        )
     scope = constant_scope()
     for name, attribute in parsed.body.attributes.items():
         try:
@@ -120,9 +150,12 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def collect_root_values(root_dir: str, var_files: list[str] | tuple[str, ...], variables: dict[str, Any] | None,
-                        parse_hcl_file: Callable[[str], ast.File] | None
-                        ) -> tuple[dict[str, VariableValue], list[Diagnostic]]:
+def collect_root_values(
+    root_dir: str,
+    var_files: list[str] | tuple[str, ...],
+    variables: dict[str, Any] | None,
+    parse_hcl_file: Callable[[str], ast.File] | None,
+) -> tuple[dict[str, VariableValue], list[Diagnostic]]:
     """Every value given for a root variable, the winner per name by Terraform's precedence.
 
     ``variables`` values that are ``str`` are treated as -var strings: read literally for primitive

@@ -36,9 +36,13 @@ class Deployment(models.Model):
     monthly_cost_diff = models.FloatField(null=True, blank=True)
     variables = models.JSONField(default=dict, blank=True, help_text="{environment: {...}, terraform: {...}}")
     policy_data = models.JSONField(null=True, blank=True)
-    deployer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="deployments")
+    deployer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="deployments"
+    )
     idempotency_key = models.CharField(max_length=200, blank=True)
-    status = models.CharField(max_length=20, choices=DeploymentStatus.choices, default=DeploymentStatus.QUEUED)
+    status = models.CharField(
+        max_length=20, choices=DeploymentStatus.choices, default=DeploymentStatus.QUEUED
+    )
     decision = models.CharField(max_length=10, choices=Decision.choices, blank=True)
     messages = models.JSONField(default=empty_messages, blank=True)
     error = models.TextField(blank=True)

@@ -36,7 +36,9 @@ class PolicyRevision(models.Model):
 
     class Meta:
         ordering = ["policy", "-number"]
-        constraints = [models.UniqueConstraint(fields=["policy", "number"], name="policy_revision_number_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["policy", "number"], name="policy_revision_number_unique")
+        ]
 
     def __str__(self) -> str:
         return f"{self.policy.name} r{self.number}"

@@ -12,7 +12,9 @@ class Template(models.Model):
     path = models.CharField(max_length=500, blank=True)
     revision = models.CharField(max_length=200, blank=True)
     archive = models.FileField(
-        upload_to="template-archives/", blank=True, help_text="An uploaded .tar.gz or .zip instead of a repository."
+        upload_to="template-archives/",
+        blank=True,
+        help_text="An uploaded .tar.gz or .zip instead of a repository.",
     )
     approval_policies = models.ManyToManyField("ApprovalPolicy", blank=True, related_name="templates")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -25,6 +25,8 @@ def test_the_engine_package_imports_nothing_from_django(package):
         "print(','.join(leaked))\n"
     )
     # Importing policies_app.X runs policies_app/__init__.py, which is empty on purpose; check it stays so.
-    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "", f"{package} imported {result.stdout.strip()}"

@@ -10,31 +10,34 @@ from policies_app.iac.values import UNKNOWN, TfSet
 from .test_iac_eval_support import value_of
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("1 + 2 * 3", 7),
-    ("7 / 2", 3.5),
-    ("4 / 2", 2),
-    ("-7 % 3", -1),
-    ("7 % -3", 1),
-    ("0.1 + 0.2", 0.3),
-    ("1 / 3", 0.3333333333333333),
-    ("1.1 * 1.1", 1.21),
-    ("5 % 0.3", 0.2),
-    ("9007199254740993 + 0", 9007199254740993),
-    ("1e21", 10**21),
-    ("\"3\" + 1", 4),
-    ("-(2 - 5)", 3),
-    ("1 < 2 && 2 <= 2", True),
-    ("3 > 4 || 4 >= 5", False),
-    ("!true", False),
-    ("\"1\" == 1", False),
-    ("[1, \"a\"] == [1, \"a\"]", True),
-    ("{a = 1} != {a = 2}", True),
-    ("null == null", True),
-    ("true ? 1 : \"a\"", "1"),
-    ("false ? 1 : 2", 2),
-    ("\"true\" ? \"y\" : \"n\"", "y"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1 + 2 * 3", 7),
+        ("7 / 2", 3.5),
+        ("4 / 2", 2),
+        ("-7 % 3", -1),
+        ("7 % -3", 1),
+        ("0.1 + 0.2", 0.3),
+        ("1 / 3", 0.3333333333333333),
+        ("1.1 * 1.1", 1.21),
+        ("5 % 0.3", 0.2),
+        ("9007199254740993 + 0", 9007199254740993),
+        ("1e21", 10**21),
+        ('"3" + 1', 4),
+        ("-(2 - 5)", 3),
+        ("1 < 2 && 2 <= 2", True),
+        ("3 > 4 || 4 >= 5", False),
+        ("!true", False),
+        ('"1" == 1', False),
+        ('[1, "a"] == [1, "a"]', True),
+        ("{a = 1} != {a = 2}", True),
+        ("null == null", True),
+        ('true ? 1 : "a"', "1"),
+        ("false ? 1 : 2", 2),
+        ('"true" ? "y" : "n"', "y"),
+    ],
+)
 def test_it_computes_operators_like_terraform(text, expected):
     assert value_of(text) == expected
     assert type(value_of(text)) is type(expected)
@@ -58,12 +61,29 @@ def test_it_refuses_arithmetic_on_null_and_mismatched_conditional_types():
         value_of("true ? 1 : false")
 
 
-@pytest.mark.parametrize("text", [
-    "var.u + 1", "-var.u", "!var.u", "var.u == 1", "var.u < 3", "var.u ? 1 : 2", "\"a-${var.u}\"",
-    "[for x in var.u : x]", "{for k, v in var.u : k => v}", "var.u.attr", "var.u[0]", "var.u[*].id",
-    "\"%{if var.u}yes%{endif}\"", "\"%{for x in var.u}${x}%{endfor}\"", "[1, 2][var.u]",
-    "false && var.u", "true || var.u", "{(var.u) = 1}",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "var.u + 1",
+        "-var.u",
+        "!var.u",
+        "var.u == 1",
+        "var.u < 3",
+        "var.u ? 1 : 2",
+        '"a-${var.u}"',
+        "[for x in var.u : x]",
+        "{for k, v in var.u : k => v}",
+        "var.u.attr",
+        "var.u[0]",
+        "var.u[*].id",
+        '"%{if var.u}yes%{endif}"',
+        '"%{for x in var.u}${x}%{endfor}"',
+        "[1, 2][var.u]",
+        "false && var.u",
+        "true || var.u",
+        "{(var.u) = 1}",
+    ],
+)
 def test_unknowns_propagate_through_every_kind_of_expression(text):
     assert value_of(text, variables={"u": UNKNOWN}) is UNKNOWN
 

@@ -61,7 +61,9 @@ def test_count_each_self_path_terraform_and_for_variables_are_not_blocks():
 
 
 def test_dynamic_block_iterators_hide_blocks_of_the_same_name():
-    body = parse_native("""
+    body = (
+        parse_native(
+            """
 resource "x" "y" {
   dynamic "ingress" {
     for_each = var.rules
@@ -71,5 +73,10 @@ resource "x" "y" {
     }
   }
 }
-""", "t.tf").body.blocks[0].body
+""",
+            "t.tf",
+        )
+        .body.blocks[0]
+        .body
+    )
     assert sorted(body_references(body)) == [("local", "name"), ("var", "rules")]

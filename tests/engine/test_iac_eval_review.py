@@ -17,7 +17,11 @@ _CHILD = {
 
 
 def test_an_output_wired_into_another_modules_input_is_resolved_when_the_modules_feed_each_other(tmp_path):
-    document = evaluate_files(tmp_path, {**_CHILD, "main.tf": """
+    document = evaluate_files(
+        tmp_path,
+        {
+            **_CHILD,
+            "main.tf": """
         module "a" {
           source = "./c"
           x      = module.b.y
@@ -28,26 +32,38 @@ def test_an_output_wired_into_another_modules_input_is_resolved_when_the_modules
         }
         output "za" { value = module.a.z }
         output "zb" { value = module.b.z }
-    """})
+    """,
+        },
+    )
     assert document["diagnostics"] == []
     assert outputs(document) == {"za": 10, "zb": 10}
 
 
 def test_a_module_fed_by_its_own_independent_output_is_resolved(tmp_path):
-    document = evaluate_files(tmp_path, {**_CHILD, "main.tf": """
+    document = evaluate_files(
+        tmp_path,
+        {
+            **_CHILD,
+            "main.tf": """
         module "m" {
           source = "./c"
           x      = module.m.y
         }
         output "z" { value = module.m.z }
         output "whole" { value = module.m }
-    """})
+    """,
+        },
+    )
     assert document["diagnostics"] == []
     assert outputs(document) == {"z": 10, "whole": {"y": 5, "z": 10}}
 
 
 def test_an_indexed_module_output_reads_only_that_instances_output(tmp_path):
-    document = evaluate_files(tmp_path, {**_CHILD, "main.tf": """
+    document = evaluate_files(
+        tmp_path,
+        {
+            **_CHILD,
+            "main.tf": """
         module "k" {
           source = "./c"
           count  = 2
@@ -61,13 +77,19 @@ def test_an_indexed_module_output_reads_only_that_instances_output(tmp_path):
         output "k1" { value = module.k[1].z }
         output "eq" { value = module.e["q"].z }
         output "splat" { value = module.k[*].z }
-    """})
+    """,
+        },
+    )
     assert document["diagnostics"] == []
     assert outputs(document) == {"k1": 8, "eq": 16, "splat": [6, 8]}
 
 
 def test_an_index_out_of_range_on_a_module_is_still_an_error(tmp_path):
-    document = evaluate_files(tmp_path, {**_CHILD, "main.tf": """
+    document = evaluate_files(
+        tmp_path,
+        {
+            **_CHILD,
+            "main.tf": """
         module "k" {
           source = "./c"
           count  = 1
@@ -75,20 +97,28 @@ def test_an_index_out_of_range_on_a_module_is_still_an_error(tmp_path):
         }
         output "bad" { value = module.k[3].z }
         output "missing" { value = module.k[0].nope }
-    """})
+    """,
+        },
+    )
     text = error_text(document)
     assert "Invalid index" in text
     assert "Unsupported attribute" in text
 
 
 def test_a_real_cycle_through_a_modules_own_output_is_an_error_naming_it(tmp_path):
-    document = evaluate_files(tmp_path, {**_CHILD, "main.tf": """
+    document = evaluate_files(
+        tmp_path,
+        {
+            **_CHILD,
+            "main.tf": """
         module "m" {
           source = "./c"
           x      = module.m.z
         }
         output "z" { value = module.m.z }
-    """})
+    """,
+        },
+    )
     assert [d["summary"] for d in errors(document)] == ["Cycle in the configuration"]
     steps = errors(document)[0]["detail"].split(" -> ")
     assert sorted(steps[:-1]) == ["module.m.output.z", "module.m.var.x"] and steps[0] == steps[-1]
@@ -102,7 +132,8 @@ def test_reading_a_node_under_evaluation_is_a_cycle_error_not_a_silent_unknown(t
     evaluator.request([((), "local", "a")])
     problems = [d for d in evaluator.diagnostics if d.severity == "error"]
     assert [(d.summary, d.detail, d.line) for d in problems] == [
-        ("Cycle in the configuration", "local.b depends on its own value", 2)]
+        ("Cycle in the configuration", "local.b depends on its own value", 2)
+    ]
 
 
 # -- parse errors name file, line and column ------------------------------------------------------------
@@ -116,7 +147,9 @@ def _only_error(document: dict) -> dict:
 
 def test_a_broken_tfvars_file_reports_its_line_and_column_in_readable_words(tmp_path):
     (tmp_path / "bad.tfvars").write_text('a = "x"\nb = {\n  c = \n}\n')
-    document = evaluate_files(tmp_path, {"main.tf": 'variable "a" {}\n'}, var_files=[str(tmp_path / "bad.tfvars")])
+    document = evaluate_files(
+        tmp_path, {"main.tf": 'variable "a" {}\n'}, var_files=[str(tmp_path / "bad.tfvars")]
+    )
     problem = _only_error(document)
     assert (problem["file"], problem["line"], problem["column"]) == (str(tmp_path / "bad.tfvars"), 3, 7)
     assert problem["detail"] == "unexpected newline; expected an expression"
@@ -124,8 +157,9 @@ def test_a_broken_tfvars_file_reports_its_line_and_column_in_readable_words(tmp_
 
 def test_a_broken_tfvars_json_file_reports_its_line_and_column(tmp_path):
     (tmp_path / "bad.tfvars.json").write_text('{\n  "a": "x",\n  "b": }\n')
-    document = evaluate_files(tmp_path, {"main.tf": 'variable "a" {}\n'},
-                              var_files=[str(tmp_path / "bad.tfvars.json")])
+    document = evaluate_files(
+        tmp_path, {"main.tf": 'variable "a" {}\n'}, var_files=[str(tmp_path / "bad.tfvars.json")]
+    )
     problem = _only_error(document)
     assert (problem["summary"], problem["line"], problem["column"]) == ("Invalid variables file", 3, 8)
 
@@ -146,8 +180,9 @@ def test_a_closing_brace_where_an_expression_belongs_is_named_as_a_brace(tmp_pat
 
 
 def test_every_diagnostic_has_a_column_null_when_not_known(tmp_path):
-    document = evaluate_files(tmp_path, {"main.tf": 'output "x" {\n  value = local.nope\n}\n'},
-                              variables={"undeclared": "1"})
+    document = evaluate_files(
+        tmp_path, {"main.tf": 'output "x" {\n  value = local.nope\n}\n'}, variables={"undeclared": "1"}
+    )
     by_summary = {d["summary"]: d for d in document["diagnostics"]}
     assert by_summary["Reference to undeclared local value"]["column"] == 11
     assert by_summary["Value for undeclared variable"]["column"] is None
@@ -161,29 +196,43 @@ def test_the_command_line_prints_file_line_and_column_of_each_error(tmp_path):
     (tmp_path / "main.tf").write_text("locals {\n  a = [1, 2\n  b = 3\n}\n")
     out, err = io.StringIO(), io.StringIO()
     assert run(str(tmp_path), [], [], None, True, out, err) == 1
-    assert err.getvalue() == (f"error: {tmp_path / 'main.tf'}:3:3: Failed to load configuration: "
-                              "unexpected 'b'; expected ',', a newline or ']'\n")
+    assert err.getvalue() == (
+        f"error: {tmp_path / 'main.tf'}:3:3: Failed to load configuration: "
+        "unexpected 'b'; expected ',', a newline or ']'\n"
+    )
 
 
 # -- functions: core:: namespace, provider functions, unknown names -------------------------------------
 
 
 def test_a_core_namespaced_builtin_is_the_builtin(tmp_path):
-    document = evaluate_files(tmp_path, {"main.tf": """
+    document = evaluate_files(
+        tmp_path,
+        {
+            "main.tf": """
         output "u" { value = core::upper("x") }
         output "t" { value = core::try(local.nope, "fallback") }
-    """})
+    """
+        },
+    )
     assert document["diagnostics"] == []
     assert outputs(document) == {"u": "X", "t": "fallback"}
 
 
 def test_a_provider_function_is_an_unsupported_warning_and_the_rest_is_still_evaluated(tmp_path):
-    document = evaluate_files(tmp_path, {"main.tf": """
+    document = evaluate_files(
+        tmp_path,
+        {
+            "main.tf": """
         output "p" { value = provider::aws::arn_parse("arn:aws:s3:::b") }
         output "n" { value = 1 + 1 }
-    """})
+    """
+        },
+    )
     assert errors(document) == []
-    assert [d["summary"] for d in document["diagnostics"]] == ["Unsupported function 'provider::aws::arn_parse'"]
+    assert [d["summary"] for d in document["diagnostics"]] == [
+        "Unsupported function 'provider::aws::arn_parse'"
+    ]
     assert document["outputs"]["p"]["unknown"] is True
     assert outputs(document)["n"] == 2
 
@@ -191,7 +240,10 @@ def test_a_provider_function_is_an_unsupported_warning_and_the_rest_is_still_eva
 def test_a_call_to_a_name_that_is_no_terraform_function_is_an_error(tmp_path):
     document = evaluate_files(tmp_path, {"main.tf": 'output "x" {\n  value = nofunc(1)\n}\n'})
     problem = _only_error(document)
-    assert (problem["summary"], problem["detail"]) == ("Call to unknown function", "there is no function named 'nofunc'")
+    assert (problem["summary"], problem["detail"]) == (
+        "Call to unknown function",
+        "there is no function named 'nofunc'",
+    )
     assert (problem["line"], problem["column"]) == (2, 11)
 
 
@@ -208,22 +260,32 @@ def test_a_terraform_function_we_lack_stays_a_warning_naming_it(tmp_path, monkey
 
 
 def test_dividing_by_zero_gives_infinity_as_terraform_does(tmp_path):
-    document = evaluate_files(tmp_path, {"main.tf": """
+    document = evaluate_files(
+        tmp_path,
+        {
+            "main.tf": """
         output "pos" { value = tostring(1/0) }
         output "neg" { value = tostring(-1.5/0) }
         output "cmp" { value = 1/0 > 1e300 }
         output "back" { value = 1/(1/0) }
         output "mod" { value = 7 % 0 }
-    """})
+    """
+        },
+    )
     assert document["diagnostics"] == []
     assert outputs(document) == {"pos": "+Inf", "neg": "-Inf", "cmp": True, "back": 0, "mod": 7}
 
 
 def test_zero_by_zero_and_infinite_outputs_are_errors_as_in_terraform(tmp_path):
-    document = evaluate_files(tmp_path, {"main.tf": """
+    document = evaluate_files(
+        tmp_path,
+        {
+            "main.tf": """
         output "nan" { value = 0/0 }
         output "inf" { value = 1/0 }
-    """})
+    """
+        },
+    )
     summaries = sorted(d["summary"] for d in errors(document))
     assert summaries == ["Failed to serialize output value", "Operation failed"]
     assert document["outputs"]["inf"]["value"] is None
@@ -241,8 +303,14 @@ def _manage(args: list[str], env_extra: dict[str, str]):
 
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, **env_extra, "DJANGO_SETTINGS_MODULE": "policy_platform.settings"}
-    return subprocess.run([sys.executable, str(root / "manage.py"), "iac_evaluate", *args], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, str(root / "manage.py"), "iac_evaluate", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_the_management_command_uses_the_platform_parse_cache_without_cache_dir(tmp_path):

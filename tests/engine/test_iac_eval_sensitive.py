@@ -26,23 +26,49 @@ def _is_sensitive(text: str, **names) -> bool:
     return value_of(f"issensitive({text})", names, variables={"secret": SECRET, "plain": "p"})
 
 
-@pytest.mark.parametrize("expression", [
-    "var.secret", '"x-${var.secret}"', "upper(var.secret)", "length(var.secret)", 'var.secret == "x"',
-    "length(var.secret) + 1", '{ a = var.secret }.a', '[var.plain, var.secret][1]',
-    'var.secret != "" ? 1 : 2', 'jsonencode({ a = var.secret })', "sensitive(1)", "sensitive(null)",
-    'try(var.secret, "x")', '!sensitive(true)', '{ a = 1 }[sensitive("a")]',
-])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "var.secret",
+        '"x-${var.secret}"',
+        "upper(var.secret)",
+        "length(var.secret)",
+        'var.secret == "x"',
+        "length(var.secret) + 1",
+        "{ a = var.secret }.a",
+        "[var.plain, var.secret][1]",
+        'var.secret != "" ? 1 : 2',
+        "jsonencode({ a = var.secret })",
+        "sensitive(1)",
+        "sensitive(null)",
+        'try(var.secret, "x")',
+        "!sensitive(true)",
+        '{ a = 1 }[sensitive("a")]',
+    ],
+)
 def test_a_value_derived_from_a_sensitive_one_is_sensitive(expression):
     assert _is_sensitive(expression) is True
 
 
-@pytest.mark.parametrize("expression", [
-    "var.plain", '{ a = var.secret }', '[var.plain, var.secret]', '[var.plain, var.secret][0]',
-    'merge({ a = var.secret }, { b = 1 })', 'merge({ a = var.secret }, { b = 1 }).b',
-    'concat([var.secret], ["x"])[1]', 'keys({ a = var.secret })', 'length({ a = var.secret })',
-    '[for s in [var.secret] : s]', "nonsensitive(var.secret)", 'nonsensitive("not a secret")',
-    "can(var.secret)", 'true ? { a = var.secret } : { a = "x" }',
-])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "var.plain",
+        "{ a = var.secret }",
+        "[var.plain, var.secret]",
+        "[var.plain, var.secret][0]",
+        "merge({ a = var.secret }, { b = 1 })",
+        "merge({ a = var.secret }, { b = 1 }).b",
+        'concat([var.secret], ["x"])[1]',
+        "keys({ a = var.secret })",
+        "length({ a = var.secret })",
+        "[for s in [var.secret] : s]",
+        "nonsensitive(var.secret)",
+        'nonsensitive("not a secret")',
+        "can(var.secret)",
+        'true ? { a = var.secret } : { a = "x" }',
+    ],
+)
 def test_marks_stay_where_they_were_put_as_in_terraform(expression):
     assert _is_sensitive(expression) is False
 
@@ -60,8 +86,9 @@ def test_nonsensitive_removes_only_the_values_own_mark():
 def test_operators_compute_on_the_value_under_the_mark():
     assert value_of("var.n * 2 + 1", variables={"n": Sensitive(20)}) == Sensitive(41)
     assert value_of('"${var.secret}!"', variables={"secret": SECRET}) == Sensitive("hunter2!")
-    assert value_of("[for c in var.l : upper(c)]", variables={"l": Sensitive(["a", "b"])}) == \
-        Sensitive(["A", "B"])
+    assert value_of("[for c in var.l : upper(c)]", variables={"l": Sensitive(["a", "b"])}) == Sensitive(
+        ["A", "B"]
+    )
 
 
 def test_the_value_helpers_see_through_marks():
@@ -102,7 +129,8 @@ output "user" { value = local.credentials.user }
 def test_resources_mark_their_sensitive_attributes_like_a_plans_after_sensitive(tmp_path):
     resources = resources_by_address(evaluate_files(tmp_path, SENSITIVE_CONFIG))
     assert resources["terraform_data.db"]["sensitive"] == {
-        "input": {"credentials": {"password": True}, "ports": [False, True]}}
+        "input": {"credentials": {"password": True}, "ports": [False, True]}
+    }
     assert resources["terraform_data.db"]["values"]["input"]["credentials"]["password"] == "hunter2"
     assert resources["terraform_data.public"]["sensitive"] == {}
 
@@ -115,7 +143,10 @@ def test_an_output_declared_sensitive_is_reported_so_and_is_not_an_error(tmp_pat
 
 
 def test_a_root_output_holding_a_sensitive_value_without_saying_so_is_an_error(tmp_path):
-    document = evaluate_files(tmp_path, {"main.tf": """
+    document = evaluate_files(
+        tmp_path,
+        {
+            "main.tf": """
 variable "sec" {
   default   = "s"
   sensitive = true
@@ -124,16 +155,24 @@ variable "sec" {
 output "leak" {
   value = { nested = [var.sec] }
 }
-"""})
+"""
+        },
+    )
     [error] = errors(document)
     assert error["summary"] == "Output refers to sensitive values"
     assert "'leak'" in error["detail"]
-    assert (error["file"].endswith("main.tf"), error["line"], error["column"]) == (True, 7, 1)  # the text starts with a newline
+    assert (error["file"].endswith("main.tf"), error["line"], error["column"]) == (
+        True,
+        7,
+        1,
+    )  # the text starts with a newline
 
 
 def test_a_child_modules_outputs_need_no_declaration_but_a_sensitive_one_stays_sensitive(tmp_path):
-    document = evaluate_files(tmp_path, {
-        "child/main.tf": """
+    document = evaluate_files(
+        tmp_path,
+        {
+            "child/main.tf": """
 variable "token" {
   sensitive = true
 }
@@ -143,7 +182,7 @@ output "declared" {
   sensitive = true
 }
 """,
-        "main.tf": """
+            "main.tf": """
 module "child" {
   source = "./child"
   token  = "t"
@@ -151,14 +190,18 @@ module "child" {
 output "token" { value = nonsensitive(module.child.token) }
 output "declared" { value = module.child.declared }
 """,
-    })
+        },
+    )
     [error] = errors(document)
     assert error["summary"] == "Output refers to sensitive values" and "'declared'" in error["detail"]
     assert outputs(document)["token"] == "t"
 
 
 def test_for_each_refuses_a_sensitive_collection_but_accepts_sensitive_elements(tmp_path):
-    document = evaluate_files(tmp_path, {"main.tf": """
+    document = evaluate_files(
+        tmp_path,
+        {
+            "main.tf": """
 variable "names" {
   type      = set(string)
   default   = ["a"]
@@ -178,7 +221,9 @@ resource "terraform_data" "by_key" {
 resource "terraform_data" "counted" {
   count = length(var.sec)
 }
-"""})
+"""
+        },
+    )
     [error] = errors(document)
     assert error["summary"] == "Invalid for_each argument" and "sensitive" in error["detail"]
     resources = resources_by_address(document)

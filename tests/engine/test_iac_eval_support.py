@@ -15,8 +15,9 @@ from policies_app.iac.values import UNKNOWN
 class FakeResolver:
     """Resolves var.NAME and local.NAME from dicts; resources from a dict keyed "TYPE.NAME"."""
 
-    def __init__(self, variables: dict | None = None, locals_: dict | None = None,
-                 resources: dict | None = None) -> None:
+    def __init__(
+        self, variables: dict | None = None, locals_: dict | None = None, resources: dict | None = None
+    ) -> None:
         self.variables = variables or {}
         self.locals = locals_ or {}
         self.resources = resources or {}

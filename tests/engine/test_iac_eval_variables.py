@@ -37,15 +37,26 @@ output "anything" { value = var.anything }
 
 def test_defaults_apply_when_nothing_is_given(tmp_path):
     assert outputs(evaluate_files(tmp_path, {"main.tf": VARIABLES})) == {
-        "name": "default-name", "size": 1, "tags": {}, "anything": "plain"}
+        "name": "default-name",
+        "size": 1,
+        "tags": {},
+        "anything": "plain",
+    }
 
 
 def test_cli_strings_are_parsed_by_the_variables_type_like_terraform(tmp_path):
-    document = evaluate_files(tmp_path, {"main.tf": VARIABLES}, variables={
-        "name": "[not parsed]", "size": "42", "tags": '{ team = "core" }', "anything": "x + y"})
+    document = evaluate_files(
+        tmp_path,
+        {"main.tf": VARIABLES},
+        variables={"name": "[not parsed]", "size": "42", "tags": '{ team = "core" }', "anything": "x + y"},
+    )
     # string and untyped variables take the text literally; other types parse it as HCL.
-    assert outputs(document) == {"name": "[not parsed]", "size": 42, "tags": {"team": "core"},
-                                 "anything": "x + y"}
+    assert outputs(document) == {
+        "name": "[not parsed]",
+        "size": 42,
+        "tags": {"team": "core"},
+        "anything": "x + y",
+    }
     assert errors(document) == []
 
 
@@ -55,24 +66,31 @@ def test_non_string_values_given_by_a_program_are_used_as_they_are(tmp_path):
 
 
 def test_tfvars_files_are_loaded_automatically_and_in_terraform_precedence(tmp_path):
-    write_config(tmp_path, {
-        "main.tf": VARIABLES,
-        "terraform.tfvars": 'name = "from-tfvars"\nsize = 2\ntags = { a = "tfvars" }\nanything = "t"',
-        "terraform.tfvars.json": json.dumps({"size": 3}),
-        "a.auto.tfvars": "tags = { a = \"auto-a\" }",
-        "b.auto.tfvars.json": json.dumps({"tags": {"a": "auto-b"}}),
-        "explicit.tfvars": 'anything = ["explicit"]',
-    })
+    write_config(
+        tmp_path,
+        {
+            "main.tf": VARIABLES,
+            "terraform.tfvars": 'name = "from-tfvars"\nsize = 2\ntags = { a = "tfvars" }\nanything = "t"',
+            "terraform.tfvars.json": json.dumps({"size": 3}),
+            "a.auto.tfvars": 'tags = { a = "auto-a" }',
+            "b.auto.tfvars.json": json.dumps({"tags": {"a": "auto-b"}}),
+            "explicit.tfvars": 'anything = ["explicit"]',
+        },
+    )
     from policies_app.iac.configuration import evaluate_configuration
 
-    document = evaluate_configuration(str(tmp_path), var_files=[str(tmp_path / "explicit.tfvars")],
-                                      variables={"name": "cli"})
+    document = evaluate_configuration(
+        str(tmp_path), var_files=[str(tmp_path / "explicit.tfvars")], variables={"name": "cli"}
+    )
     assert outputs(document) == {"name": "cli", "size": 3, "tags": {"a": "auto-b"}, "anything": ["explicit"]}
     assert errors(document) == []
 
 
 def test_type_constraints_convert_values_and_fill_optional_defaults(tmp_path):
-    document = evaluate_files(tmp_path, {"main.tf": """
+    document = evaluate_files(
+        tmp_path,
+        {
+            "main.tf": """
         variable "server" {
           type = object({
             name = string
@@ -92,9 +110,14 @@ def test_type_constraints_convert_values_and_fill_optional_defaults(tmp_path):
         output "server" { value = var.server }
         output "ports" { value = var.ports }
         output "ids" { value = var.ids }
-    """})
-    assert outputs(document) == {"server": {"name": "web", "port": 8080, "tls": None},
-                                 "ports": ["80", "443"], "ids": ["a", "b"]}
+    """
+        },
+    )
+    assert outputs(document) == {
+        "server": {"name": "web", "port": 8080, "tls": None},
+        "ports": ["80", "443"],
+        "ids": ["a", "b"],
+    }
 
 
 def test_a_value_that_does_not_convert_is_an_error_naming_the_variable(tmp_path):
@@ -104,8 +127,9 @@ def test_a_value_that_does_not_convert_is_an_error_naming_the_variable(tmp_path)
 
 
 def test_a_required_variable_without_a_value_is_an_error_naming_it(tmp_path):
-    document = evaluate_files(tmp_path, {"main.tf": 'variable "region" {\n  type = string\n}\n'
-                                                    'output "r" { value = var.region }'})
+    document = evaluate_files(
+        tmp_path, {"main.tf": 'variable "region" {\n  type = string\n}\noutput "r" { value = var.region }'}
+    )
     [error] = errors(document)
     assert error["summary"] == "No value for required variable" and "'region'" in error["detail"]
     assert error["line"] == 1 and error["file"].endswith("main.tf")
@@ -145,7 +169,10 @@ def test_validation_blocks_report_the_error_message_and_skip_unknown_conditions(
 
 
 def test_sensitive_outputs_are_marked(tmp_path):
-    document = evaluate_files(tmp_path, {"main.tf": """
+    document = evaluate_files(
+        tmp_path,
+        {
+            "main.tf": """
         variable "password" {
           default   = "hunter2"
           sensitive = true
@@ -155,7 +182,9 @@ def test_sensitive_outputs_are_marked(tmp_path):
           sensitive = true
         }
         output "public" { value = "x" }
-    """})
+    """
+        },
+    )
     assert document["outputs"]["secret"]["sensitive"] is True
     assert document["outputs"]["public"]["sensitive"] is False
 
@@ -201,29 +230,47 @@ def test_the_cli_refuses_a_var_flag_without_a_name(tmp_path):
 def test_python_dash_m_runs_the_cli_with_a_var_file(tmp_path):
     write_config(tmp_path, {"main.tf": VARIABLES, "vars.tfvars.json": json.dumps({"size": 9})})
     completed = subprocess.run(
-        [sys.executable, "-m", "policies_app.iac", str(tmp_path), "--var-file", str(tmp_path / "vars.tfvars.json"),
-         "--cache-dir", str(tmp_path / "cache")],
-        capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2], timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "policies_app.iac",
+            str(tmp_path),
+            "--var-file",
+            str(tmp_path / "vars.tfvars.json"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+        timeout=60,
+    )
     assert completed.returncode == 0, completed.stderr
     assert outputs(json.loads(completed.stdout))["size"] == 9
 
 
 def test_a_non_nullable_variable_given_null_takes_its_default(tmp_path):
-    document = evaluate_files(tmp_path, {
-        "main.tf": 'module "m" {\n  source = "./m"\n  size = null\n}\noutput "size" { value = module.m.size }',
-        "m/main.tf": """
+    document = evaluate_files(
+        tmp_path,
+        {
+            "main.tf": 'module "m" {\n  source = "./m"\n  size = null\n}\noutput "size" { value = module.m.size }',
+            "m/main.tf": """
             variable "size" {
               default  = 3
               nullable = false
             }
             output "size" { value = var.size }
         """,
-    })
+        },
+    )
     assert outputs(document) == {"size": 3}
 
 
 def test_a_validation_may_refer_to_other_variables(tmp_path):
-    document = evaluate_files(tmp_path, {"main.tf": """
+    document = evaluate_files(
+        tmp_path,
+        {
+            "main.tf": """
         variable "min" {
           default = 5
         }
@@ -233,5 +280,8 @@ def test_a_validation_may_refer_to_other_variables(tmp_path):
             error_message = "n is below the minimum."
           }
         }
-    """}, variables={"n": "2"})
+    """
+        },
+        variables={"n": "2"},
+    )
     assert error_text(document) == "Invalid value for variable: var.n: n is below the minimum."

@@ -35,7 +35,9 @@ def ctx(root: Path) -> FunctionContext:
 
 
 def call(name: str, *args: Any, ctx: FunctionContext | None = None) -> Any:
-    return call_function(name, list(args), ctx or FunctionContext("/nonexistent", "/nonexistent", "/nonexistent"))
+    return call_function(
+        name, list(args), ctx or FunctionContext("/nonexistent", "/nonexistent", "/nonexistent")
+    )
 
 
 # --- unknown values ------------------------------------------------------------------------------------------
@@ -96,7 +98,9 @@ def test_it_treats_a_set_with_unknown_elements_as_of_unknown_size() -> None:
     assert call("length", TfSet(["a", UNKNOWN])) is UNKNOWN
 
 
-@pytest.mark.parametrize("name, args", [("timestamp", []), ("plantimestamp", []), ("uuid", []), ("bcrypt", ["pw"])])
+@pytest.mark.parametrize(
+    "name, args", [("timestamp", []), ("plantimestamp", []), ("uuid", []), ("bcrypt", ["pw"])]
+)
 def test_it_leaves_apply_time_functions_unknown(name: str, args: list[Any]) -> None:
     assert call(name, *args) is UNKNOWN
 
@@ -114,8 +118,15 @@ def test_it_returns_a_null_format_argument_as_unknown_like_terraform() -> None:
 
 
 def test_it_returns_whole_numbers_as_int() -> None:
-    for result in [call("max", 1.0, 2.0), call("ceil", 1.2), call("jsondecode", "2.0"), call("sum", [0.5, 1.5]),
-                   call("tonumber", "3.0"), call("pow", 2, 3), call("log", 8, 2)]:
+    for result in [
+        call("max", 1.0, 2.0),
+        call("ceil", 1.2),
+        call("jsondecode", "2.0"),
+        call("sum", [0.5, 1.5]),
+        call("tonumber", "3.0"),
+        call("pow", 2, 3),
+        call("log", 8, 2),
+    ]:
         assert isinstance(result, int) and not isinstance(result, bool), result
     assert call("range", 0, 1, 0.25) == [0, 0.25, 0.5, 0.75]
 
@@ -143,13 +154,16 @@ def test_it_refuses_functions_it_does_not_implement(name: str) -> None:
         call(name, 1)
 
 
-@pytest.mark.parametrize("name, args, fragment", [
-    ("upper", [], "takes 1 argument, 0 given"),
-    ("lookup", [{}, "a", 1, 2], "takes 2 to 3 arguments"),
-    ("merge", [1], "merge()"),
-    ("max", [], "at least 1"),
-    ("tonumber", ["ten"], "tonumber()"),
-])
+@pytest.mark.parametrize(
+    "name, args, fragment",
+    [
+        ("upper", [], "takes 1 argument, 0 given"),
+        ("lookup", [{}, "a", 1, 2], "takes 2 to 3 arguments"),
+        ("merge", [1], "merge()"),
+        ("max", [], "at least 1"),
+        ("tonumber", ["ten"], "tonumber()"),
+    ],
+)
 def test_it_reports_bad_calls_naming_the_function(name: str, args: list[Any], fragment: str) -> None:
     with pytest.raises(FunctionError) as error:
         call(name, *args)
@@ -158,9 +172,28 @@ def test_it_reports_bad_calls_naming_the_function(name: str, args: list[Any], fr
 
 def test_it_supports_every_function_family_of_the_terraform_library() -> None:
     expected = {
-        "abs", "parseint", "format", "formatlist", "regexall", "templatestring", "setproduct", "transpose",
-        "csvdecode", "yamldecode", "textdecodebase64", "fileset", "templatefile", "filebase64sha512",
-        "formatdate", "timecmp", "bcrypt", "uuidv5", "cidrsubnets", "tomap", "issensitive", "nonsensitive",
+        "abs",
+        "parseint",
+        "format",
+        "formatlist",
+        "regexall",
+        "templatestring",
+        "setproduct",
+        "transpose",
+        "csvdecode",
+        "yamldecode",
+        "textdecodebase64",
+        "fileset",
+        "templatefile",
+        "filebase64sha512",
+        "formatdate",
+        "timecmp",
+        "bcrypt",
+        "uuidv5",
+        "cidrsubnets",
+        "tomap",
+        "issensitive",
+        "nonsensitive",
     }
     assert expected <= SUPPORTED_FUNCTIONS
 

@@ -26,7 +26,9 @@ output "first" {
 def test_the_child_process_gives_the_same_document_as_evaluating_in_process(tmp_path):
     (tmp_path / "main.tf").write_text(CONFIGURATION)
     variables = {"names": ["a", "b"], "replicas": 2, "label": "web"}
-    isolated = evaluate_configuration_isolated(str(tmp_path), variables=variables, cache_dir=None, timeout_s=60)
+    isolated = evaluate_configuration_isolated(
+        str(tmp_path), variables=variables, cache_dir=None, timeout_s=60
+    )
     assert isolated == evaluate_configuration(str(tmp_path), variables=variables)
     assert isolated["outputs"]["first"]["value"] == "web-a"
     assert [r["values"]["input"] for r in isolated["resources"]] == ["web-a", "web-b"]

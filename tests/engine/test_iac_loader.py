@@ -50,9 +50,20 @@ def fresh_memo(monkeypatch):
 
 
 def test_it_loads_all_four_suffixes_in_lexical_order_and_skips_other_files(tmp_path):
-    write(tmp_path, {"b.tf": "b = 1\n", "a.tf.json": {"locals": {"a": 1}}, "c.tofu": "c = 1\n",
-                     "d.tofu.json": {"locals": {"d": 1}}, "notes.txt": "x", ".hidden.tf": "h = 1\n",
-                     "backup.tf~": "x = 1\n", "#lock.tf#": "x = 1\n", "vars.tfvars": "x = 1\n"})
+    write(
+        tmp_path,
+        {
+            "b.tf": "b = 1\n",
+            "a.tf.json": {"locals": {"a": 1}},
+            "c.tofu": "c = 1\n",
+            "d.tofu.json": {"locals": {"d": 1}},
+            "notes.txt": "x",
+            ".hidden.tf": "h = 1\n",
+            "backup.tf~": "x = 1\n",
+            "#lock.tf#": "x = 1\n",
+            "vars.tfvars": "x = 1\n",
+        },
+    )
     (tmp_path / "sub.tf").mkdir()
     module = load_module(str(tmp_path))
     assert names(module) == ["a.tf.json", "b.tf", "c.tofu", "d.tofu.json"]
@@ -60,8 +71,17 @@ def test_it_loads_all_four_suffixes_in_lexical_order_and_skips_other_files(tmp_p
 
 
 def test_it_lets_a_tofu_file_replace_the_tf_file_of_the_same_name(tmp_path):
-    write(tmp_path, {"main.tf": "a = 1\n", "main.tofu": "a = 2\n", "x.tf.json": {"locals": {"x": 1}},
-                     "x.tofu.json": {"locals": {"x": 2}}, "y.tf.json": {"locals": {"y": 1}}, "y.tofu": "y = 1\n"})
+    write(
+        tmp_path,
+        {
+            "main.tf": "a = 1\n",
+            "main.tofu": "a = 2\n",
+            "x.tf.json": {"locals": {"x": 1}},
+            "x.tofu.json": {"locals": {"x": 2}},
+            "y.tf.json": {"locals": {"y": 1}},
+            "y.tofu": "y = 1\n",
+        },
+    )
     module = load_module(str(tmp_path))
     assert names(module) == ["main.tofu", "x.tofu.json", "y.tf.json", "y.tofu"]
     assert module.ignored == ["main.tf", "x.tf.json"]
@@ -86,7 +106,7 @@ def test_it_rejects_a_file_that_is_not_utf8(tmp_path):
 
 # ---- overrides ----
 
-BASE = '''
+BASE = """
 resource "aws_instance" "web" {
   ami           = "ami-1"
   instance_type = "t2.micro"
@@ -107,11 +127,15 @@ resource "aws_instance" "web" {
     command = "one"
   }
 }
-'''
+"""
 
 
 def test_it_merges_override_attributes_one_by_one_and_replaces_nested_blocks_per_type(tmp_path):
-    write(tmp_path, {"main.tf": BASE, "override.tf": '''
+    write(
+        tmp_path,
+        {
+            "main.tf": BASE,
+            "override.tf": """
 resource "aws_instance" "web" {
   ami = "ami-2"
   ebs_block_device {
@@ -124,17 +148,29 @@ resource "aws_instance" "web" {
     inline = ["two"]
   }
 }
-'''})
+""",
+        },
+    )
     module = load_module(str(tmp_path))
     assert names(module) == ["main.tf"]
     assert module.overrides == ["override.tf"]
     assert merged(module) == [
         'resource "aws_instance" "web" {',
-        '  ami = "ami-2"', '  instance_type = "t2.micro"',
-        "  ebs_block_device {", "    size = 3", "  }",
-        "  network_interface {", '    id = "n"', "  }",
-        "  lifecycle {", "    ignore_changes = [tags]", "    create_before_destroy = true", "  }",
-        '  provisioner "remote-exec" {', '    inline = ["two"]', "  }",
+        '  ami = "ami-2"',
+        '  instance_type = "t2.micro"',
+        "  ebs_block_device {",
+        "    size = 3",
+        "  }",
+        "  network_interface {",
+        '    id = "n"',
+        "  }",
+        "  lifecycle {",
+        "    ignore_changes = [tags]",
+        "    create_before_destroy = true",
+        "  }",
+        '  provisioner "remote-exec" {',
+        '    inline = ["two"]',
+        "  }",
         "}",
     ]
     # the override's values keep their own position, for error messages
@@ -144,63 +180,111 @@ resource "aws_instance" "web" {
 
 
 def test_it_applies_override_files_in_lexical_order_later_ones_winning(tmp_path):
-    write(tmp_path, {"main.tf": 'variable "v" {\n  default = 1\n}\n',
-                     "b_override.tf": 'variable "v" {\n  default = 3\n}\n',
-                     "a_override.tf.json": {"variable": {"v": {"default": 2, "description": "from a"}}}})
+    write(
+        tmp_path,
+        {
+            "main.tf": 'variable "v" {\n  default = 1\n}\n',
+            "b_override.tf": 'variable "v" {\n  default = 3\n}\n',
+            "a_override.tf.json": {"variable": {"v": {"default": 2, "description": "from a"}}},
+        },
+    )
     module = load_module(str(tmp_path))
     assert module.overrides == ["a_override.tf.json", "b_override.tf"]
     assert merged(module) == ['variable "v" {', "  default = 3", '  description = "from a"', "}"]
 
 
 def test_it_merges_locals_by_name_whatever_block_they_are_in(tmp_path):
-    write(tmp_path, {"a.tf": "locals {\n  a = 1\n  b = 2\n}\n", "b.tf": "locals {\n  c = 3\n}\n",
-                     "override.tf": "locals {\n  b = 20\n  c = 30\n}\n"})
-    assert merged(load_module(str(tmp_path))) == ["locals {", "  a = 1", "  b = 20", "}",
-                                                  "locals {", "  c = 30", "}"]
+    write(
+        tmp_path,
+        {
+            "a.tf": "locals {\n  a = 1\n  b = 2\n}\n",
+            "b.tf": "locals {\n  c = 3\n}\n",
+            "override.tf": "locals {\n  b = 20\n  c = 30\n}\n",
+        },
+    )
+    assert merged(load_module(str(tmp_path))) == [
+        "locals {",
+        "  a = 1",
+        "  b = 20",
+        "}",
+        "locals {",
+        "  c = 30",
+        "}",
+    ]
 
 
 def test_it_merges_outputs_modules_and_providers_by_name_and_alias(tmp_path):
-    write(tmp_path, {
-        "main.tf": 'output "o" {\n  value = 1\n}\nmodule "m" {\n  source = "./m"\n  x = 1\n}\n'
-                   'provider "aws" {\n  region = "a"\n}\nprovider "aws" {\n  alias = "w"\n  region = "b"\n}\n',
-        "x_override.tf": 'output "o" {\n  value = 2\n}\nmodule "m" {\n  x = 2\n}\n'
-                         'provider "aws" {\n  alias = "w"\n  region = "c"\n}\n',
-    })
+    write(
+        tmp_path,
+        {
+            "main.tf": 'output "o" {\n  value = 1\n}\nmodule "m" {\n  source = "./m"\n  x = 1\n}\n'
+            'provider "aws" {\n  region = "a"\n}\nprovider "aws" {\n  alias = "w"\n  region = "b"\n}\n',
+            "x_override.tf": 'output "o" {\n  value = 2\n}\nmodule "m" {\n  x = 2\n}\n'
+            'provider "aws" {\n  alias = "w"\n  region = "c"\n}\n',
+        },
+    )
     assert merged(load_module(str(tmp_path))) == [
-        'output "o" {', "  value = 2", "}", 'module "m" {', '  source = "./m"', "  x = 2", "}",
-        'provider "aws" {', '  region = "a"', "}", 'provider "aws" {', '  alias = "w"', '  region = "c"', "}"]
+        'output "o" {',
+        "  value = 2",
+        "}",
+        'module "m" {',
+        '  source = "./m"',
+        "  x = 2",
+        "}",
+        'provider "aws" {',
+        '  region = "a"',
+        "}",
+        'provider "aws" {',
+        '  alias = "w"',
+        '  region = "c"',
+        "}",
+    ]
 
 
 def test_it_merges_terraform_settings_one_by_one(tmp_path):
-    write(tmp_path, {
-        "main.tf": 'terraform {\n  required_version = ">= 1.0"\n  backend "s3" {\n    bucket = "b"\n  }\n'
-                   '  required_providers {\n    aws = { source = "hashicorp/aws", version = "~> 4.0" }\n'
-                   '    random = { source = "hashicorp/random" }\n  }\n}\n',
-        "override.tf": 'terraform {\n  required_version = ">= 1.5"\n  cloud {\n    organization = "o"\n  }\n'
-                       '  required_providers {\n    aws = { source = "hashicorp/aws", version = "~> 5.0" }\n  }\n}\n',
-    })
+    write(
+        tmp_path,
+        {
+            "main.tf": 'terraform {\n  required_version = ">= 1.0"\n  backend "s3" {\n    bucket = "b"\n  }\n'
+            '  required_providers {\n    aws = { source = "hashicorp/aws", version = "~> 4.0" }\n'
+            '    random = { source = "hashicorp/random" }\n  }\n}\n',
+            "override.tf": 'terraform {\n  required_version = ">= 1.5"\n  cloud {\n    organization = "o"\n  }\n'
+            '  required_providers {\n    aws = { source = "hashicorp/aws", version = "~> 5.0" }\n  }\n}\n',
+        },
+    )
     assert merged(load_module(str(tmp_path))) == [
-        "terraform {", '  required_version = ">= 1.5"',
-        "  required_providers {", '    random = {"source"="hashicorp/random"}',
-        '    aws = {"source"="hashicorp/aws", "version"="~> 5.0"}', "  }",
-        "  cloud {", '    organization = "o"', "  }",
+        "terraform {",
+        '  required_version = ">= 1.5"',
+        "  required_providers {",
+        '    random = {"source"="hashicorp/random"}',
+        '    aws = {"source"="hashicorp/aws", "version"="~> 5.0"}',
+        "  }",
+        "  cloud {",
+        '    organization = "o"',
+        "  }",
         "}",
     ]
 
 
 def test_it_keeps_an_override_terraform_block_when_no_file_has_one(tmp_path):
-    write(tmp_path, {"main.tf": "locals {\n  a = 1\n}\n", "override.tf": 'terraform {\n  required_version = "1"\n}\n'})
+    write(
+        tmp_path,
+        {"main.tf": "locals {\n  a = 1\n}\n", "override.tf": 'terraform {\n  required_version = "1"\n}\n'},
+    )
     assert merged(load_module(str(tmp_path)))[-3:] == ["terraform {", '  required_version = "1"', "}"]
 
 
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ('resource "aws_instance" "other" {\n  ami = "x"\n}\n', 'missing base resource configuration.*"other"'),
+        (
+            'resource "aws_instance" "other" {\n  ami = "x"\n}\n',
+            'missing base resource configuration.*"other"',
+        ),
         ("locals {\n  nope = 1\n}\n", 'missing base local value.*"nope"'),
         ('variable "nope" {\n  default = 1\n}\n', "missing base variable"),
         ('resource "aws_instance" "web" {\n  depends_on = [x.y]\n}\n', "depends_on may not be used"),
-        ('moved {\n  from = a.b\n  to = a.c\n}\n', "cannot be overridden"),
+        ("moved {\n  from = a.b\n  to = a.c\n}\n", "cannot be overridden"),
     ],
 )
 def test_it_rejects_overrides_that_terraform_refuses(tmp_path, override, message):
@@ -265,7 +349,9 @@ def _other_version_entry(entry: Path) -> bytes:
         lambda entry: pickle.dumps({"not": "a file"}),  # a valid pickle of something else
         lambda entry: entry.read_bytes()[:-3] + b"zzz",  # damaged payload, checksum catches it
         _other_version_entry,  # written by another parser version
-        lambda entry: entry.read_bytes()[:len(parse_cache.MAGIC) + 36] + pickle.dumps(["x"]),  # foreign payload
+        lambda entry: (
+            entry.read_bytes()[: len(parse_cache.MAGIC) + 36] + pickle.dumps(["x"])
+        ),  # foreign payload
     ],
     ids=["truncated", "random", "foreign-pickle", "damaged", "other-version", "foreign-payload"],
 )
@@ -321,9 +407,11 @@ def test_it_still_loads_when_the_cache_folder_cannot_be_written(tmp_path):
 def _big_module(directory: Path, files: int = 4, resources: int = 120) -> Path:
     content = {}
     for f in range(files):
-        blocks = [f'resource "terraform_data" "r{f}_{i}" {{\n  count = 2\n  input = {{\n'
-                  f'    name = "r{i}-${{count.index}}"\n    tags = merge(local.tags, {{ n = {i} }})\n  }}\n}}\n'
-                  for i in range(resources)]
+        blocks = [
+            f'resource "terraform_data" "r{f}_{i}" {{\n  count = 2\n  input = {{\n'
+            f'    name = "r{i}-${{count.index}}"\n    tags = merge(local.tags, {{ n = {i} }})\n  }}\n}}\n'
+            for i in range(resources)
+        ]
         content[f"r{f}.tf"] = "".join(blocks)
     return write(directory, content)
 
@@ -350,8 +438,21 @@ def run_alone(request) -> bool:
     if threading.active_count() == 1:
         return False
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:django", "-p", "no:cacheprovider", f"{__file__}::{request.node.name}"],
-        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:django",
+            "-p",
+            "no:cacheprovider",
+            f"{__file__}::{request.node.name}",
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout[-4000:]
     return True
@@ -385,20 +486,32 @@ def test_it_reports_a_syntax_error_found_by_a_parallel_worker(tmp_path, parallel
 @pytest.mark.terraform
 @pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform is not on PATH")
 def test_it_merges_overrides_to_the_values_terraform_itself_sees(tmp_path):
-    write(tmp_path, {
-        "main.tf": 'locals {\n  a = "base-a"\n  b = "base-b"\n}\nvariable "v" {\n  default = "base-v"\n}\n',
-        "a_override.tf": 'locals {\n  a = "first-a"\n}\nvariable "v" {\n  default = "first-v"\n}\n',
-        "b_override.tf.json": {"locals": {"b": "second-b"}, "variable": {"v": {"default": "second-v"}}},
-    })
+    write(
+        tmp_path,
+        {
+            "main.tf": 'locals {\n  a = "base-a"\n  b = "base-b"\n}\nvariable "v" {\n  default = "base-v"\n}\n',
+            "a_override.tf": 'locals {\n  a = "first-a"\n}\nvariable "v" {\n  default = "first-v"\n}\n',
+            "b_override.tf.json": {"locals": {"b": "second-b"}, "variable": {"v": {"default": "second-v"}}},
+        },
+    )
     result = subprocess.run(
-        ["terraform", "console"], input="jsonencode([local.a, local.b, var.v])\n", cwd=tmp_path,
-        capture_output=True, text=True, timeout=120, env={**os.environ, "TF_CLI_CONFIG_FILE": "/dev/null"})
+        ["terraform", "console"],
+        input="jsonencode([local.a, local.b, var.v])\n",
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TF_CLI_CONFIG_FILE": "/dev/null"},
+    )
     assert result.returncode == 0, result.stderr
     terraform_sees = json.loads(json.loads(result.stdout.strip()))
     module = load_module(str(tmp_path))
     blocks = {b.type: b for b in module.files[0].body.blocks}
-    ours = [blocks["locals"].body.attributes["a"].expr.value, blocks["locals"].body.attributes["b"].expr.value,
-            blocks["variable"].body.attributes["default"].expr.value]
+    ours = [
+        blocks["locals"].body.attributes["a"].expr.value,
+        blocks["locals"].body.attributes["b"].expr.value,
+        blocks["variable"].body.attributes["default"].expr.value,
+    ]
     assert ours == terraform_sees == ["first-a", "second-b", "second-v"]
 
 
@@ -419,9 +532,14 @@ def test_it_does_not_fork_while_other_threads_run(tmp_path, parallel_runs):
 
 
 def test_it_lets_override_tofu_replace_override_tf_and_merges_data_blocks(tmp_path):
-    write(tmp_path, {"main.tf": 'data "aws_ami" "a" {\n  most_recent = true\n  owners = ["self"]\n}\n',
-                     "override.tf": 'data "aws_ami" "a" {\n  owners = ["tf"]\n}\n',
-                     "override.tofu": 'data "aws_ami" "a" {\n  owners = ["tofu"]\n}\n'})
+    write(
+        tmp_path,
+        {
+            "main.tf": 'data "aws_ami" "a" {\n  most_recent = true\n  owners = ["self"]\n}\n',
+            "override.tf": 'data "aws_ami" "a" {\n  owners = ["tf"]\n}\n',
+            "override.tofu": 'data "aws_ami" "a" {\n  owners = ["tofu"]\n}\n',
+        },
+    )
     module = load_module(str(tmp_path))
     assert module.ignored == ["override.tf"]
     assert module.overrides == ["override.tofu"]

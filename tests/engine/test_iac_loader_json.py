@@ -24,8 +24,17 @@ def lines(document: dict | str) -> list[str]:
 
 
 def test_it_reads_strings_as_templates_and_a_lone_interpolation_as_its_value():
-    assert lines({"locals": {"a": "${var.list}", "b": "x-${var.n}", "c": "plain", "d": 3, "e": [True, None]}}) == [
-        "locals {", "  a = var.list", '  b = T["x-" ${var.n}]', '  c = "plain"', "  d = 3", "  e = [true, null]", "}"]
+    assert lines(
+        {"locals": {"a": "${var.list}", "b": "x-${var.n}", "c": "plain", "d": 3, "e": [True, None]}}
+    ) == [
+        "locals {",
+        "  a = var.list",
+        '  b = T["x-" ${var.n}]',
+        '  c = "plain"',
+        "  d = 3",
+        "  e = [true, null]",
+        "}",
+    ]
 
 
 def test_it_treats_slash_slash_as_a_comment_in_bodies_and_at_the_root_but_not_in_expressions():
@@ -37,8 +46,16 @@ def test_it_treats_slash_slash_as_a_comment_in_bodies_and_at_the_root_but_not_in
 
 
 def test_it_reads_variable_type_default_and_description_literally():
-    document = {"variable": {"v": {"type": "list(object({a=string}))", "default": [{"a": "${not_a_template}"}],
-                                   "description": "about ${x}", "sensitive": True}}}
+    document = {
+        "variable": {
+            "v": {
+                "type": "list(object({a=string}))",
+                "default": [{"a": "${not_a_template}"}],
+                "description": "about ${x}",
+                "sensitive": True,
+            }
+        }
+    }
     attrs = load(document).body.blocks[0].body.attributes
     assert type(attrs["type"].expr) is ast.TypeExpr
     assert attrs["type"].expr.text == "list(object({a=string}))"
@@ -49,10 +66,24 @@ def test_it_reads_variable_type_default_and_description_literally():
 
 
 def test_it_reads_output_description_and_sensitive_literally_and_value_as_an_expression():
-    document = {"output": {"o": {"value": "${aws_instance.web}", "description": "${x}", "sensitive": True,
-                                 "depends_on": ["aws_instance.web"]}}}
-    assert lines(document) == ['output "o" {', "  value = aws_instance.web", '  description = "${x}"',
-                               "  sensitive = true", "  depends_on = [aws_instance.web]", "}"]
+    document = {
+        "output": {
+            "o": {
+                "value": "${aws_instance.web}",
+                "description": "${x}",
+                "sensitive": True,
+                "depends_on": ["aws_instance.web"],
+            }
+        }
+    }
+    assert lines(document) == [
+        'output "o" {',
+        "  value = aws_instance.web",
+        '  description = "${x}"',
+        "  sensitive = true",
+        "  depends_on = [aws_instance.web]",
+        "}",
+    ]
 
 
 def test_it_reads_labels_as_nested_objects_and_arrays_as_repeated_blocks():
@@ -62,41 +93,88 @@ def test_it_reads_labels_as_nested_objects_and_arrays_as_repeated_blocks():
         "data": [{"aws_ami": {"ubuntu": {"most_recent": True}}}],
     }
     assert lines(document) == [
-        'resource "aws_instance" "a" {', '  ami = "x"', "}",
-        'resource "aws_instance" "b" {', '  ami = "y"', "}",
-        'provider "aws" {', '  region = "us-east-1"', "}",
-        'provider "aws" {', '  alias = "west"', '  region = "us-west-2"', "}",
-        'data "aws_ami" "ubuntu" {', "  most_recent = true", "}",
+        'resource "aws_instance" "a" {',
+        '  ami = "x"',
+        "}",
+        'resource "aws_instance" "b" {',
+        '  ami = "y"',
+        "}",
+        'provider "aws" {',
+        '  region = "us-east-1"',
+        "}",
+        'provider "aws" {',
+        '  alias = "west"',
+        '  region = "us-west-2"',
+        "}",
+        'data "aws_ami" "ubuntu" {',
+        "  most_recent = true",
+        "}",
     ]
 
 
 def test_it_keeps_the_order_of_provisioners_given_as_an_array():
-    document = {"resource": {"null_resource": {"n": {"provisioner": [
-        {"local-exec": {"command": "echo 1"}},
-        {"file": {"source": "a", "destination": "b", "connection": {"type": "ssh", "host": "${self.ip}"}}},
-        {"local-exec": {"command": "echo ${self.id}", "when": "destroy"}},
-    ]}}}}
+    document = {
+        "resource": {
+            "null_resource": {
+                "n": {
+                    "provisioner": [
+                        {"local-exec": {"command": "echo 1"}},
+                        {
+                            "file": {
+                                "source": "a",
+                                "destination": "b",
+                                "connection": {"type": "ssh", "host": "${self.ip}"},
+                            }
+                        },
+                        {"local-exec": {"command": "echo ${self.id}", "when": "destroy"}},
+                    ]
+                }
+            }
+        }
+    }
     assert lines(document) == [
         'resource "null_resource" "n" {',
-        '  provisioner "local-exec" {', '    command = "echo 1"', "  }",
-        '  provisioner "file" {', '    source = "a"', '    destination = "b"',
-        "    connection {", '      type = "ssh"', "      host = self.ip", "    }", "  }",
-        '  provisioner "local-exec" {', '    command = T["echo " ${self.id}]', "    when = destroy", "  }",
+        '  provisioner "local-exec" {',
+        '    command = "echo 1"',
+        "  }",
+        '  provisioner "file" {',
+        '    source = "a"',
+        '    destination = "b"',
+        "    connection {",
+        '      type = "ssh"',
+        "      host = self.ip",
+        "    }",
+        "  }",
+        '  provisioner "local-exec" {',
+        '    command = T["echo " ${self.id}]',
+        "    when = destroy",
+        "  }",
         "}",
     ]
 
 
 def test_it_reads_resource_meta_arguments_as_references():
-    document = {"resource": {"aws_instance": {"web": {
-        "count": "${var.n}",
-        "provider": "aws.west",
-        "depends_on": ["aws_s3_bucket.b", "module.m"],
-        "lifecycle": {"ignore_changes": ["ami", "tags[\"Name\"]"], "create_before_destroy": True},
-    }}}}
+    document = {
+        "resource": {
+            "aws_instance": {
+                "web": {
+                    "count": "${var.n}",
+                    "provider": "aws.west",
+                    "depends_on": ["aws_s3_bucket.b", "module.m"],
+                    "lifecycle": {"ignore_changes": ["ami", 'tags["Name"]'], "create_before_destroy": True},
+                }
+            }
+        }
+    }
     assert lines(document) == [
-        'resource "aws_instance" "web" {', "  count = var.n", "  provider = aws.west",
+        'resource "aws_instance" "web" {',
+        "  count = var.n",
+        "  provider = aws.west",
         "  depends_on = [aws_s3_bucket.b, module.m]",
-        "  lifecycle {", '    ignore_changes = [ami, tags["Name"]]', "    create_before_destroy = true", "  }",
+        "  lifecycle {",
+        '    ignore_changes = [ami, tags["Name"]]',
+        "    create_before_destroy = true",
+        "  }",
         "}",
     ]
     everything = {"resource": {"a": {"b": {"lifecycle": {"ignore_changes": "all"}}}}}
@@ -104,29 +182,55 @@ def test_it_reads_resource_meta_arguments_as_references():
 
 
 def test_it_reads_objects_inside_resources_as_attributes_except_meta_blocks():
-    document = {"resource": {"aws_instance": {"web": {
-        "root_block_device": {"size": 10},
-        "dynamic": {"ebs": {"for_each": "${var.disks}", "content": {"size": "${ebs.value}"}}},
-    }}}}
+    document = {
+        "resource": {
+            "aws_instance": {
+                "web": {
+                    "root_block_device": {"size": 10},
+                    "dynamic": {"ebs": {"for_each": "${var.disks}", "content": {"size": "${ebs.value}"}}},
+                }
+            }
+        }
+    }
     assert lines(document) == [
-        'resource "aws_instance" "web" {', '  root_block_device = {"size"=10}',
-        '  dynamic "ebs" {', "    for_each = var.disks", "    content {", "      size = ebs.value", "    }", "  }",
+        'resource "aws_instance" "web" {',
+        '  root_block_device = {"size"=10}',
+        '  dynamic "ebs" {',
+        "    for_each = var.disks",
+        "    content {",
+        "      size = ebs.value",
+        "    }",
+        "  }",
         "}",
     ]
 
 
 def test_it_reads_module_providers_and_terraform_settings_literally_except_the_backend():
     document = {
-        "module": {"m": {"source": "./m", "version": "1.0", "providers": {"aws": "aws.west"}, "n": "${1 + 2}"}},
-        "terraform": {"required_version": ">= 1.0", "required_providers": {"aws": {"source": "hashicorp/aws"}},
-                      "backend": {"s3": {"bucket": "${var.bucket}"}}},
+        "module": {
+            "m": {"source": "./m", "version": "1.0", "providers": {"aws": "aws.west"}, "n": "${1 + 2}"}
+        },
+        "terraform": {
+            "required_version": ">= 1.0",
+            "required_providers": {"aws": {"source": "hashicorp/aws"}},
+            "backend": {"s3": {"bucket": "${var.bucket}"}},
+        },
     }
     assert lines(document) == [
-        'module "m" {', '  source = "./m"', '  version = "1.0"', '  providers = {"aws"=aws.west}', "  n = (1 + 2)",
+        'module "m" {',
+        '  source = "./m"',
+        '  version = "1.0"',
+        '  providers = {"aws"=aws.west}',
+        "  n = (1 + 2)",
         "}",
-        "terraform {", '  required_version = ">= 1.0"',
-        "  required_providers {", '    aws = {"source": "hashicorp/aws"}', "  }",
-        '  backend "s3" {', "    bucket = var.bucket", "  }",
+        "terraform {",
+        '  required_version = ">= 1.0"',
+        "  required_providers {",
+        '    aws = {"source": "hashicorp/aws"}',
+        "  }",
+        '  backend "s3" {',
+        "    bucket = var.bucket",
+        "  }",
         "}",
     ]
 
@@ -141,8 +245,15 @@ def test_it_gives_each_attribute_the_line_it_is_on():
 
 @pytest.mark.parametrize(
     ("text", "line"),
-    [('{\n  "locals": {\n    "a": 1,\n  }\n}', 4), ('{\n  "locals": [1]\n}', 2), ('{"resource": {"a": "x"}}', 1),
-     ('{\n"locals": {"a": "${1 +}"}}', 2), ("[]", 1), ('{\n"nonsense": {}}', 2), ('{"a":\n tru}', 2)],
+    [
+        ('{\n  "locals": {\n    "a": 1,\n  }\n}', 4),
+        ('{\n  "locals": [1]\n}', 2),
+        ('{"resource": {"a": "x"}}', 1),
+        ('{\n"locals": {"a": "${1 +}"}}', 2),
+        ("[]", 1),
+        ('{\n"nonsense": {}}', 2),
+        ('{"a":\n tru}', 2),
+    ],
 )
 def test_it_names_the_line_of_json_errors(text, line):
     with pytest.raises(ConfigSyntaxError) as info:
@@ -156,13 +267,25 @@ def test_it_builds_the_same_tree_as_the_native_syntax_for_the_same_configuration
         'variable "n" {\n  type = number\n}\n'
         'resource "aws_instance" "web" {\n  count = var.n\n  ami = "ami-${count.index}"\n'
         '  tags = { Name = "web" }\n  depends_on = [aws_s3_bucket.b]\n'
-        '  lifecycle {\n    ignore_changes = [tags]\n  }\n}\n'
-        'output "ids" {\n  value = aws_instance.web[*].id\n}\n', "main.tf")
-    from_json = load({
-        "variable": {"n": {"type": "number"}},
-        "resource": {"aws_instance": {"web": {"count": "${var.n}", "ami": "ami-${count.index}",
-                                              "tags": {"Name": "web"}, "depends_on": ["aws_s3_bucket.b"],
-                                              "lifecycle": {"ignore_changes": ["tags"]}}}},
-        "output": {"ids": {"value": "${aws_instance.web[*].id}"}},
-    })
+        "  lifecycle {\n    ignore_changes = [tags]\n  }\n}\n"
+        'output "ids" {\n  value = aws_instance.web[*].id\n}\n',
+        "main.tf",
+    )
+    from_json = load(
+        {
+            "variable": {"n": {"type": "number"}},
+            "resource": {
+                "aws_instance": {
+                    "web": {
+                        "count": "${var.n}",
+                        "ami": "ami-${count.index}",
+                        "tags": {"Name": "web"},
+                        "depends_on": ["aws_s3_bucket.b"],
+                        "lifecycle": {"ignore_changes": ["tags"]},
+                    }
+                }
+            },
+            "output": {"ids": {"value": "${aws_instance.web[*].id}"}},
+        }
+    )
     assert render_body(from_json.body) == render_body(native.body)

@@ -24,8 +24,18 @@ def body(text: str) -> list[str]:
 
 @pytest.mark.parametrize(
     ("text", "value"),
-    [("1", 1), ("1.5", 1.5), ("1e3", 1000), ("true", True), ("false", False), ("null", None),
-     ('"plain"', "plain"), ('""', ""), (r'"a\nb\t\"q\" \\ \u00e9"', 'a\nb\t"q" \\ é'), ('"$${x} %%{y}"', "${x} %{y}")],
+    [
+        ("1", 1),
+        ("1.5", 1.5),
+        ("1e3", 1000),
+        ("true", True),
+        ("false", False),
+        ("null", None),
+        ('"plain"', "plain"),
+        ('""', ""),
+        (r'"a\nb\t\"q\" \\ \u00e9"', 'a\nb\t"q" \\ é'),
+        ('"$${x} %%{y}"', "${x} %{y}"),
+    ],
 )
 def test_it_reads_literals_with_their_python_values(text, value):
     node = parse_expression(text)
@@ -78,7 +88,7 @@ def test_it_strips_the_common_indentation_of_an_indented_heredoc():
 
 
 def test_it_parses_directives_inside_heredocs():
-    lines = body('x = <<EOT\n%{ for s in list ~}\n- ${s}\n%{ endfor ~}\nEOT\n')
+    lines = body("x = <<EOT\n%{ for s in list ~}\n- ${s}\n%{ endfor ~}\nEOT\n")
     assert lines == ['x = T[%for(s in list){"- " ${s} "\\n"}]']
 
 
@@ -87,7 +97,10 @@ def test_it_parses_string_templates_for_templatefile_and_json():
     assert render(parse_template("${x}")) == "x"
     assert render(parse_template("no interpolation")) == '"no interpolation"'
     assert render(parse_template("$${not} %%{this}")) == '"${not} %{this}"'
-    assert render(parse_template('${join(",", [for s in l : "${s}!"])}')) == 'join(",", [for s in l : T[${s} "!"]])'
+    assert (
+        render(parse_template('${join(",", [for s in l : "${s}!"])}'))
+        == 'join(",", [for s in l : T[${s} "!"]])'
+    )
 
 
 def test_it_reports_template_errors_at_the_template_position():
@@ -168,18 +181,23 @@ def test_it_applies_operator_precedence_and_associativity(text, tree):
 
 def test_it_parses_for_expressions():
     assert expr("[for s in list : upper(s)]") == "[for s in list : upper(s)]"
-    assert expr('[for i, s in list : s if i > 0]') == "[for i, s in list : s if (i > 0)]"
+    assert expr("[for i, s in list : s if i > 0]") == "[for i, s in list : s if (i > 0)]"
     assert expr("{for k, v in map : v => k}") == "{for k, v in map : v => k}"
-    assert expr("{for s in list : substr(s, 0, 1) => s... if s != \"\"}") == \
-        '{for s in list : substr(s, 0, 1) => s... if (s != "")}'
+    assert (
+        expr('{for s in list : substr(s, 0, 1) => s... if s != ""}')
+        == '{for s in list : substr(s, 0, 1) => s... if (s != "")}'
+    )
 
 
 # ---- files ----
 
 
 def test_it_reads_blocks_labels_and_attribute_positions():
-    parsed = parse_native('# c\nresource "aws_instance" "web" {\n  ami = "x" // why\n  ebs {\n    size = 1\n  }\n}\n'
-                          "locals { a = 1 }\n", "m/main.tf")
+    parsed = parse_native(
+        '# c\nresource "aws_instance" "web" {\n  ami = "x" // why\n  ebs {\n    size = 1\n  }\n}\n'
+        "locals { a = 1 }\n",
+        "m/main.tf",
+    )
     resource, local_block = parsed.body.blocks
     assert (resource.type, resource.labels, resource.pos.line) == ("resource", ["aws_instance", "web"], 2)
     assert resource.body.attributes["ami"].pos == ast.Pos("m/main.tf", 3, 3)
@@ -190,7 +208,9 @@ def test_it_reads_blocks_labels_and_attribute_positions():
 def test_it_keeps_the_source_text_of_a_variable_type():
     parsed = parse_native(
         'variable "a" {\n  type = list(object({ a = string, b = optional(number, 1) }))\n  default = []\n}\n'
-        'variable "b" { type = string }\n', "v.tf")
+        'variable "b" { type = string }\n',
+        "v.tf",
+    )
     first = parsed.body.blocks[0].body.attributes["type"].expr
     second = parsed.body.blocks[1].body.attributes["type"].expr
     assert type(first) is ast.TypeExpr
@@ -250,11 +270,13 @@ def test_it_trims_only_the_neighbouring_line_in_templates_and_heredocs():
 
 def test_it_removes_heredoc_indentation_after_strip_markers_as_terraform_does():
     # terraform: "      a\nX      b\n": the trimmed line start counts as no indentation at all
-    assert body('f = <<-EOT\n      a\n    ${~ "X" ~}\n      b\n    EOT\n') == \
-        ['f = T["      a\\n" ${"X"} "      b\\n"]']
+    assert body('f = <<-EOT\n      a\n    ${~ "X" ~}\n      b\n    EOT\n') == [
+        'f = T["      a\\n" ${"X"} "      b\\n"]'
+    ]
     # terraform: "    0:1\n    1:2\n    2:3\n" for list = [1, 2, 3]
-    assert body("s = <<-EOT\n    %{~ for i, v in list ~}\n    ${i}:${v}\n    %{~ endfor ~}\n  EOT\n") == \
-        ['s = T[%for(i, v in list){"    " ${i} ":" ${v} "\\n"}]']
+    assert body("s = <<-EOT\n    %{~ for i, v in list ~}\n    ${i}:${v}\n    %{~ endfor ~}\n  EOT\n") == [
+        's = T[%for(i, v in list){"    " ${i} ":" ${v} "\\n"}]'
+    ]
 
 
 def test_it_reads_empty_and_comment_only_files_as_empty_bodies():

@@ -38,8 +38,13 @@ def _case_settings(case: str) -> dict:
 
 
 def _terraform(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "TF_CLI_CONFIG_FILE": "/dev/null", "TF_IN_AUTOMATION": "1", "TF_INPUT": "0",
-           "CHECKPOINT_DISABLE": "1"}
+    env = {
+        **os.environ,
+        "TF_CLI_CONFIG_FILE": "/dev/null",
+        "TF_IN_AUTOMATION": "1",
+        "TF_INPUT": "0",
+        "CHECKPOINT_DISABLE": "1",
+    }
     env.pop("TF_PLUGIN_CACHE_DIR", None)
     return subprocess.run([TERRAFORM, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
@@ -121,8 +126,11 @@ def test_the_canonical_form_tells_a_bool_from_a_number():
 def _ours(case: str) -> dict:
     settings = _case_settings(case)
     directory = CORPUS / case
-    return evaluate_configuration(str(directory), variables=settings.get("vars"),
-                                  var_files=[str(directory / p) for p in settings.get("var_files", [])])
+    return evaluate_configuration(
+        str(directory),
+        variables=settings.get("vars"),
+        var_files=[str(directory / p) for p in settings.get("var_files", [])],
+    )
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -148,14 +156,19 @@ def test_our_evaluation_matches_terraforms_plan(case, terraform_plans):
     for address, change in theirs.items():
         expected_values = _with_unknowns_as_null(change["after"], change["after_unknown"])
         assert _canonical(our_resources[address]["values"]) == _canonical(expected_values), address
-        assert _canonical(our_resources[address]["unknown"]) == _canonical(_pruned(change["after_unknown"])), address
-        assert _canonical(our_resources[address]["sensitive"]) == \
-            _canonical(_pruned(change["after_sensitive"])), address
+        assert _canonical(our_resources[address]["unknown"]) == _canonical(
+            _pruned(change["after_unknown"])
+        ), address
+        assert _canonical(our_resources[address]["sensitive"]) == _canonical(
+            _pruned(change["after_sensitive"])
+        ), address
 
     their_outputs = plan.get("output_changes", {})
     assert sorted(ours["outputs"]) == sorted(their_outputs)
     for name, change in their_outputs.items():
-        assert _canonical(ours["outputs"][name]["unknown"]) == _canonical(_pruned(change["after_unknown"])), name
+        assert _canonical(ours["outputs"][name]["unknown"]) == _canonical(_pruned(change["after_unknown"])), (
+            name
+        )
         expected = _with_unknowns_as_null(change.get("after"), change["after_unknown"])
         assert _canonical(ours["outputs"][name]["value"]) == _canonical(expected), name
         assert _canonical(ours["outputs"][name]["sensitive"]) == _canonical(change["after_sensitive"]), name

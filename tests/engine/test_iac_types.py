@@ -85,7 +85,7 @@ def test_it_accepts_legacy_quoted_type_names() -> None:
         ("list", "requires one argument"),
         ("list(string", "end of type expression"),
         ("optional(string)", "only allowed"),
-        ("object({a = optional(number, \"x\")})", 'optional attribute "a"'),
+        ('object({a = optional(number, "x")})', 'optional attribute "a"'),
         ("map(string) extra", "extra"),
         ("object({a = optional(string, var.x)})", "constant"),
         ("", "end of type expression"),
@@ -112,7 +112,7 @@ def test_it_converts_primitives_like_terraform() -> None:
 @pytest.mark.parametrize(
     "value, type_text, message",
     [
-        ("abc", "number", "cannot convert \"abc\" to number"),
+        ("abc", "number", 'cannot convert "abc" to number'),
         (1, "bool", "a bool is required"),
         ([1], "string", "a string is required"),
         ({"a": 1}, "list(string)", "list of string is required"),
@@ -124,7 +124,9 @@ def test_it_converts_primitives_like_terraform() -> None:
         (TfSet(["a"]), "tuple([string])", "a tuple is required"),
     ],
 )
-def test_it_rejects_impossible_conversions_with_a_path_to_the_problem(value: Any, type_text: str, message: str) -> None:
+def test_it_rejects_impossible_conversions_with_a_path_to_the_problem(
+    value: Any, type_text: str, message: str
+) -> None:
     with pytest.raises(ConversionError, match=message.replace("(", r"\(")):
         convert(value, parse_type(type_text))
 
@@ -170,8 +172,17 @@ def test_it_prints_float_arithmetic_noise_as_the_decimal_terraform_computes() ->
 
 
 @pytest.mark.parametrize(
-    "call, value", [(to_number, "1x"), (to_number, True), (to_number, None), (to_bool, "yes"), (to_bool, 1),
-                    (to_string, None), (to_string, [1]), (to_number, " 1")],
+    "call, value",
+    [
+        (to_number, "1x"),
+        (to_number, True),
+        (to_number, None),
+        (to_bool, "yes"),
+        (to_bool, 1),
+        (to_string, None),
+        (to_string, [1]),
+        (to_number, " 1"),
+    ],
 )
 def test_it_refuses_implicit_conversions_terraform_refuses(call: Any, value: Any) -> None:
     with pytest.raises(ConversionError):
@@ -180,7 +191,14 @@ def test_it_refuses_implicit_conversions_terraform_refuses(call: Any, value: Any
 
 def test_it_names_value_types_for_error_messages() -> None:
     assert [type_name(v) for v in ["s", 1, 1.5, True, None, [1], {"a": 1}, TfSet([1])]] == [
-        "string", "number", "number", "bool", "null", "list", "map", "set"
+        "string",
+        "number",
+        "number",
+        "bool",
+        "null",
+        "list",
+        "map",
+        "set",
     ]
 
 
@@ -220,14 +238,21 @@ CONVERSIONS: list[tuple[str, Any]] = [
     ("tuple([string, number, bool])", [1, "2", "true"]),
     ("any", {"a": [1, "x"]}),
     ("object({name=string, size=optional(number, 3), tags=optional(map(string))})", {"name": 1}),
-    ("list(object({name=string, port=optional(number, 80), tags=optional(map(string), {}), "
-     "inner=optional(object({x=optional(bool, true), y=optional(list(string))}), {})}))",
-     [{"name": "web"}, {"name": 1, "port": "8080", "tags": {"a": 1}, "inner": {"x": "false"}},
-      {"name": "n", "inner": None}]),
+    (
+        "list(object({name=string, port=optional(number, 80), tags=optional(map(string), {}), "
+        "inner=optional(object({x=optional(bool, true), y=optional(list(string))}), {})}))",
+        [
+            {"name": "web"},
+            {"name": 1, "port": "8080", "tags": {"a": 1}, "inner": {"x": "false"}},
+            {"name": "n", "inner": None},
+        ],
+    ),
     ("object({a = optional(string), b = optional(number, null)})", {}),
-    ("object({s = optional(set(string), [\"b\", \"a\", \"b\"])})", {"s": None}),
-    ("map(object({enabled=optional(bool, false), cidrs=optional(list(string), [\"10.0.0.0/8\"])}))",
-     {"x": {}, "y": {"enabled": True, "cidrs": []}}),
+    ('object({s = optional(set(string), ["b", "a", "b"])})', {"s": None}),
+    (
+        'map(object({enabled=optional(bool, false), cidrs=optional(list(string), ["10.0.0.0/8"])}))',
+        {"x": {}, "y": {"enabled": True, "cidrs": []}},
+    ),
     ("object({n = number, extra_ignored = optional(string)})", {"n": "7", "unused": 1}),
     ("list(list(string))", [[1, 2], []]),
     ("map(list(number))", {"a": ["1"], "b": []}),
@@ -237,7 +262,7 @@ CONVERSIONS: list[tuple[str, Any]] = [
     ("set(any)", [1, "1", "a"]),
     ("map(any)", {"x": {"a": 1}, "y": {"b": "z"}}),
     ("list(any)", [[1], ["a", 2]]),
-    ("list(object({a=optional(string, \"x\"), b=optional(tuple([number, string]))}))", [{}, {"b": ["1", 2]}]),
+    ('list(object({a=optional(string, "x"), b=optional(tuple([number, string]))}))', [{}, {"b": ["1", 2]}]),
     ("object({a=optional(string, null)})", {"a": None}),
     ("object({a=list(any)})", {"a": [True, "x"]}),
     ("tuple([any, any])", [1, "x"]),
@@ -256,17 +281,29 @@ def terraform_conversions(tmp_path_factory: pytest.TempPathFactory) -> list[Any]
         for i, (type_text, default) in enumerate(CONVERSIONS)
     ]
     (root / "main.tf").write_text("\n".join(blocks))
-    expression = "base64encode(jsonencode([" + ", ".join(f"var.v{i}" for i in range(len(CONVERSIONS))) + "]))\n"
+    expression = (
+        "base64encode(jsonencode([" + ", ".join(f"var.v{i}" for i in range(len(CONVERSIONS))) + "]))\n"
+    )
     env = {**os.environ, "TF_CLI_CONFIG_FILE": "/dev/null", "CHECKPOINT_DISABLE": "1"}
-    completed = subprocess.run(["terraform", "console", "-no-color"], input=expression, capture_output=True,
-                               text=True, cwd=root, env=env, timeout=120, check=False)
+    completed = subprocess.run(
+        ["terraform", "console", "-no-color"],
+        input=expression,
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert completed.returncode == 0, completed.stderr
     return json.loads(base64.b64decode(completed.stdout.strip().strip('"')))
 
 
 @pytest.mark.terraform
 @pytest.mark.parametrize("index", range(len(CONVERSIONS)), ids=[t for t, _ in CONVERSIONS])
-def test_it_converts_variable_defaults_exactly_as_terraform_does(index: int, terraform_conversions: list[Any]) -> None:
+def test_it_converts_variable_defaults_exactly_as_terraform_does(
+    index: int, terraform_conversions: list[Any]
+) -> None:
     type_text, default = CONVERSIONS[index]
     ours = to_json_compatible(convert(default, parse_type(type_text)))
     assert ours == terraform_conversions[index]
@@ -315,8 +352,15 @@ def terraform_rejections(tmp_path_factory: pytest.TempPathFactory) -> set[int]:
         lines += [f'variable "v{i}" {{', f"  type = {type_text}", f"  default = {hcl(default)}", "}"]
     (root / "main.tf").write_text("\n".join(lines) + "\n")
     env = {**os.environ, "TF_CLI_CONFIG_FILE": "/dev/null", "CHECKPOINT_DISABLE": "1"}
-    completed = subprocess.run(["terraform", "validate", "-json", "-no-color"], capture_output=True, text=True,
-                               cwd=root, env=env, timeout=120, check=False)
+    completed = subprocess.run(
+        ["terraform", "validate", "-json", "-no-color"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     report = json.loads(completed.stdout)
     rejected = set()
     for diagnostic in report["diagnostics"]:
@@ -326,9 +370,12 @@ def terraform_rejections(tmp_path_factory: pytest.TempPathFactory) -> set[int]:
 
 
 @pytest.mark.terraform
-@pytest.mark.parametrize("index", range(len(ACCEPT_OR_REJECT)),
-                         ids=[f"{t}<-{d!r}" for t, d in ACCEPT_OR_REJECT])
-def test_it_rejects_exactly_the_defaults_terraform_rejects(index: int, terraform_rejections: set[int]) -> None:
+@pytest.mark.parametrize(
+    "index", range(len(ACCEPT_OR_REJECT)), ids=[f"{t}<-{d!r}" for t, d in ACCEPT_OR_REJECT]
+)
+def test_it_rejects_exactly_the_defaults_terraform_rejects(
+    index: int, terraform_rejections: set[int]
+) -> None:
     type_text, default = ACCEPT_OR_REJECT[index]
     try:
         convert(default, parse_type(type_text))

@@ -12,7 +12,8 @@ from policies_app.iac.plan_formats import PlanFormatError, check_plan, terragrun
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "plans-and-states"
 needs_fixtures = pytest.mark.skipif(
-    not SHARED.is_dir(), reason="third-party fixtures not present (../shared/fixtures is absent in this clone)"
+    not SHARED.is_dir(),
+    reason="third-party fixtures not present (../shared/fixtures is absent in this clone)",
 )
 
 
@@ -22,8 +23,13 @@ def terraform_plan(*actions_per_change: list[str]) -> dict:
         "terraform_version": "1.11.4",
         "planned_values": {"root_module": {}},
         "resource_changes": [
-            {"address": f"terraform_data.r{n}", "mode": "managed", "type": "terraform_data", "name": f"r{n}",
-             "change": {"actions": actions, "before": None, "after": {}}}
+            {
+                "address": f"terraform_data.r{n}",
+                "mode": "managed",
+                "type": "terraform_data",
+                "name": f"r{n}",
+                "change": {"actions": actions, "before": None, "after": {}},
+            }
             for n, actions in enumerate(actions_per_change)
         ],
     }
@@ -31,24 +37,35 @@ def terraform_plan(*actions_per_change: list[str]) -> dict:
 
 PULUMI_PREVIEW = {
     "steps": [
-        {"op": "create", "urn": "urn:pulumi:dev::shop::aws:s3/bucket:Bucket::media",
-         "newState": {"type": "aws:s3/bucket:Bucket", "inputs": {}}},
+        {
+            "op": "create",
+            "urn": "urn:pulumi:dev::shop::aws:s3/bucket:Bucket::media",
+            "newState": {"type": "aws:s3/bucket:Bucket", "inputs": {}},
+        },
         {"op": "same", "urn": "urn:pulumi:dev::shop::pulumi:pulumi:Stack::shop-dev"},
     ],
     "duration": 1200000000,
     "changeSummary": {"create": 1, "same": 1},
 }
 PULUMI_DESTROY_PREVIEW = {
-    "steps": [{"op": "delete", "urn": "urn:pulumi:dev::shop::aws:s3/bucket:Bucket::media",
-               "oldState": {"type": "aws:s3/bucket:Bucket"}}],
+    "steps": [
+        {
+            "op": "delete",
+            "urn": "urn:pulumi:dev::shop::aws:s3/bucket:Bucket::media",
+            "oldState": {"type": "aws:s3/bucket:Bucket"},
+        }
+    ],
     "changeSummary": {"delete": 1},
 }
 PULUMI_UPDATE_PLAN = {
     "manifest": {"time": "2026-12-01T10:00:00Z", "magic": "abc", "version": "v3.140.0"},
     "config": {"aws:region": "eu-west-1"},
     "resourcePlans": {
-        "urn:pulumi:dev::shop::aws:s3/bucket:Bucket::media": {"goal": {"type": "aws:s3/bucket:Bucket"},
-                                                               "steps": ["create"], "state": {}},
+        "urn:pulumi:dev::shop::aws:s3/bucket:Bucket::media": {
+            "goal": {"type": "aws:s3/bucket:Bucket"},
+            "steps": ["create"],
+            "state": {},
+        },
     },
 }
 CHANGE_SET = {
@@ -57,16 +74,34 @@ CHANGE_SET = {
     "StackName": "shop",
     "Status": "CREATE_COMPLETE",
     "Changes": [
-        {"Type": "Resource", "ResourceChange": {"Action": "Remove", "LogicalResourceId": "MediaBucket",
-                                                "ResourceType": "AWS::S3::Bucket", "Replacement": "False"}},
-        {"Type": "Resource", "ResourceChange": {"Action": "Add", "LogicalResourceId": "Queue",
-                                                "ResourceType": "AWS::SQS::Queue"}},
+        {
+            "Type": "Resource",
+            "ResourceChange": {
+                "Action": "Remove",
+                "LogicalResourceId": "MediaBucket",
+                "ResourceType": "AWS::S3::Bucket",
+                "Replacement": "False",
+            },
+        },
+        {
+            "Type": "Resource",
+            "ResourceChange": {
+                "Action": "Add",
+                "LogicalResourceId": "Queue",
+                "ResourceType": "AWS::SQS::Queue",
+            },
+        },
     ],
 }
 STACK_RESOURCES = {
     "StackResourceSummaries": [
-        {"LogicalResourceId": "MediaBucket", "PhysicalResourceId": "shop-media", "ResourceType": "AWS::S3::Bucket",
-         "LastUpdatedTimestamp": "2026-11-30T10:00:00Z", "ResourceStatus": "CREATE_COMPLETE"},
+        {
+            "LogicalResourceId": "MediaBucket",
+            "PhysicalResourceId": "shop-media",
+            "ResourceType": "AWS::S3::Bucket",
+            "LastUpdatedTimestamp": "2026-11-30T10:00:00Z",
+            "ResourceStatus": "CREATE_COMPLETE",
+        },
     ]
 }
 
@@ -74,8 +109,9 @@ STACK_RESOURCES = {
 # ----------------------------------------------------------------------------------- what is fine
 
 
-@pytest.mark.parametrize("template_type", ["terraform", "opentofu", "terragrunt", "pulumi", "cloudformation",
-                                           "k8s", "helm"])
+@pytest.mark.parametrize(
+    "template_type", ["terraform", "opentofu", "terragrunt", "pulumi", "cloudformation", "k8s", "helm"]
+)
 @pytest.mark.parametrize("deployment_type", ["deploy", "destroy"])
 def test_it_accepts_no_plan_for_every_template_type(template_type, deployment_type):
     check_plan(template_type, deployment_type, None)
@@ -87,7 +123,11 @@ def test_it_accepts_no_plan_for_every_template_type(template_type, deployment_ty
         ("terraform", "deploy", terraform_plan(["create"], ["delete", "create"], ["no-op"])),
         ("opentofu", "destroy", terraform_plan(["delete"])),
         ("terragrunt", "deploy", terraform_plan(["update"])),
-        ("terragrunt", "destroy", {"is_run_all": True, "modules": {"vpc": terraform_plan(["delete"]), "eks": terraform_plan()}}),
+        (
+            "terragrunt",
+            "destroy",
+            {"is_run_all": True, "modules": {"vpc": terraform_plan(["delete"]), "eks": terraform_plan()}},
+        ),
         ("pulumi", "deploy", PULUMI_PREVIEW),
         ("pulumi", "deploy", PULUMI_UPDATE_PLAN),
         ("pulumi", "destroy", PULUMI_DESTROY_PREVIEW),
@@ -116,27 +156,70 @@ def test_it_accepts_a_terraform_plan_without_changes_which_omits_resource_change
         ("helm", "destroy", terraform_plan(), "plan must be null"),
         ("terraform", "deploy", [], "must be a JSON object"),
         ("terraform", "deploy", {"resource_changes": []}, "needs format_version to be a string"),
-        ("terraform", "deploy", {**terraform_plan(), "format_version": "2.0"}, "format_version '2.0' is not supported"),
-        ("terraform", "deploy", {**terraform_plan(), "resource_changes": {}}, "needs resource_changes to be a list"),
+        (
+            "terraform",
+            "deploy",
+            {**terraform_plan(), "format_version": "2.0"},
+            "format_version '2.0' is not supported",
+        ),
+        (
+            "terraform",
+            "deploy",
+            {**terraform_plan(), "resource_changes": {}},
+            "needs resource_changes to be a list",
+        ),
         ("terraform", "deploy", {"format_version": "1.2"}, "needs resource_changes to be a list"),
-        ("opentofu", "deploy", terraform_plan(["explode"]), r"resource_changes\[0\]\.change\.actions\[0\]: unknown action"),
-        ("terraform", "deploy", terraform_plan([]), r"resource_changes\[0\]\.change\.actions must be a non-empty list"),
+        (
+            "opentofu",
+            "deploy",
+            terraform_plan(["explode"]),
+            r"resource_changes\[0\]\.change\.actions\[0\]: unknown action",
+        ),
+        (
+            "terraform",
+            "deploy",
+            terraform_plan([]),
+            r"resource_changes\[0\]\.change\.actions must be a non-empty list",
+        ),
         ("terragrunt", "deploy", {"is_run_all": True, "modules": []}, "needs modules to be an object"),
         ("terragrunt", "deploy", {"is_run_all": False, "modules": {}}, "needs is_run_all to be true"),
-        ("terragrunt", "deploy", {"is_run_all": True, "modules": {"vpc": {"format_version": 1}}},
-         r"modules\['vpc'\] needs format_version to be a string"),
+        (
+            "terragrunt",
+            "deploy",
+            {"is_run_all": True, "modules": {"vpc": {"format_version": 1}}},
+            r"modules\['vpc'\] needs format_version to be a string",
+        ),
         ("pulumi", "deploy", {"hello": 1}, "none of those keys is present"),
         ("pulumi", "destroy", PULUMI_UPDATE_PLAN, "destroy --preview-only"),
-        ("pulumi", "deploy", {"steps": [{"op": "create", "urn": "bucket"}]}, r"steps\[0\]\.urn must be a Pulumi URN"),
+        (
+            "pulumi",
+            "deploy",
+            {"steps": [{"op": "create", "urn": "bucket"}]},
+            r"steps\[0\]\.urn must be a Pulumi URN",
+        ),
         ("pulumi", "deploy", {"steps": {}}, "steps to be a list"),
-        ("pulumi", "deploy", {"changeSummary": {"create": "1"}}, r"changeSummary\['create'\] must be a whole number"),
+        (
+            "pulumi",
+            "deploy",
+            {"changeSummary": {"create": "1"}},
+            r"changeSummary\['create'\] must be a whole number",
+        ),
         ("pulumi", "deploy", {"manifest": {}, "resourcePlans": {"x": {}}}, "must be a Pulumi URN"),
         ("cloudformation", "deploy", STACK_RESOURCES, "this is a ListStackResources response"),
         ("cloudformation", "destroy", CHANGE_SET, "this is a DescribeChangeSet response"),
         ("cloudformation", "deploy", {"StackName": "s"}, "needs Changes to be a list"),
-        ("cloudformation", "deploy", {"Changes": []}, "needs ChangeSetName, ChangeSetId, StackName or StackId"),
-        ("cloudformation", "destroy", {"StackResourceSummaries": [{"LogicalResourceId": "A"}]},
-         r"StackResourceSummaries\[0\]\.ResourceType must be a string"),
+        (
+            "cloudformation",
+            "deploy",
+            {"Changes": []},
+            "needs ChangeSetName, ChangeSetId, StackName or StackId",
+        ),
+        (
+            "cloudformation",
+            "destroy",
+            {"StackResourceSummaries": [{"LogicalResourceId": "A"}]},
+            r"StackResourceSummaries\[0\]\.ResourceType must be a string",
+        ),
         ("serverless", "deploy", None, "unknown template type 'serverless'"),
         ("terraform", "task", None, "unknown deployment type 'task'"),
     ],
@@ -149,7 +232,9 @@ def test_it_rejects_a_plan_that_does_not_fit_naming_why(template_type, deploymen
 def test_it_rejects_a_change_set_whose_resource_change_lacks_its_logical_id():
     change_set = copy.deepcopy(CHANGE_SET)
     del change_set["Changes"][1]["ResourceChange"]["LogicalResourceId"]
-    with pytest.raises(PlanFormatError, match=r"Changes\[1\]\.ResourceChange\.LogicalResourceId must be a string"):
+    with pytest.raises(
+        PlanFormatError, match=r"Changes\[1\]\.ResourceChange\.LogicalResourceId must be a string"
+    ):
         check_plan("cloudformation", "deploy", change_set)
 
 
@@ -166,8 +251,11 @@ def _load_any_encoding(path: Path):
 def _fixture_plans() -> list[Path]:
     if not SHARED.is_dir():
         return []
-    found = [*SHARED.glob("trivy-tfjson/testdata/*.json"), *SHARED.glob("checkov/**/*.json"),
-             *SHARED.glob("opentofu/show-json/*/output.json")]
+    found = [
+        *SHARED.glob("trivy-tfjson/testdata/*.json"),
+        *SHARED.glob("checkov/**/*.json"),
+        *SHARED.glob("opentofu/show-json/*/output.json"),
+    ]
     return sorted(path for path in found if path.name != "corrupted-tfplan.json")
 
 
@@ -204,7 +292,10 @@ def test_terragrunt_ndjson_becomes_a_run_all_plan_keyed_by_position_when_paths_a
     assert plan["is_run_all"] is True
     assert list(plan["modules"]) == ["0", "1", "2"]
     assert [m["resource_changes"][0]["address"] for m in plan["modules"].values()] == [
-        "local_file.cache", "local_file.database", "local_file.server"]
+        "local_file.cache",
+        "local_file.database",
+        "local_file.server",
+    ]
     check_plan("terragrunt", "deploy", plan)
 
 

@@ -34,8 +34,12 @@ CONFIGURATIONS = [
     ("regopy", None, "v1"),
     ("regopy", None, "v0"),
 ]
-CONFIGURATION_IDS = [f"{engine}-{'v0mode' if v0 else 'v1mode'}-{syntax}policy" if engine == "regorus"
-                     else f"{engine}-{syntax}policy" for engine, v0, syntax in CONFIGURATIONS]
+CONFIGURATION_IDS = [
+    f"{engine}-{'v0mode' if v0 else 'v1mode'}-{syntax}policy"
+    if engine == "regorus"
+    else f"{engine}-{syntax}policy"
+    for engine, v0, syntax in CONFIGURATIONS
+]
 
 
 def library_modules() -> dict[str, str]:
@@ -91,22 +95,45 @@ RAW_STATE = {
     "lineage": "l",
     "outputs": {},
     "resources": [
-        {"mode": "managed", "type": "aws_db_instance", "name": "main",
-         "instances": [{"attributes": {"id": "db-1", "deletion_protection": False}}]},
-        {"mode": "data", "type": "terraform_remote_state", "name": "shared",
-         "instances": [{"attributes": {"id": "x", "backend": "local"}}]},
-        {"module": "module.network", "mode": "managed", "type": "aws_vpc", "name": "main",
-         "instances": [{"attributes": {"id": "vpc-1"}, "status": "tainted"}]},
-        {"module": "module.db[1]", "mode": "managed", "type": "aws_db_instance", "name": "replica",
-         "instances": [{"index_key": 0, "attributes": {"id": "db-2", "deletion_protection": True}}]},
+        {
+            "mode": "managed",
+            "type": "aws_db_instance",
+            "name": "main",
+            "instances": [{"attributes": {"id": "db-1", "deletion_protection": False}}],
+        },
+        {
+            "mode": "data",
+            "type": "terraform_remote_state",
+            "name": "shared",
+            "instances": [{"attributes": {"id": "x", "backend": "local"}}],
+        },
+        {
+            "module": "module.network",
+            "mode": "managed",
+            "type": "aws_vpc",
+            "name": "main",
+            "instances": [{"attributes": {"id": "vpc-1"}, "status": "tainted"}],
+        },
+        {
+            "module": "module.db[1]",
+            "mode": "managed",
+            "type": "aws_db_instance",
+            "name": "replica",
+            "instances": [{"index_key": 0, "attributes": {"id": "db-2", "deletion_protection": True}}],
+        },
     ],
 }
 
 
 def change(address: str, actions: list[str], after: dict | None = None) -> dict:
     resource_type, resource_name = address.split("[")[0].split(".")[-2:]
-    return {"address": address, "mode": "managed", "type": resource_type, "name": resource_name,
-            "change": {"actions": actions, "before": None, "after": after or {}}}
+    return {
+        "address": address,
+        "mode": "managed",
+        "type": resource_type,
+        "name": resource_name,
+        "change": {"actions": actions, "before": None, "after": after or {}},
+    }
 
 
 SINGLE_PLAN = {
@@ -128,13 +155,20 @@ RUN_ALL_PLAN = {
     },
 }
 PEOPLE = {
-    "deployerUser": {"name": "Alice", "email": "Alice@Example.com", "teams": [{"id": "t1", "name": "platform"}]},
+    "deployerUser": {
+        "name": "Alice",
+        "email": "Alice@Example.com",
+        "teams": [{"id": "t1", "name": "platform"}],
+    },
     "approvers": [
         {"name": "Alice", "email": "alice@example.com", "teams": [{"id": "t1", "name": "platform"}]},
         {"name": "Bob", "email": "BOB@example.com", "teams": [{"id": "t2", "name": "security"}]},
         {"name": "Bob again", "email": "bob@example.com", "teams": [{"id": "t2", "name": "security"}]},
-        {"name": "Charlie", "email": "charlie@example.com", "teams": [{"id": "t1", "name": "platform"},
-                                                                    {"id": "t2", "name": "security"}]},
+        {
+            "name": "Charlie",
+            "email": "charlie@example.com",
+            "teams": [{"id": "t1", "name": "platform"}, {"id": "t2", "name": "security"}],
+        },
         {"name": "No mail", "teams": [{"id": "t2", "name": "security"}]},
     ],
 }
@@ -179,11 +213,14 @@ platform_count := approvals.count_in_team("platform")
 others := approvals.distinct_approvers_other_than_deployer
 """
 # The same queries from a v0 module (no `import rego.v1`, v0 rule bodies), as env0's examples are written.
-LIBRARY_POLICY_V0 = LIBRARY_POLICY_V1.replace("import rego.v1\n", "") + """
+LIBRARY_POLICY_V0 = (
+    LIBRARY_POLICY_V1.replace("import rego.v1\n", "")
+    + """
 v0_deletes[address] {
 	tfplan.deletes[address]
 }
 """
+)
 
 
 def policy_for(syntax: str) -> str:
@@ -215,12 +252,27 @@ def test_tfstate_module_finds_a_module_by_path(configuration):
 def test_tfstate_module_finds_a_for_each_module_whose_key_holds_a_dot_with_regorus(v0_mode):
     # Not with regopy: it keeps a policy's string literal with its escapes (so "svc[\"a.b\"]" never
     # equals the input's svc["a.b"]) and writes input strings holding a quote unescaped into its output.
-    state = tfstate_view({"version": 4, "resources": [
-        {"module": 'module.svc["a.b"]', "mode": "managed", "type": "t", "name": "n",
-         "instances": [{"attributes": {"id": "in-a.b"}}]},
-        {"module": 'module.svc["a"].module.b', "mode": "managed", "type": "t", "name": "n",
-         "instances": [{"attributes": {"id": "in-a-b"}}]},
-    ]})
+    state = tfstate_view(
+        {
+            "version": 4,
+            "resources": [
+                {
+                    "module": 'module.svc["a.b"]',
+                    "mode": "managed",
+                    "type": "t",
+                    "name": "n",
+                    "instances": [{"attributes": {"id": "in-a.b"}}],
+                },
+                {
+                    "module": 'module.svc["a"].module.b',
+                    "mode": "managed",
+                    "type": "t",
+                    "name": "n",
+                    "instances": [{"attributes": {"id": "in-a-b"}}],
+                },
+            ],
+        }
+    )
     policy = """package t
 import rego.v1
 import data.lib.tfstate
@@ -237,7 +289,9 @@ def test_tfstate_resources_and_data_of_type_cover_every_module(configuration):
 
     assert rego.set_of("data.t.db_modules") == {"", "db[1]"}
     if configuration[0] == "regorus":
-        dbs = {tuple(json.loads(entry)["module_path"]): json.loads(entry) for entry in rego.set_of("data.t.dbs")}
+        dbs = {
+            tuple(json.loads(entry)["module_path"]): json.loads(entry) for entry in rego.set_of("data.t.dbs")
+        }
         assert set(dbs) == {(), ("db[1]",)}
         assert dbs[()]["name"] == "main" and dbs[()]["key"] == 0 and dbs[()]["type"] == "aws_db_instance"
         assert dbs[()]["instance"]["attr"]["deletion_protection"] is False
@@ -249,21 +303,45 @@ def test_tfstate_resources_and_data_of_type_cover_every_module(configuration):
 
 def test_tfstate_resources_of_type_keys_counted_instances_by_index_and_skips_gaps(configuration):
     # web[1] was destroyed with -target: the view holds null there, the helper leaves it out.
-    state = tfstate_view({"version": 4, "resources": [
-        {"mode": "managed", "type": "aws_instance", "name": "web", "instances": [
-            {"index_key": 2, "attributes": {"id": "w2"}}, {"index_key": 0, "attributes": {"id": "w0"}}]},
-        {"mode": "managed", "type": "aws_instance", "name": "api", "instances": [
-            {"index_key": "prod", "attributes": {"id": "a-prod"}}, {"index_key": "10", "attributes": {"id": "a-10"}}]},
-    ]})
-    policy = policy_for(configuration[2]) + """
+    state = tfstate_view(
+        {
+            "version": 4,
+            "resources": [
+                {
+                    "mode": "managed",
+                    "type": "aws_instance",
+                    "name": "web",
+                    "instances": [
+                        {"index_key": 2, "attributes": {"id": "w2"}},
+                        {"index_key": 0, "attributes": {"id": "w0"}},
+                    ],
+                },
+                {
+                    "mode": "managed",
+                    "type": "aws_instance",
+                    "name": "api",
+                    "instances": [
+                        {"index_key": "prod", "attributes": {"id": "a-prod"}},
+                        {"index_key": "10", "attributes": {"id": "a-10"}},
+                    ],
+                },
+            ],
+        }
+    )
+    policy = (
+        policy_for(configuration[2])
+        + """
 gap_is_null := input.state.resources.aws_instance.web[1] == null
 third := input.state.resources.aws_instance.web[2].id
 prod := input.state.resources.aws_instance.api.prod.id
 """
+    )
     rego = Evaluator(configuration[0], configuration[1], policy, {"state": state})
 
-    instances = {(entry["name"], entry["key"]): entry["instance"]["id"]
-                 for entry in map(json.loads, rego.set_of("data.t.all_instances"))}
+    instances = {
+        (entry["name"], entry["key"]): entry["instance"]["id"]
+        for entry in map(json.loads, rego.set_of("data.t.all_instances"))
+    }
     assert instances == {("web", 0): "w0", ("web", 2): "w2", ("api", "prod"): "a-prod", ("api", "10"): "a-10"}
     assert rego.query("data.t.gap_is_null") is True
     assert rego.query("data.t.third") == "w2"
@@ -289,11 +367,23 @@ order := [i | input.state.resources.terraform_data.x[i]]
 @pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform is not on PATH")
 def test_a_terraform_applied_count_of_twelve_is_in_index_order_and_indexable_by_number(tmp_path):
     (tmp_path / "main.tf").write_text(TWELVE_TF)
-    env = {**os.environ, "TF_CLI_CONFIG_FILE": "/dev/null", "TF_IN_AUTOMATION": "1", "CHECKPOINT_DISABLE": "1"}
+    env = {
+        **os.environ,
+        "TF_CLI_CONFIG_FILE": "/dev/null",
+        "TF_IN_AUTOMATION": "1",
+        "CHECKPOINT_DISABLE": "1",
+    }
 
     def terraform(*arguments: str) -> str:
-        return subprocess.run(["terraform", *arguments], cwd=tmp_path, env=env, check=True,
-                              capture_output=True, text=True, timeout=120).stdout
+        return subprocess.run(
+            ["terraform", *arguments],
+            cwd=tmp_path,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stdout
 
     terraform("init", "-input=false", "-no-color")
     terraform("apply", "-auto-approve", "-input=false", "-no-color")
@@ -319,13 +409,19 @@ def test_tfplan_sorts_changes_by_action(configuration):
     assert rego.set_of("data.t.updates") == {"aws_instance.web"}
     assert rego.set_of("data.t.deletes") == {"aws_db_instance.main"}
     assert rego.set_of("data.t.replacements") == {"aws_instance.api", "aws_lb.front"}
-    assert rego.set_of("data.t.destroyed_or_replaced") == {"aws_db_instance.main", "aws_instance.api", "aws_lb.front"}
+    assert rego.set_of("data.t.destroyed_or_replaced") == {
+        "aws_db_instance.main",
+        "aws_instance.api",
+        "aws_lb.front",
+    }
     assert rego.set_of("data.t.deleting") == {"aws_db_instance.main", "aws_instance.api", "aws_lb.front"}
     assert rego.set_of("data.t.creating") == {"aws_s3_bucket.logs", "aws_instance.api", "aws_lb.front"}
     changes = {json.loads(entry)["address"]: json.loads(entry) for entry in rego.set_of("data.t.changes")}
     assert len(changes) == 6
     assert changes["aws_s3_bucket.logs"]["change"]["after"]["acl"] == "public-read"
-    assert changes["aws_s3_bucket.logs"]["module"] == "" and changes["aws_s3_bucket.logs"]["mode"] == "managed"
+    assert (
+        changes["aws_s3_bucket.logs"]["module"] == "" and changes["aws_s3_bucket.logs"]["mode"] == "managed"
+    )
     if configuration[2] == "v0":
         assert rego.set_of("data.t.v0_deletes") == {"aws_db_instance.main"}
 
@@ -391,24 +487,42 @@ def state_with(*resources: dict) -> dict:
 
 
 def instance_of(type_: str, name: str, attributes: dict, module: str = "", **instance) -> dict:
-    resource = {"mode": "managed", "type": type_, "name": name,
-                "instances": [{"attributes": attributes, **instance}]}
+    resource = {
+        "mode": "managed",
+        "type": type_,
+        "name": name,
+        "instances": [{"attributes": attributes, **instance}],
+    }
     if module:
         resource["module"] = module
     return resource
 
 
 HEALTHY = state_with(instance_of("aws_vpc", "main", {"id": "v"}, module="module.network"))
-TAINTED = state_with(instance_of("aws_vpc", "main", {"id": "v"}, module="module.network", status="tainted"),
-                     instance_of("aws_subnet", "a", {"id": "s"}, status="tainted"))
+TAINTED = state_with(
+    instance_of("aws_vpc", "main", {"id": "v"}, module="module.network", status="tainted"),
+    instance_of("aws_subnet", "a", {"id": "s"}, status="tainted"),
+)
 UNPROTECTED_DB = state_with(
     instance_of("aws_db_instance", "main", {"id": "d", "deletion_protection": True}),
     instance_of("aws_db_instance", "orders", {"id": "o", "deletion_protection": False}, module="module.shop"),
 )
-LOCAL_REMOTE_STATE = state_with({"mode": "data", "type": "terraform_remote_state", "name": "shared",
-                                 "instances": [{"attributes": {"id": "x", "backend": "local"}}]})
-S3_STATE = state_with({"mode": "data", "type": "terraform_remote_state", "name": "shared",
-                       "instances": [{"attributes": {"id": "x", "backend": "s3"}}]})
+LOCAL_REMOTE_STATE = state_with(
+    {
+        "mode": "data",
+        "type": "terraform_remote_state",
+        "name": "shared",
+        "instances": [{"attributes": {"id": "x", "backend": "local"}}],
+    }
+)
+S3_STATE = state_with(
+    {
+        "mode": "data",
+        "type": "terraform_remote_state",
+        "name": "shared",
+        "instances": [{"attributes": {"id": "x", "backend": "s3"}}],
+    }
+)
 
 
 def plan_of(*changes: dict) -> dict:
@@ -418,16 +532,22 @@ def plan_of(*changes: dict) -> dict:
 def people(*approvers: tuple[str, list[str]], deployer: str = "dana@example.com") -> dict:
     return {
         "deployerUser": {"name": "Dana", "email": deployer, "teams": []},
-        "approvers": [{"name": email, "email": email, "teams": [{"id": t, "name": t} for t in teams]}
-                      for email, teams in approvers],
+        "approvers": [
+            {"name": email, "email": email, "teams": [{"id": t, "name": t} for t in teams]}
+            for email, teams in approvers
+        ],
     }
 
 
 # For each example: cases of (input, {decision rule: expected messages}); unlisted rules must be empty.
 def counted(type_: str, name: str, by_index: dict, module: str = "") -> dict:
     """A resource with count (int keys) or for_each (string keys): {key: attributes}."""
-    resource = {"mode": "managed", "type": type_, "name": name,
-                "instances": [{"index_key": key, "attributes": attributes} for key, attributes in by_index.items()]}
+    resource = {
+        "mode": "managed",
+        "type": type_,
+        "name": name,
+        "instances": [{"index_key": key, "attributes": attributes} for key, attributes in by_index.items()],
+    }
     if module:
         resource["module"] = module
     return resource
@@ -435,39 +555,118 @@ def counted(type_: str, name: str, by_index: dict, module: str = "") -> dict:
 
 EXAMPLE_CASES: dict[str, list[tuple[dict, dict[str, set[str]]]]] = {
     "tfstate-sentinel-index": [
-        ({"state": state_with(instance_of("null_resource", "foo", {"id": "n", "triggers": {"foo": "bar"}},
-                                          module="module.foo"))},
-         {"allow": {"module foo's null_resource.foo[0] has triggers.foo = bar"}}),
-        ({"state": state_with(instance_of("null_resource", "foo", {"id": "n", "triggers": {"foo": "baz"}},
-                                          module="module.foo"))}, {}),
+        (
+            {
+                "state": state_with(
+                    instance_of(
+                        "null_resource", "foo", {"id": "n", "triggers": {"foo": "bar"}}, module="module.foo"
+                    )
+                )
+            },
+            {"allow": {"module foo's null_resource.foo[0] has triggers.foo = bar"}},
+        ),
+        (
+            {
+                "state": state_with(
+                    instance_of(
+                        "null_resource", "foo", {"id": "n", "triggers": {"foo": "baz"}}, module="module.foo"
+                    )
+                )
+            },
+            {},
+        ),
         # foo[0] was destroyed on its own: the gap is null, so the rule simply does not match.
-        ({"state": state_with(counted("null_resource", "foo", {1: {"id": "n", "triggers": {"foo": "bar"}}},
-                                      module="module.foo"))}, {}),
-        ({"state": state_with(instance_of("null_resource", "foo", {"id": "n", "triggers": {"foo": "bar"}}))}, {}),
+        (
+            {
+                "state": state_with(
+                    counted(
+                        "null_resource",
+                        "foo",
+                        {1: {"id": "n", "triggers": {"foo": "bar"}}},
+                        module="module.foo",
+                    )
+                )
+            },
+            {},
+        ),
+        (
+            {
+                "state": state_with(
+                    instance_of("null_resource", "foo", {"id": "n", "triggers": {"foo": "bar"}})
+                )
+            },
+            {},
+        ),
     ],
     "tfstate-instances": [
-        ({"state": state_with(
-            counted("aws_instance", "web", {0: {"id": "w0", "instance_type": "t3.micro"},
-                                            2: {"id": "w2", "instance_type": "x1.32xlarge"}}),
-            counted("aws_instance", "api", {"prod": {"id": "p", "instance_type": "x1.32xlarge"},
-                                            "dev": {"id": "d", "instance_type": "t3.micro"}}))},
-         {"deny": {"aws_instance.web[2] is too large", "aws_instance.api[prod] is too large"}}),
-        ({"state": state_with(counted("aws_instance", "web", {i: {"id": f"w{i}", "instance_type": "t3.micro"}
-                                                              for i in range(12)}))}, {}),
+        (
+            {
+                "state": state_with(
+                    counted(
+                        "aws_instance",
+                        "web",
+                        {
+                            0: {"id": "w0", "instance_type": "t3.micro"},
+                            2: {"id": "w2", "instance_type": "x1.32xlarge"},
+                        },
+                    ),
+                    counted(
+                        "aws_instance",
+                        "api",
+                        {
+                            "prod": {"id": "p", "instance_type": "x1.32xlarge"},
+                            "dev": {"id": "d", "instance_type": "t3.micro"},
+                        },
+                    ),
+                )
+            },
+            {"deny": {"aws_instance.web[2] is too large", "aws_instance.api[prod] is too large"}},
+        ),
+        (
+            {
+                "state": state_with(
+                    counted(
+                        "aws_instance",
+                        "web",
+                        {i: {"id": f"w{i}", "instance_type": "t3.micro"} for i in range(12)},
+                    )
+                )
+            },
+            {},
+        ),
     ],
     "tfstate-module": [
         ({"state": HEALTHY}, {}),
         ({"state": TAINTED}, {"deny": {"aws_vpc.main[0] in module network is tainted: repair it first"}}),
-        ({"state": state_with({"module": "module.network", "mode": "managed", "type": "aws_subnet", "name": "edge",
-                               "instances": [{"index_key": "west", "attributes": {"id": "w"}, "status": "tainted"},
-                                             {"index_key": "east", "attributes": {"id": "e"}}]},
-                              counted("aws_vpc", "main", {3: {"id": "v3"}}, module="module.network"))},
-         {"deny": {"aws_subnet.edge[west] in module network is tainted: repair it first"}}),
+        (
+            {
+                "state": state_with(
+                    {
+                        "module": "module.network",
+                        "mode": "managed",
+                        "type": "aws_subnet",
+                        "name": "edge",
+                        "instances": [
+                            {"index_key": "west", "attributes": {"id": "w"}, "status": "tainted"},
+                            {"index_key": "east", "attributes": {"id": "e"}},
+                        ],
+                    },
+                    counted("aws_vpc", "main", {3: {"id": "v3"}}, module="module.network"),
+                )
+            },
+            {"deny": {"aws_subnet.edge[west] in module network is tainted: repair it first"}},
+        ),
         ({"state": state_with()}, {}),
     ],
     "tfstate-resources-of-type": [
-        ({"state": UNPROTECTED_DB},
-         {"pending": {'database orders in module ["shop"] has no deletion protection: a person must look'}}),
+        (
+            {"state": UNPROTECTED_DB},
+            {
+                "pending": {
+                    'database orders in module ["shop"] has no deletion protection: a person must look'
+                }
+            },
+        ),
         ({"state": HEALTHY}, {}),
     ],
     "tfstate-data-of-type": [
@@ -475,49 +674,98 @@ EXAMPLE_CASES: dict[str, list[tuple[dict, dict[str, set[str]]]]] = {
         ({"state": S3_STATE}, {}),
     ],
     "tfplan-resource-changes": [
-        ({"plan": plan_of(change("aws_s3_bucket.logs", ["create"], {"acl": "public-read"}))},
-         {"deny": {"aws_s3_bucket.logs would be a public bucket"}}),
-        ({"plan": {"is_run_all": True, "modules": {
-            "live/media": plan_of(change("aws_s3_bucket.media", ["update"], {"acl": "public-read"}))}}},
-         {"deny": {"live/media:aws_s3_bucket.media would be a public bucket"}}),
+        (
+            {"plan": plan_of(change("aws_s3_bucket.logs", ["create"], {"acl": "public-read"}))},
+            {"deny": {"aws_s3_bucket.logs would be a public bucket"}},
+        ),
+        (
+            {
+                "plan": {
+                    "is_run_all": True,
+                    "modules": {
+                        "live/media": plan_of(
+                            change("aws_s3_bucket.media", ["update"], {"acl": "public-read"})
+                        )
+                    },
+                }
+            },
+            {"deny": {"live/media:aws_s3_bucket.media would be a public bucket"}},
+        ),
         ({"plan": plan_of(change("aws_s3_bucket.logs", ["create"], {"acl": "private"}))}, {}),
     ],
     "tfplan-changes-by-action": [
-        ({"plan": plan_of(change("aws_instance.web", ["update"]), change("aws_instance.api", ["create"]))},
-         {"warn": {"aws_instance.web will be updated in place"}}),
+        (
+            {"plan": plan_of(change("aws_instance.web", ["update"]), change("aws_instance.api", ["create"]))},
+            {"warn": {"aws_instance.web will be updated in place"}},
+        ),
         ({"plan": None}, {}),
     ],
     "tfplan-additive-only": [
-        ({"plan": plan_of(change("aws_instance.web", ["create"]), change("aws_iam_role.ci", ["no-op"]))},
-         {"allow": {"the plan only adds resources"}}),
-        ({"plan": plan_of(change("aws_instance.web", ["create"]), change("aws_instance.api", ["create", "delete"]))},
-         {}),
-        ({"plan": plan_of(change("aws_instance.web", ["create"]), change("aws_instance.api", ["update"]))}, {}),
+        (
+            {"plan": plan_of(change("aws_instance.web", ["create"]), change("aws_iam_role.ci", ["no-op"]))},
+            {"allow": {"the plan only adds resources"}},
+        ),
+        (
+            {
+                "plan": plan_of(
+                    change("aws_instance.web", ["create"]), change("aws_instance.api", ["create", "delete"])
+                )
+            },
+            {},
+        ),
+        (
+            {"plan": plan_of(change("aws_instance.web", ["create"]), change("aws_instance.api", ["update"]))},
+            {},
+        ),
     ],
     "tfplan-destruction": [
-        ({"plan": plan_of(change("aws_instance.web", ["delete"]), change("aws_db_instance.main", ["delete", "create"]))},
-         {"pending": {"aws_instance.web will be destroyed",
-                      "aws_db_instance.main will be replaced (destroyed and created again)"},
-          "deny": {"aws_db_instance.main: databases are never destroyed by a deployment"}}),
+        (
+            {
+                "plan": plan_of(
+                    change("aws_instance.web", ["delete"]),
+                    change("aws_db_instance.main", ["delete", "create"]),
+                )
+            },
+            {
+                "pending": {
+                    "aws_instance.web will be destroyed",
+                    "aws_db_instance.main will be replaced (destroyed and created again)",
+                },
+                "deny": {"aws_db_instance.main: databases are never destroyed by a deployment"},
+            },
+        ),
         ({"plan": plan_of(change("aws_instance.web", ["create"]))}, {}),
     ],
     "approvals-in-team": [
-        (people(("Sec@Example.com", ["security"]), ("pat@example.com", ["platform"])),
-         {"allow": {"approved by Sec@Example.com from the security team"}}),
+        (
+            people(("Sec@Example.com", ["security"]), ("pat@example.com", ["platform"])),
+            {"allow": {"approved by Sec@Example.com from the security team"}},
+        ),
         (people(("pat@example.com", ["platform"])), {}),
     ],
     "approvals-count-in-team": [
-        (people(("pat@example.com", ["platform"])), {"pending": {"two approvers from the platform team are needed"}}),
-        (people(("pat@example.com", ["platform"]), ("PAT@example.com", ["platform"])),
-         {"pending": {"two approvers from the platform team are needed"}}),
-        (people(("pat@example.com", ["platform"]), ("quinn@example.com", ["platform"])),
-         {"allow": {"two platform approvers agreed"}}),
+        (
+            people(("pat@example.com", ["platform"])),
+            {"pending": {"two approvers from the platform team are needed"}},
+        ),
+        (
+            people(("pat@example.com", ["platform"]), ("PAT@example.com", ["platform"])),
+            {"pending": {"two approvers from the platform team are needed"}},
+        ),
+        (
+            people(("pat@example.com", ["platform"]), ("quinn@example.com", ["platform"])),
+            {"allow": {"two platform approvers agreed"}},
+        ),
     ],
     "approvals-four-eyes-v0": [
-        (people(("DANA@example.com", []), ("erin@example.com", [])),
-         {"pending": {"waiting for two approvers other than the deployer"}}),
-        (people(("erin@example.com", []), ("frank@example.com", [])),
-         {"allow": {"two people other than the deployer approved"}}),
+        (
+            people(("DANA@example.com", []), ("erin@example.com", [])),
+            {"pending": {"waiting for two approvers other than the deployer"}},
+        ),
+        (
+            people(("erin@example.com", []), ("frank@example.com", [])),
+            {"allow": {"two people other than the deployer approved"}},
+        ),
     ],
 }
 DECISIONS = ("deny", "pending", "warn", "allow")
@@ -532,7 +780,9 @@ def _example_configurations():
         for engine, v0_mode, _ in CONFIGURATIONS[:2] + CONFIGURATIONS[3:4]:
             if syntax == "v0" and engine == "regorus" and not v0_mode:
                 continue  # a v0 policy needs an engine in v0 mode, as the platform configures it
-            yield pytest.param(name, engine, v0_mode, id=f"{name}-{engine}-{'v0mode' if v0_mode else 'default'}")
+            yield pytest.param(
+                name, engine, v0_mode, id=f"{name}-{engine}-{'v0mode' if v0_mode else 'default'}"
+            )
 
 
 @pytest.mark.parametrize(("name", "engine", "v0_mode"), list(_example_configurations()))

@@ -25,7 +25,8 @@ GENERATED = SHARED / "generated-terraform-1.11.4"
 OPENTOFU_STATES = SHARED / "opentofu" / "show-json-state"
 
 needs_fixtures = pytest.mark.skipif(
-    not SHARED.is_dir(), reason="third-party fixtures not present (../shared/fixtures is absent in this clone)"
+    not SHARED.is_dir(),
+    reason="third-party fixtures not present (../shared/fixtures is absent in this clone)",
 )
 
 
@@ -85,7 +86,8 @@ def test_it_builds_the_sentinel_namespace_with_root_aliases_and_counted_instance
     assert web[1] == {"attr": {"id": "w1", "input": "b"}, "depends_on": ["x.y"], "id": "w1", "tainted": False}
     # A resource without count is still reached with index 0, as in Sentinel.
     assert view["data"]["terraform_remote_state"]["net"] == [
-        {"attr": {"id": "d", "backend": "local"}, "depends_on": [], "id": "d", "tainted": False}]
+        {"attr": {"id": "d", "backend": "local"}, "depends_on": [], "id": "d", "tainted": False}
+    ]
     assert "terraform_remote_state" not in view["resources"]
 
 
@@ -124,8 +126,15 @@ def test_it_maps_output_types_to_sentinels_string_list_and_map_but_keeps_values(
     view = tfstate_view(raw_state(outputs=outputs))
 
     types = {name: output["type"] for name, output in view["outputs"].items()}
-    assert types == {"text": "string", "number": "string", "flag": "string", "tuple": "list", "set": "list",
-                     "object": "map", "map": "map"}
+    assert types == {
+        "text": "string",
+        "number": "string",
+        "flag": "string",
+        "tuple": "list",
+        "set": "list",
+        "object": "map",
+        "map": "map",
+    }
     assert view["outputs"]["number"]["value"] == 42  # not "42": Rego compares numbers directly
     assert view["outputs"]["flag"]["value"] is True
     assert view["outputs"]["map"]["sensitive"] is True
@@ -134,19 +143,26 @@ def test_it_maps_output_types_to_sentinels_string_list_and_map_but_keeps_values(
 
 
 def test_it_infers_the_output_type_from_the_value_when_the_state_recorded_none():
-    document = {"format_version": "0.1", "values": {"outputs": {"m": {"value": {"a": 1}}, "l": {"value": [1]}}}}
+    document = {
+        "format_version": "0.1",
+        "values": {"outputs": {"m": {"value": {"a": 1}}, "l": {"value": [1]}}},
+    }
     view = tfstate_view(document)
     assert view["outputs"]["m"]["type"] == "map"
     assert view["outputs"]["l"]["type"] == "list"
 
 
 def test_it_unwraps_dynamically_typed_attributes_of_a_raw_state_only_when_value_fits_type():
-    instances = [{"attributes": {
-        "id": "x",
-        "input": {"value": {"idx": 0}, "type": ["object", {"idx": "number"}]},
-        "not_a_type": {"value": 1, "type": "integer"},
-        "wrong_value": {"value": "one", "type": "number"},
-    }}]
+    instances = [
+        {
+            "attributes": {
+                "id": "x",
+                "input": {"value": {"idx": 0}, "type": ["object", {"idx": "number"}]},
+                "not_a_type": {"value": 1, "type": "integer"},
+                "wrong_value": {"value": "one", "type": "number"},
+            }
+        }
+    ]
     state = raw_state(resources=[{"mode": "managed", "type": "t", "name": "n", "instances": instances}])
     attr = tfstate_view(state)["resources"]["t"]["n"][0]["attr"]
 
@@ -165,10 +181,20 @@ def test_it_parses_module_addresses_with_instance_keys_holding_dots_and_brackets
 
 def test_it_keys_for_each_instances_by_their_key_and_keeps_module_paths_apart_by_instance():
     resources = [
-        {"module": 'module.svc["x.y"]', "mode": "managed", "type": "t", "name": "n",
-         "instances": [{"index_key": "k.1", "attributes": {"id": "1"}}]},
-        {"module": 'module.svc["z"]', "mode": "managed", "type": "t", "name": "n",
-         "instances": [{"index_key": "k.1", "attributes": {"id": "2"}}]},
+        {
+            "module": 'module.svc["x.y"]',
+            "mode": "managed",
+            "type": "t",
+            "name": "n",
+            "instances": [{"index_key": "k.1", "attributes": {"id": "1"}}],
+        },
+        {
+            "module": 'module.svc["z"]',
+            "mode": "managed",
+            "type": "t",
+            "name": "n",
+            "instances": [{"index_key": "k.1", "attributes": {"id": "2"}}],
+        },
     ]
     view = tfstate_view(raw_state(resources=resources))
 
@@ -178,8 +204,12 @@ def test_it_keys_for_each_instances_by_their_key_and_keeps_module_paths_apart_by
 
 
 def counted_resource(keys: list, name: str = "n") -> dict:
-    return {"mode": "managed", "type": "t", "name": name,
-            "instances": [{"index_key": key, "attributes": {"id": f"id-{key}"}} for key in keys]}
+    return {
+        "mode": "managed",
+        "type": "t",
+        "name": name,
+        "instances": [{"index_key": key, "attributes": {"id": f"id-{key}"}} for key in keys],
+    }
 
 
 def show_json_of(resources: list[dict]) -> dict:
@@ -187,8 +217,13 @@ def show_json_of(resources: list[dict]) -> dict:
     shown = []
     for resource in resources:
         for instance in resource["instances"]:
-            entry = {"address": "", "mode": resource["mode"], "type": resource["type"], "name": resource["name"],
-                     "values": instance["attributes"]}
+            entry = {
+                "address": "",
+                "mode": resource["mode"],
+                "type": resource["type"],
+                "name": resource["name"],
+                "values": instance["attributes"],
+            }
             if "index_key" in instance:
                 entry["index"] = instance["index_key"]
             shown.append(entry)
@@ -222,7 +257,9 @@ def test_it_keys_for_each_instances_by_string_even_when_they_look_like_numbers()
 
 
 def test_it_refuses_count_and_for_each_keys_mixed_in_one_resource():
-    with pytest.raises(StateFormatError, match=r't\.n\[0\]: one resource mixes count indexes and for_each keys'):
+    with pytest.raises(
+        StateFormatError, match=r"t\.n\[0\]: one resource mixes count indexes and for_each keys"
+    ):
         normalise_state(raw_state(resources=[counted_resource([0, "a"])]))
 
 
@@ -253,12 +290,21 @@ def test_it_keeps_serial_and_lineage_of_a_raw_state_and_has_none_for_show_json()
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
-        (lambda s: s["resources"][2].update(instances={"a": 1}), r"resources\[2\]\.instances: expected a list"),
+        (
+            lambda s: s["resources"][2].update(instances={"a": 1}),
+            r"resources\[2\]\.instances: expected a list",
+        ),
         (lambda s: s.update(version=3), "only state format version 4"),
-        (lambda s: s["resources"][0].update(mode="weird"), r"resources\[0\]\.mode: expected 'managed' or 'data'"),
+        (
+            lambda s: s["resources"][0].update(mode="weird"),
+            r"resources\[0\]\.mode: expected 'managed' or 'data'",
+        ),
         (lambda s: s["resources"][0].pop("type"), r"resources\[0\]\.type: missing"),
         (lambda s: s["resources"][0]["instances"][0].update(index_key=[1]), r"instances\[0\]\.index_key"),
-        (lambda s: s["resources"][1]["instances"][0].update(dependencies="x"), r"dependencies: expected a list"),
+        (
+            lambda s: s["resources"][1]["instances"][0].update(dependencies="x"),
+            r"dependencies: expected a list",
+        ),
         (lambda s: s["resources"][2].update(module="modules.a"), "malformed module address"),
         (lambda s: s["resources"].append(copy.deepcopy(s["resources"][0])), "duplicate resource instance"),
         (lambda s: s.update(serial="3"), "serial: expected a number"),
@@ -303,14 +349,22 @@ def test_a_raw_state_and_its_show_json_form_give_the_same_view():
     nodes = prod["resources"]["terraform_data"]["node"]
     assert [node["tainted"] for node in nodes] == [False, False, True]
     assert raw["resources"]["terraform_data"]["after"][0]["depends_on"] == [
-        "module.app.terraform_data.node", "terraform_data.root"]
+        "module.app.terraform_data.node",
+        "terraform_data.root",
+    ]
     # terraform_data.input is dynamically typed: wrapped with its type in the raw file, not in show -json.
     assert raw["resources"]["terraform_data"]["root"][1]["attr"]["input"] == {"idx": 1, "secret": "s3cr3t"}
-    assert raw["outputs"]["secret_out"] == {"sensitive": True, "type": "string", "value": "s3cr3t",
-                                            "terraform_type": "string"}
+    assert raw["outputs"]["secret_out"] == {
+        "sensitive": True,
+        "type": "string",
+        "value": "s3cr3t",
+        "terraform_type": "string",
+    }
     assert raw["outputs"]["app_ids"]["type"] == "map"
     assert state_identity(load(GENERATED / "terraform.tfstate.raw-v4.json")) == (
-        9, "0ae9b0da-95aa-30f3-d743-fceec287b5c5")
+        9,
+        "0ae9b0da-95aa-30f3-d743-fceec287b5c5",
+    )
 
 
 @needs_fixtures
@@ -324,9 +378,12 @@ def test_opentofu_raw_states_and_show_json_agree_on_modules_instances_and_ids(ca
         return {
             key: {
                 section: {
-                    type_: {name: [(i["id"], i["tainted"]) for i in instances] if isinstance(instances, list)
-                            else {k: (i["id"], i["tainted"]) for k, i in instances.items()}
-                            for name, instances in by_name.items()}
+                    type_: {
+                        name: [(i["id"], i["tainted"]) for i in instances]
+                        if isinstance(instances, list)
+                        else {k: (i["id"], i["tainted"]) for k, i in instances.items()}
+                        for name, instances in by_name.items()
+                    }
                     for type_, by_name in namespace[section].items()
                 }
                 for section in ("resources", "data")
@@ -343,7 +400,10 @@ def test_opentofu_raw_states_and_show_json_agree_on_modules_instances_and_ids(ca
 def test_opentofu_modules_state_has_one_module_path_per_module_call():
     view = tfstate_view(load(OPENTOFU_STATES / "modules" / "output.json"))
     assert view["module_paths"] == [[], ["module_test_bar"], ["module_test_foo"]]
-    assert view["modules"]["module_test_foo"]["resources"]["test_instance"]["example"][0]["attr"]["ami"] == "foo-var"
+    assert (
+        view["modules"]["module_test_foo"]["resources"]["test_instance"]["example"][0]["attr"]["ami"]
+        == "foo-var"
+    )
     assert view["outputs"]["test"]["value"] == "baz"
 
 
@@ -396,11 +456,23 @@ def test_a_state_applied_by_terraform_reads_the_same_raw_and_through_show_json(t
     (tmp_path / "main.tf").write_text(MAIN_TF)
     (tmp_path / "mod" / "main.tf").write_text(MODULE_TF)
     (tmp_path / "mod" / "inner" / "main.tf").write_text(INNER_TF)
-    env = {**os.environ, "TF_CLI_CONFIG_FILE": "/dev/null", "TF_IN_AUTOMATION": "1", "CHECKPOINT_DISABLE": "1"}
+    env = {
+        **os.environ,
+        "TF_CLI_CONFIG_FILE": "/dev/null",
+        "TF_IN_AUTOMATION": "1",
+        "CHECKPOINT_DISABLE": "1",
+    }
 
     def terraform(*arguments: str) -> str:
-        return subprocess.run(["terraform", *arguments], cwd=tmp_path, env=env, check=True,
-                              capture_output=True, text=True, timeout=120).stdout
+        return subprocess.run(
+            ["terraform", *arguments],
+            cwd=tmp_path,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stdout
 
     terraform("init", "-input=false", "-no-color")
     terraform("apply", "-auto-approve", "-input=false", "-no-color")
@@ -409,19 +481,35 @@ def test_a_state_applied_by_terraform_reads_the_same_raw_and_through_show_json(t
     shown = tfstate_view(json.loads(terraform("show", "-json", "-no-color")))
 
     assert raw == shown
-    assert raw["module_paths"] == [[], ['svc["blue"]'], ['svc["blue"]', "inner"], ['svc["green.x"]'],
-                                   ['svc["green.x"]', "inner"]]
+    assert raw["module_paths"] == [
+        [],
+        ['svc["blue"]'],
+        ['svc["blue"]', "inner"],
+        ['svc["green.x"]'],
+        ['svc["green.x"]', "inner"],
+    ]
     each = raw["resources"]["terraform_data"]["each"]
     assert list(each) == ["a.b", "c"] and each["a.b"]["attr"]["input"] == "a.b"
-    assert [i["attr"]["input"] for i in raw["resources"]["terraform_data"]["counted"]] == [{"idx": 0}, {"idx": 1}]
+    assert [i["attr"]["input"] for i in raw["resources"]["terraform_data"]["counted"]] == [
+        {"idx": 0},
+        {"idx": 1},
+    ]
     blue = raw["modules"]['svc["blue"]']["resources"]["terraform_data"]
     assert [n["tainted"] for n in blue["node"]] == [True]
-    assert blue["node"][0]["depends_on"] == ['module.svc.terraform_data.first']
+    assert blue["node"][0]["depends_on"] == ["module.svc.terraform_data.first"]
     green_nodes = raw["modules"]['svc["green.x"]']["resources"]["terraform_data"]["node"]
     assert [n["attr"]["input"] for n in green_nodes] == ["node-0", "node-1"]
     assert not any(n["tainted"] for n in green_nodes)
-    assert raw["modules"]['svc["green.x"].inner']["resources"]["terraform_data"]["leaf"][0]["attr"]["input"] == "leaf"
-    assert raw["outputs"]["num"] == {"sensitive": False, "type": "string", "value": 42, "terraform_type": "number"}
+    assert (
+        raw["modules"]['svc["green.x"].inner']["resources"]["terraform_data"]["leaf"][0]["attr"]["input"]
+        == "leaf"
+    )
+    assert raw["outputs"]["num"] == {
+        "sensitive": False,
+        "type": "string",
+        "value": 42,
+        "terraform_type": "number",
+    }
     assert raw["outputs"]["items"]["type"] == "list"
     assert raw["outputs"]["secret"]["sensitive"] is True
     serial, lineage = state_identity(json.loads((tmp_path / "terraform.tfstate").read_text()))

@@ -17,15 +17,24 @@ from policies_app.iac.sources import TemplateSourceError, checkout_template, ext
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not on PATH")
 
 GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Alice", "GIT_AUTHOR_EMAIL": "alice@example.com",
-    "GIT_COMMITTER_NAME": "Alice", "GIT_COMMITTER_EMAIL": "alice@example.com",
-    "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "Alice",
+    "GIT_AUTHOR_EMAIL": "alice@example.com",
+    "GIT_COMMITTER_NAME": "Alice",
+    "GIT_COMMITTER_EMAIL": "alice@example.com",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
 }
 
 
 def git(repo: Path, *arguments: str) -> str:
-    return subprocess.run(["git", *arguments], cwd=repo, env={**os.environ, **GIT_ENV}, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", *arguments],
+        cwd=repo,
+        env={**os.environ, **GIT_ENV},
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -66,11 +75,14 @@ def test_it_checks_out_the_default_branch_when_no_revision_is_given(repo, tmp_pa
     assert '"v2"' in main_tf(directory)
 
 
-@pytest.mark.parametrize(("revision", "expected_commit", "resource"), [
-    ("v1", "first", "v1"),            # annotated tag: the commit, not the tag object
-    ("feature/x", "feature", "feature"),
-    ("main", "second", "v2"),
-])
+@pytest.mark.parametrize(
+    ("revision", "expected_commit", "resource"),
+    [
+        ("v1", "first", "v1"),  # annotated tag: the commit, not the tag object
+        ("feature/x", "feature", "feature"),
+        ("main", "second", "v2"),
+    ],
+)
 def test_it_resolves_tags_and_branches_to_commits(repo, tmp_path, revision, expected_commit, resource):
     directory = checkout_template(repo["url"], revision, "stacks/web", str(tmp_path / "cache"))
     assert Path(directory).parent.parent.name == repo[expected_commit]
@@ -127,16 +139,19 @@ def test_it_returns_the_repository_root_for_an_empty_or_dot_path(repo, tmp_path)
 # --------------------------------------------------------------------------------------- refusals
 
 
-@pytest.mark.parametrize(("revision", "path", "message"), [
-    ("no-such-branch", "stacks/web", "unknown revision 'no-such-branch'"),
-    ("deadbeef", "stacks/web", "unknown revision 'deadbeef'"),
-    ("main", "../outside", "leaves the repository"),
-    ("main", "stacks/../../outside", "leaves the repository"),
-    ("main", "/etc", "must be relative"),
-    ("main", "stacks/missing", "does not exist"),
-    ("main", "stacks/web/main.tf", "is not a directory"),
-    ("--upload-pack=touch /tmp/pwned", "stacks", "is not a branch, tag or commit id"),
-])
+@pytest.mark.parametrize(
+    ("revision", "path", "message"),
+    [
+        ("no-such-branch", "stacks/web", "unknown revision 'no-such-branch'"),
+        ("deadbeef", "stacks/web", "unknown revision 'deadbeef'"),
+        ("main", "../outside", "leaves the repository"),
+        ("main", "stacks/../../outside", "leaves the repository"),
+        ("main", "/etc", "must be relative"),
+        ("main", "stacks/missing", "does not exist"),
+        ("main", "stacks/web/main.tf", "is not a directory"),
+        ("--upload-pack=touch /tmp/pwned", "stacks", "is not a branch, tag or commit id"),
+    ],
+)
 def test_it_rejects_bad_revisions_and_paths(repo, tmp_path, revision, path, message):
     with pytest.raises(TemplateSourceError, match=message):
         checkout_template(repo["url"], revision, path, str(tmp_path / "cache"))
@@ -164,7 +179,9 @@ def test_it_refuses_a_commit_holding_a_symlink_out_of_the_template(repo, tmp_pat
 def test_a_plain_directory_is_used_in_place_and_has_no_revisions(tmp_path):
     plain = tmp_path / "plain" / "stack"
     plain.mkdir(parents=True)
-    assert checkout_template(str(tmp_path / "plain"), None, "stack", str(tmp_path / "cache")) == str(plain.resolve())
+    assert checkout_template(str(tmp_path / "plain"), None, "stack", str(tmp_path / "cache")) == str(
+        plain.resolve()
+    )
     with pytest.raises(TemplateSourceError, match="plain directory: it has no revision 'main'"):
         checkout_template(str(tmp_path / "plain"), "main", "stack", str(tmp_path / "cache"))
 
@@ -201,7 +218,9 @@ def test_it_extracts_a_tar_gz_and_reuses_it_for_the_same_bytes(tmp_path):
 
     assert Path(directory).is_absolute()
     assert (Path(directory) / "stack" / "main.tf").read_bytes().startswith(b"resource")
-    assert (Path(directory) / "stack" / "alias.tf").read_text() == (Path(directory) / "stack" / "main.tf").read_text()
+    assert (Path(directory) / "stack" / "alias.tf").read_text() == (
+        Path(directory) / "stack" / "main.tf"
+    ).read_text()
     (Path(directory) / "marker").write_text("kept")
     assert extract_archive(payload, str(tmp_path / "cache")) == directory
     assert (Path(directory) / "marker").read_text() == "kept"
@@ -213,16 +232,19 @@ def test_it_extracts_a_zip(tmp_path):
     assert (Path(directory) / "a" / "b" / "main.tf").read_text() == "# zip\n"
 
 
-@pytest.mark.parametrize(("payload", "message"), [
-    (lambda: tar_gz({"../evil.tf": b"x"}), "leaves the archive folder"),
-    (lambda: tar_gz({"/etc/evil.tf": b"x"}), "has an absolute path"),
-    (lambda: tar_gz({"a/../../evil.tf": b"x"}), "leaves the archive folder"),
-    (lambda: tar_gz({}, {"link": "/etc/passwd"}), "links to '/etc/passwd', outside the archive"),
-    (lambda: tar_gz({}, {"a/link": "../../etc"}), "outside the archive"),
-    (lambda: zip_bytes({"../evil.tf": b"x"}), "leaves the archive folder"),
-    (lambda: zip_bytes({"C:/evil.tf": b"x"}), "has an absolute path"),
-    (lambda: b"not an archive at all", "neither a zip nor a tar"),
-])
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (lambda: tar_gz({"../evil.tf": b"x"}), "leaves the archive folder"),
+        (lambda: tar_gz({"/etc/evil.tf": b"x"}), "has an absolute path"),
+        (lambda: tar_gz({"a/../../evil.tf": b"x"}), "leaves the archive folder"),
+        (lambda: tar_gz({}, {"link": "/etc/passwd"}), "links to '/etc/passwd', outside the archive"),
+        (lambda: tar_gz({}, {"a/link": "../../etc"}), "outside the archive"),
+        (lambda: zip_bytes({"../evil.tf": b"x"}), "leaves the archive folder"),
+        (lambda: zip_bytes({"C:/evil.tf": b"x"}), "has an absolute path"),
+        (lambda: b"not an archive at all", "neither a zip nor a tar"),
+    ],
+)
 def test_it_rejects_a_malicious_or_broken_archive_and_leaves_nothing_behind(tmp_path, payload, message):
     cache = tmp_path / "cache"
     with pytest.raises(TemplateSourceError, match=message):

@@ -63,8 +63,16 @@ def call_function(name: str, args: list[Any], ctx: FunctionContext) -> Any:
         raise FunctionError(f"invalid call to {name}(): {exc}") from None
     except FunctionError:
         raise
-    except (ValueError, TypeError, ArithmeticError, LookupError, AttributeError, OSError, re.error,
-            RecursionError) as exc:
+    except (
+        ValueError,
+        TypeError,
+        ArithmeticError,
+        LookupError,
+        AttributeError,
+        OSError,
+        re.error,
+        RecursionError,
+    ) as exc:
         # A defect of ours or an argument shape nobody anticipated: still an error about this call,
         # never a crash of the evaluation.
         raise FunctionError(f"invalid call to {name}(): {exc}") from None

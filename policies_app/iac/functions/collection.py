@@ -90,7 +90,9 @@ def merge(*maps: Any) -> Any:
         if mapping is None:
             continue
         if not isinstance(mapping, dict):
-            raise ArgumentError(f"arguments must be maps or objects, got {mapping!r} as argument {position + 1}")
+            raise ArgumentError(
+                f"arguments must be maps or objects, got {mapping!r} as argument {position + 1}"
+            )
         result.update(mapping)
     return dict(sorted(result.items()))  # maps iterate in key order in terraform; keep that order here too
 
@@ -234,8 +236,10 @@ def range_(*args: Any) -> list[int | float]:
     current = start
     while (current < limit) if step > 0 else (current > limit):
         if len(result) >= _RANGE_LIMIT:
-            raise ArgumentError(f"more than {_RANGE_LIMIT} values were generated; either decrease the "
-                                "difference between start and end or use a smaller step")
+            raise ArgumentError(
+                f"more than {_RANGE_LIMIT} values were generated; either decrease the "
+                "difference between start and end or use a smaller step"
+            )
         result.append(number(current))
         current += step
     return result
@@ -339,7 +343,9 @@ def zipmap(keys_: Any, values_: Any) -> Any:
         return UNKNOWN
     key_list, value_list = want_sequence(keys_), want_sequence(values_)
     if len(key_list) != len(value_list):
-        raise ArgumentError(f"number of keys ({len(key_list)}) does not match number of values ({len(value_list)})")
+        raise ArgumentError(
+            f"number of keys ({len(key_list)}) does not match number of values ({len(value_list)})"
+        )
     result = {want_string(k): v for k, v in zip(key_list, value_list, strict=True)}
     return dict(sorted(result.items()))
 
@@ -384,6 +390,8 @@ def setproduct(*args: Any) -> Any:
     for items in collections:
         size *= len(items)
     if size > _PRODUCT_LIMIT:
-        raise ArgumentError(f"the product would have {size} elements, more than the {_PRODUCT_LIMIT} we produce")
+        raise ArgumentError(
+            f"the product would have {size} elements, more than the {_PRODUCT_LIMIT} we produce"
+        )
     product = [list(combination) for combination in itertools.product(*collections)]
     return TfSet(product) if all(isinstance(a, TfSet) for a in args) else product

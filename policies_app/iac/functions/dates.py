@@ -14,9 +14,7 @@ from typing import Any
 from policies_app.iac.functions.base import ArgumentError, register, want_string
 from policies_app.iac.values import UNKNOWN
 
-_RFC3339 = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:(Z)|([+-])(\d{2}):(\d{2}))"
-)
+_RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:(Z)|([+-])(\d{2}):(\d{2}))")
 
 
 def parse_timestamp(text: str) -> datetime:
@@ -45,8 +43,10 @@ def _offset(moment: datetime, colon: bool) -> str:
 
 def format_rfc3339(moment: datetime) -> str:
     zone = "Z" if moment.utcoffset() == timedelta(0) else _offset(moment, colon=True)
-    return (f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
-            f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}{zone}")
+    return (
+        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
+        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}{zone}"
+    )
 
 
 @register("timestamp", 0)
@@ -60,8 +60,16 @@ def plantimestamp() -> Any:
 
 
 _DURATION_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": Decimal("1e-9"), "us": Decimal("1e-6"), "µs": Decimal("1e-6"), "μs": Decimal("1e-6"),
-                 "ms": Decimal("1e-3"), "s": Decimal(1), "m": Decimal(60), "h": Decimal(3600)}
+_UNIT_SECONDS = {
+    "ns": Decimal("1e-9"),
+    "us": Decimal("1e-6"),
+    "µs": Decimal("1e-6"),
+    "μs": Decimal("1e-6"),
+    "ms": Decimal("1e-3"),
+    "s": Decimal(1),
+    "m": Decimal(60),
+    "h": Decimal(3600),
+}
 
 
 def parse_duration(text: str) -> timedelta:
@@ -98,8 +106,20 @@ def timecmp(a: Any, b: Any) -> int:
     return (first > second) - (first < second)
 
 
-_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December"]
+_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 _DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 _FORMAT_TOKEN = re.compile(r"'(?:[^']|'')*'|'|([A-Za-z])\1*|[^A-Za-z']+")
 
@@ -108,17 +128,28 @@ def _verb(token: str, moment: datetime) -> str:
     hour12 = moment.hour % 12 or 12
     offset_zero = moment.utcoffset() == timedelta(0)
     verbs = {
-        "YYYY": f"{moment.year:04d}", "YY": f"{moment.year % 100:02d}",
-        "MMMM": _MONTHS[moment.month - 1], "MMM": _MONTHS[moment.month - 1][:3],
-        "MM": f"{moment.month:02d}", "M": str(moment.month),
-        "DD": f"{moment.day:02d}", "D": str(moment.day),
-        "EEEE": _DAYS[moment.weekday()], "EEE": _DAYS[moment.weekday()][:3],
-        "hh": f"{moment.hour:02d}", "h": str(moment.hour),
-        "HH": f"{hour12:02d}", "H": str(hour12),
-        "AA": "AM" if moment.hour < 12 else "PM", "aa": "am" if moment.hour < 12 else "pm",
-        "mm": f"{moment.minute:02d}", "m": str(moment.minute),
-        "ss": f"{moment.second:02d}", "s": str(moment.second),
-        "ZZZZZ": _offset(moment, colon=True), "ZZZZ": _offset(moment, colon=False),
+        "YYYY": f"{moment.year:04d}",
+        "YY": f"{moment.year % 100:02d}",
+        "MMMM": _MONTHS[moment.month - 1],
+        "MMM": _MONTHS[moment.month - 1][:3],
+        "MM": f"{moment.month:02d}",
+        "M": str(moment.month),
+        "DD": f"{moment.day:02d}",
+        "D": str(moment.day),
+        "EEEE": _DAYS[moment.weekday()],
+        "EEE": _DAYS[moment.weekday()][:3],
+        "hh": f"{moment.hour:02d}",
+        "h": str(moment.hour),
+        "HH": f"{hour12:02d}",
+        "H": str(hour12),
+        "AA": "AM" if moment.hour < 12 else "PM",
+        "aa": "am" if moment.hour < 12 else "pm",
+        "mm": f"{moment.minute:02d}",
+        "m": str(moment.minute),
+        "ss": f"{moment.second:02d}",
+        "s": str(moment.second),
+        "ZZZZZ": _offset(moment, colon=True),
+        "ZZZZ": _offset(moment, colon=False),
         "ZZZ": "UTC" if offset_zero else _offset(moment, colon=False),
         "Z": "Z" if offset_zero else _offset(moment, colon=True),
     }

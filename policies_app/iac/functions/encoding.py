@@ -20,8 +20,20 @@ from policies_app.iac.functions.yaml_codec import yaml_decode, yaml_encode
 from policies_app.iac.types import format_number, normalize_number
 
 # Go's encoding/json as cty drives it: HTML-safe, the two JavaScript line separators escaped too.
-_JSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f",
-                 "<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_JSON_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\b": "\\b",
+    "\f": "\\f",
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
 
 
 def json_string(text: str) -> str:
@@ -78,8 +90,12 @@ def jsonencode(value: Any) -> str:
 @register("jsondecode", 1)
 def jsondecode(text: Any) -> Any:
     try:
-        return json.loads(want_string(text), parse_float=_json_number, parse_constant=_reject_constant,
-                          object_pairs_hook=_sorted_object)
+        return json.loads(
+            want_string(text),
+            parse_float=_json_number,
+            parse_constant=_reject_constant,
+            object_pairs_hook=_sorted_object,
+        )
     except json.JSONDecodeError as exc:
         raise ArgumentError(f"invalid JSON: {exc}") from None
 
@@ -112,14 +128,33 @@ def base64gzip(text: Any) -> str:
 # IANA character set names and aliases that terraform (golang.org/x/text's ianaindex) accepts, mapped to
 # Python codecs. Python knows more aliases ("ascii", "cp1252") that terraform refuses, so we do not ask it.
 _IANA_ALIASES: dict[str, tuple[str, ...]] = {
-    "ascii": ("us-ascii", "ansi_x3.4-1968", "iso-ir-6", "ansi_x3.4-1986", "iso_646.irv:1991", "iso646-us", "us",
-              "ibm367", "cp367", "csascii"),
+    "ascii": (
+        "us-ascii",
+        "ansi_x3.4-1968",
+        "iso-ir-6",
+        "ansi_x3.4-1986",
+        "iso_646.irv:1991",
+        "iso646-us",
+        "us",
+        "ibm367",
+        "cp367",
+        "csascii",
+    ),
     "utf-8": ("utf-8", "csutf8"),
     "utf-16": ("utf-16", "csutf16"),
     "utf-16-be": ("utf-16be", "csutf16be"),
     "utf-16-le": ("utf-16le", "csutf16le"),
-    "latin-1": ("iso-8859-1", "iso_8859-1:1987", "iso-ir-100", "iso_8859-1", "latin1", "l1", "ibm819", "cp819",
-                "csisolatin1"),
+    "latin-1": (
+        "iso-8859-1",
+        "iso_8859-1:1987",
+        "iso-ir-100",
+        "iso_8859-1",
+        "latin1",
+        "l1",
+        "ibm819",
+        "cp819",
+        "csisolatin1",
+    ),
     "iso8859-2": ("iso-8859-2", "iso_8859-2", "latin2", "l2", "csisolatin2"),
     "iso8859-3": ("iso-8859-3", "iso_8859-3", "latin3", "l3", "csisolatin3"),
     "iso8859-4": ("iso-8859-4", "iso_8859-4", "latin4", "l4", "csisolatin4"),
@@ -170,7 +205,9 @@ def _codec(name: str) -> str:
 
 
 def _encode_text(text: str, codec: str) -> bytes:
-    if codec == "utf-16":  # Go writes big-endian with a byte order mark; Python would pick the machine's order
+    if (
+        codec == "utf-16"
+    ):  # Go writes big-endian with a byte order mark; Python would pick the machine's order
         return b"\xfe\xff" + text.encode("utf-16-be")
     return text.encode(codec)
 
@@ -187,7 +224,9 @@ def textencodebase64(text: Any, encoding: Any) -> str:
     try:
         data = _encode_text(want_string(text), codec)
     except UnicodeEncodeError:
-        raise ArgumentError(f"the given string contains characters that cannot be represented in {encoding}") from None
+        raise ArgumentError(
+            f"the given string contains characters that cannot be represented in {encoding}"
+        ) from None
     return base64.b64encode(data).decode("ascii")
 
 

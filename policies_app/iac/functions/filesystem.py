@@ -101,7 +101,9 @@ def fileexists(ctx: FunctionContext, path: Any) -> bool:
     if not os.path.exists(real):
         return False
     if not os.path.isfile(real):
-        raise ArgumentError(f'"{text}" is not a regular file, but {"a directory" if os.path.isdir(real) else "special"}')
+        raise ArgumentError(
+            f'"{text}" is not a regular file, but {"a directory" if os.path.isdir(real) else "special"}'
+        )
     return True
 
 

@@ -11,7 +11,8 @@ from policies_app.iac.functions.encoding import json_encode
 from policies_app.iac.types import decimal_digits, format_number
 
 _VERB = re.compile(
-    r"%(?P<flags>[-+# 0]*)(?:\[(?P<index>\d+)\])?(?P<width>\d+)?(?:\.(?P<precision>\d*))?(?P<verb>.)?", re.DOTALL
+    r"%(?P<flags>[-+# 0]*)(?:\[(?P<index>\d+)\])?(?P<width>\d+)?(?:\.(?P<precision>\d*))?(?P<verb>.)?",
+    re.DOTALL,
 )
 
 
@@ -140,8 +141,12 @@ def _format_float(verb: str, number: float, flags: str, width: int | None, preci
         text = format(abs(number), f"{'#' if '#' in flags else ''}.{p}{lower}")
     if verb.isupper():
         text = text.upper()
-    return _pad(_sign(number < 0 or (number == 0 and str(number).startswith("-")), flags) + text,
-                flags, width, zero_ok=True)
+    return _pad(
+        _sign(number < 0 or (number == 0 and str(number).startswith("-")), flags) + text,
+        flags,
+        width,
+        zero_ok=True,
+    )
 
 
 def _shortest_g(number: float) -> str:

@@ -27,7 +27,9 @@ def _subnet(network: Network, newbits: int, netnum: int) -> Network | str:
         # Terraform shortens the prefix and keeps the address as it is (cidrsubnet("10.0.0.0/8", -1, 0)
         # is "10.0.0.0/7"); we repeat that rather than normalise it.
         if netnum != 0:
-            raise ArgumentError(f"prefix extension of {newbits} does not accommodate a subnet numbered {netnum}")
+            raise ArgumentError(
+                f"prefix extension of {newbits} does not accommodate a subnet numbered {netnum}"
+            )
         return f"{network.network_address}/{new_prefix}"  # type: ignore[return-value]
     if new_prefix > network.max_prefixlen:
         raise ArgumentError(
@@ -85,8 +87,10 @@ def cidrsubnets(prefix: Any, *newbits: Any) -> list[str]:
         size = 1 << (network.max_prefixlen - new_prefix)
         start = -(-next_address // size) * size
         if start + size - 1 > end:
-            raise ArgumentError(f"argument {position + 2}: not enough remaining address space for a subnet with "
-                                f"a prefix of {new_prefix} bits after {results[-1] if results else network}")
+            raise ArgumentError(
+                f"argument {position + 2}: not enough remaining address space for a subnet with "
+                f"a prefix of {new_prefix} bits after {results[-1] if results else network}"
+            )
         results.append(str(type(network)((start, new_prefix))))
         next_address = start + size
     return results

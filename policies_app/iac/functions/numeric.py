@@ -83,7 +83,12 @@ def pow_(base: Any, exponent: Any) -> int | float:
     b, e = want_number(base), want_number(exponent)
     try:
         # Exact integer powers, unless the result would be enormous (pow(10, 10**30) must not hang).
-        if isinstance(b, int) and isinstance(e, int) and 0 <= e and (abs(b) < 2 or e * abs(b).bit_length() <= 4096):
+        if (
+            isinstance(b, int)
+            and isinstance(e, int)
+            and 0 <= e
+            and (abs(b) < 2 or e * abs(b).bit_length() <= 4096)
+        ):
             return b**e
         return number(math.pow(b, e))
     except (OverflowError, ValueError):

@@ -31,11 +31,18 @@ _POSIX = {
 }
 _CLASS_ESCAPES = {"d": "0-9", "w": "0-9A-Za-z_", "s": "\\t\\n\\f\\r "}
 _WORD = "[0-9A-Za-z_]"
-_ESCAPES = {"d": "[0-9]", "w": _WORD, "s": "[\\t\\n\\f\\r ]", "D": "[^0-9]", "W": "[^0-9A-Za-z_]",
-            "S": "[^\\t\\n\\f\\r ]", "z": "\\Z",
-            # RE2's word boundaries are ASCII, like its \\w; Python's would count "é" as a word character.
-            "b": f"(?:(?<={_WORD})(?!{_WORD})|(?<!{_WORD})(?={_WORD}))",
-            "B": f"(?:(?<={_WORD})(?={_WORD})|(?<!{_WORD})(?!{_WORD}))"}
+_ESCAPES = {
+    "d": "[0-9]",
+    "w": _WORD,
+    "s": "[\\t\\n\\f\\r ]",
+    "D": "[^0-9]",
+    "W": "[^0-9A-Za-z_]",
+    "S": "[^\\t\\n\\f\\r ]",
+    "z": "\\Z",
+    # RE2's word boundaries are ASCII, like its \\w; Python's would count "é" as a word character.
+    "b": f"(?:(?<={_WORD})(?!{_WORD})|(?<!{_WORD})(?={_WORD}))",
+    "B": f"(?:(?<={_WORD})(?={_WORD})|(?<!{_WORD})(?!{_WORD}))",
+}
 
 
 class RegexSyntaxError(ValueError):
@@ -65,7 +72,9 @@ def _category_class_body(name: str) -> str:
     table = _category_ranges()
     categories = [c for c in table if c == name or (len(name) == 1 and c.startswith(name))]
     if not categories:
-        raise RegexSyntaxError(f"unsupported Unicode class \\p{{{name}}} (only general categories are supported)")
+        raise RegexSyntaxError(
+            f"unsupported Unicode class \\p{{{name}}} (only general categories are supported)"
+        )
     spans = sorted(span for c in categories for span in table[c] if c != "Cn")
     return "".join(_char(a) if a == b else f"{_char(a)}-{_char(b)}" for a, b in spans)
 

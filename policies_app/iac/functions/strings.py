@@ -42,7 +42,9 @@ def graphemes(text: str) -> list[str]:
             or ch == _ZWJ
             or clusters[-1].endswith(_ZWJ)
             or (ch == "\n" and clusters[-1] == "\r")
-            or (_is_regional_indicator(ch) and len(clusters[-1]) == 1 and _is_regional_indicator(clusters[-1]))
+            or (
+                _is_regional_indicator(ch) and len(clusters[-1]) == 1 and _is_regional_indicator(clusters[-1])
+            )
         ):
             clusters[-1] += ch
         else:
@@ -131,7 +133,9 @@ def join(separator: Any, *lists: Any) -> Any:
             if item is UNKNOWN:
                 return UNKNOWN
             if item is None:
-                raise ArgumentError(f"element {index} of argument {position + 2} is null; cannot concatenate null")
+                raise ArgumentError(
+                    f"element {index} of argument {position + 2} is null; cannot concatenate null"
+                )
             parts.append(want_string(item, f"element {index} of argument {position + 2}"))
     return sep.join(parts)
 
@@ -307,4 +311,6 @@ def replace(text: Any, substring: Any, replacement: Any) -> str:
 def templatestring(ctx: FunctionContext, template: Any, variables: Any) -> Any:
     if ctx.render_template is None:
         raise ArgumentError("templates cannot be rendered here")
-    return ctx.render_template(want_string(template, "the template"), "<templatestring>", want_mapping(variables))
+    return ctx.render_template(
+        want_string(template, "the template"), "<templatestring>", want_mapping(variables)
+    )

@@ -19,8 +19,23 @@ from policies_app.iac.types import format_number, normalize_number
 from policies_app.iac.values import TfSet
 
 _BEST_WIDTH = 80
-_ESCAPES = {"\0": "0", "\a": "a", "\b": "b", "\t": "t", "\n": "n", "\v": "v", "\f": "f", "\r": "r",
-            "\x1b": "e", '"': '"', "\\": "\\", "\x85": "N", "\xa0": "_", "\u2028": "L", "\u2029": "P"}
+_ESCAPES = {
+    "\0": "0",
+    "\a": "a",
+    "\b": "b",
+    "\t": "t",
+    "\n": "n",
+    "\v": "v",
+    "\f": "f",
+    "\r": "r",
+    "\x1b": "e",
+    '"': '"',
+    "\\": "\\",
+    "\x85": "N",
+    "\xa0": "_",
+    "\u2028": "L",
+    "\u2029": "P",
+}
 _BREAKS = "\r\n\x85\u2028\u2029"
 
 
@@ -140,9 +155,11 @@ def _node(value: Any, indent: int, column: int) -> tuple[str, bool]:
                 value_text, open_ended = _node(item, indent, indent)
                 entries.append(f"{key_text}:\n{' ' * indent}{value_text}")
             else:
-                value_text, open_ended = _scalar(item, indent + 2, indent + len(key_text) + 2) if not isinstance(
-                    item, (dict, list, tuple)
-                ) else _node(item, indent + 2, indent + 2)
+                value_text, open_ended = (
+                    _scalar(item, indent + 2, indent + len(key_text) + 2)
+                    if not isinstance(item, (dict, list, tuple))
+                    else _node(item, indent + 2, indent + 2)
+                )
                 entries.append(f"{key_text}: {value_text}")
         return ("\n" + " " * indent).join(entries), open_ended
     return _scalar(value, indent, column)
@@ -167,9 +184,11 @@ class _TerraformLoader(yaml.SafeLoader):
 
 _TerraformLoader.yaml_implicit_resolvers = {}
 _RESOLVERS = [
-    ("tag:yaml.org,2002:bool",
-     r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$",
-     "yYnNtTfFoO"),
+    (
+        "tag:yaml.org,2002:bool",
+        r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$",
+        "yYnNtTfFoO",
+    ),
     ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
     ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", list("-+0123456789")),
     (
@@ -177,9 +196,11 @@ _RESOLVERS = [
         r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
         list("-+0123456789."),
     ),
-    ("tag:yaml.org,2002:timestamp",
-     r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:[Zz]|[-+][0-9]{2}:[0-9]{2}))?$",
-     list("0123456789")),
+    (
+        "tag:yaml.org,2002:timestamp",
+        r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:[Zz]|[-+][0-9]{2}:[0-9]{2}))?$",
+        list("0123456789"),
+    ),
 ]
 _RESOLVERS.append(("tag:yaml.org,2002:merge", r"^(?:<<)$", "<"))
 for _tag, _pattern, _first in _RESOLVERS:

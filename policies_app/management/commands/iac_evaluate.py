@@ -27,7 +27,14 @@ class Command(BaseCommand):
         except ValueError as error:
             raise CommandError(str(error), returncode=2) from None
         cache_dir = options["cache_dir"] or getattr(settings, "IAC_PARSE_CACHE_DIR", None)
-        status = run(options["directory"], options["var"], options["var_file"], cache_dir,
-                     options["compact"], self.stdout, self.stderr)
+        status = run(
+            options["directory"],
+            options["var"],
+            options["var_file"],
+            cache_dir,
+            options["compact"],
+            self.stdout,
+            self.stderr,
+        )
         if status:
             raise CommandError("the configuration has errors (see the diagnostics above)", returncode=status)
