@@ -1,128 +1,203 @@
-"""Who may see and do what. Roles are given on a project (to a user or a team) and hold in every
-sub-project; a role grants everything the weaker roles grant; superusers are admins everywhere."""
+"""Who may see and do what: the one place where roles become capabilities.
+
+A role is given on a project (to a user or a team) and holds on every sub-project; what it allows is
+written once, in choices.ROLE_CAPABILITIES. Organisation roles (auditor, organisation admin) hold on
+every project; superusers are organisation admins. Use cases ask ``require()``; nothing else decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import reduce
+from operator import or_
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 
-from .choices import ROLE_RANK, Role
-from .models import ApprovalPolicy, Deployment, Environment, Project, ProjectMembership, Team
+from .choices import ORGANISATION_ROLE_CAPABILITIES, ROLE_CAPABILITIES, Capability, OrganisationRole
+from .errors import Forbidden
+from .models import (
+    ApprovalPolicy,
+    Deployment,
+    Environment,
+    OrganisationMembership,
+    Project,
+    ProjectMembership,
+    Team,
+    Template,
+)
 
 
-def _direct_roles(user: AbstractBaseUser) -> dict[int, str]:
-    """The strongest role given directly on each project, to the user or to one of their teams."""
-    memberships = ProjectMembership.objects.filter(Q(user=user) | Q(team__members=user)).values_list(
-        "project_id", "role"
-    )
-    roles: dict[int, str] = {}
-    for project_id, role in memberships:
-        if ROLE_RANK[role] > ROLE_RANK.get(roles.get(project_id), 0):
-            roles[project_id] = role
-    return roles
+@dataclass(frozen=True)
+class Grants:
+    """Everything a user was given, loaded in at most two queries; ask it as many questions as needed."""
 
+    organisation: frozenset[str] = frozenset()
+    organisation_role: str | None = None
+    # project id -> capabilities given directly on that project (to the user or one of their teams)
+    projects: dict[int, frozenset[str]] = field(default_factory=dict)
+    paths: dict[int, str] = field(default_factory=dict)  # granted project id -> its path, for subtree filters
 
-def role_in_project(user: AbstractBaseUser, project: Project) -> str | None:
-    if not user.is_authenticated or not user.is_active:
+    @classmethod
+    def of(cls, user: AbstractBaseUser) -> Grants:
+        if not user.is_authenticated or not user.is_active:
+            return cls()
+        if user.is_superuser:
+            return cls(ORGANISATION_ROLE_CAPABILITIES[OrganisationRole.ADMIN], OrganisationRole.ADMIN)
+        role = OrganisationMembership.objects.filter(user=user).values_list("role", flat=True).first()
+        projects: dict[int, set[str]] = {}
+        paths: dict[int, str] = {}
+        memberships = ProjectMembership.objects.filter(Q(user=user) | Q(team__members=user)).values_list(
+            "project_id", "role", "project__lineage"
+        )
+        for project_id, project_role, lineage in memberships:
+            projects.setdefault(project_id, set()).update(ROLE_CAPABILITIES[project_role])
+            paths[project_id] = f"{lineage}{project_id}/"
+        return cls(
+            ORGANISATION_ROLE_CAPABILITIES.get(role, frozenset()),
+            role,
+            {pk: frozenset(capabilities) for pk, capabilities in projects.items()},
+            paths,
+        )
+
+    @property
+    def sees_everything(self) -> bool:
+        return Capability.READ in self.organisation
+
+    @property
+    def is_organisation_admin(self) -> bool:
+        return self.organisation_role == OrganisationRole.ADMIN
+
+    def capabilities(self, project: Project) -> frozenset[str]:
+        held = set(self.organisation)
+        for pk in (project.pk, *project.ancestor_ids):
+            held.update(self.projects.get(pk, ()))
+        return frozenset(held)
+
+    def can(self, capability: str, project: Project) -> bool:
+        return capability in self.capabilities(project)
+
+    def administers_all_of(self, projects: list[Project]) -> bool:
+        return all(self.can(Capability.ADMINISTER, project) for project in projects)
+
+    def highest_administered(self, chain: list[Project]) -> Project | None:
+        """Of a chain (project first, root last), the highest project the user administers."""
+        for project in reversed(chain):
+            if self.can(Capability.ADMINISTER, project):
+                return project
         return None
-    if user.is_superuser:
-        return Role.ADMIN
-    direct = _direct_roles(user)
-    best: str | None = None
-    for node in [project, *project.ancestors()]:
-        role = direct.get(node.pk)
-        if role and ROLE_RANK[role] > ROLE_RANK.get(best, 0):
-            best = role
-    return best
+
+    def project_filter(self, prefix: str = "") -> Q | None:
+        """A filter on projects (through ``prefix``, e.g. "environment__project__") to the visible ones;
+        None means every project."""
+        if self.sees_everything:
+            return None
+        if not self.paths:
+            return Q(pk__in=[]) if not prefix else Q(**{f"{prefix}pk__in": []})
+        clauses = [
+            Q(**{f"{prefix}pk": pk}) | Q(**{f"{prefix}lineage__startswith": path})
+            for pk, path in self.paths.items()
+        ]
+        return reduce(or_, clauses)
 
 
-def grant_role(
-    project: Project, role: str, *, user: AbstractBaseUser | None = None, team: Team | None = None
-) -> ProjectMembership:
-    """Give a user or a team a role on a project (and so on its sub-projects), replacing any earlier one."""
-    membership, _ = ProjectMembership.objects.update_or_create(
-        project=project, user=user, team=team, defaults={"role": role}
-    )
-    return membership
+def grants(user: AbstractBaseUser) -> Grants:
+    return Grants.of(user)
 
 
-def _has_at_least(user: AbstractBaseUser, project: Project, role: str) -> bool:
-    return ROLE_RANK.get(role_in_project(user, project), 0) >= ROLE_RANK[role]
+def can(user: AbstractBaseUser, capability: str, project: Project) -> bool:
+    return Grants.of(user).can(capability, project)
 
 
-def can_view(user: AbstractBaseUser, project: Project) -> bool:
-    return _has_at_least(user, project, Role.VIEWER)
+WHAT_IS_NEEDED = {
+    Capability.READ: "Only members of this project may see it.",
+    Capability.DEPLOY: "Only deployers of this project may do this.",
+    Capability.APPROVE: "Only approvers of this project or a parent project may approve or reject.",
+    Capability.ADMINISTER: "Only admins of this project may do this.",
+}
 
 
-def can_deploy(user: AbstractBaseUser, project: Project) -> bool:
-    return _has_at_least(user, project, Role.DEPLOYER)
+def require(user: AbstractBaseUser | Grants, capability: str, project: Project, message: str = "") -> None:
+    held = user if isinstance(user, Grants) else Grants.of(user)
+    if not held.can(capability, project):
+        raise Forbidden(message or WHAT_IS_NEEDED[capability])
 
 
-def can_approve(user: AbstractBaseUser, project: Project) -> bool:
-    return _has_at_least(user, project, Role.APPROVER)
+def require_organisation_admin(user: AbstractBaseUser | Grants, message: str) -> None:
+    held = user if isinstance(user, Grants) else Grants.of(user)
+    if not held.is_organisation_admin:
+        raise Forbidden(message)
 
 
-def can_administer(user: AbstractBaseUser, project: Project) -> bool:
-    return _has_at_least(user, project, Role.ADMIN)
+def may_author_policies(user: AbstractBaseUser) -> bool:
+    """Policies and templates are organisation-wide: organisation admins and holders of the Django model
+    permission (given in the admin) write them."""
+    return Grants.of(user).is_organisation_admin or user.has_perm("policies_app.change_approvalpolicy")
 
 
-def may_place_project_under(user: AbstractBaseUser, parent: Project | None) -> bool:
-    """Creating or moving a project under ``parent``: admins of the parent; superusers for the root."""
-    return can_administer(user, parent) if parent is not None else bool(user.is_superuser)
+def may_manage_templates(user: AbstractBaseUser) -> bool:
+    return Grants.of(user).is_organisation_admin or user.has_perm("policies_app.change_template")
 
 
-def visible_project_ids(user: AbstractBaseUser) -> set[int] | None:
-    """Ids of the projects the user may see; None means all of them (superusers)."""
-    if user.is_superuser:
-        return None
-    if not user.is_authenticated:
-        return set()
-    granted = set(_direct_roles(user))
-    children: dict[int | None, list[int]] = {}
-    for pk, parent_id in Project.objects.values_list("pk", "parent_id"):
-        children.setdefault(parent_id, []).append(pk)
-    visible: set[int] = set()
-    stack = list(granted)
-    while stack:
-        pk = stack.pop()
-        if pk in visible:
-            continue
-        visible.add(pk)
-        stack.extend(children.get(pk, ()))
-    return visible
+# --- what a user may see ------------------------------------------------------------------------------
+
+
+def _filtered(queryset: QuerySet, held: Grants, prefix: str) -> QuerySet:
+    condition = held.project_filter(prefix)
+    return queryset if condition is None else queryset.filter(condition)
 
 
 def visible_projects(user: AbstractBaseUser) -> QuerySet[Project]:
-    ids = visible_project_ids(user)
-    projects = Project.objects.all()
-    return projects if ids is None else projects.filter(pk__in=ids)
+    return _filtered(Project.objects.all(), Grants.of(user), "")
 
 
 def visible_environments(user: AbstractBaseUser) -> QuerySet[Environment]:
-    ids = visible_project_ids(user)
-    environments = Environment.objects.select_related("project", "template")
-    return environments if ids is None else environments.filter(project_id__in=ids)
+    return _filtered(Environment.objects.select_related("project", "template"), Grants.of(user), "project__")
 
 
 def visible_deployments(user: AbstractBaseUser) -> QuerySet[Deployment]:
-    ids = visible_project_ids(user)
     deployments = Deployment.objects.select_related(
         "environment__project", "environment__template", "deployer"
     )
-    return deployments if ids is None else deployments.filter(environment__project_id__in=ids)
+    return _filtered(deployments, Grants.of(user), "environment__project__")
 
 
 def visible_policies(user: AbstractBaseUser) -> QuerySet[ApprovalPolicy]:
-    """Policies that apply somewhere the user can see: on a visible project or one of its ancestors (which
-    the project inherits), or on the template of a visible environment. Staff see every policy."""
-    project_ids = visible_project_ids(user)
-    if project_ids is None or user.is_staff:
-        # Staff write the organisation's policies, attached or not.
+    """Policies that apply somewhere the user can see: attached to a visible project or one of its
+    ancestors (which the project inherits), or to the template of a visible environment. Organisation
+    roles and policy authors see every policy."""
+    held = Grants.of(user)
+    if held.sees_everything or may_author_policies(user):
         return ApprovalPolicy.objects.all()
-    parents = dict(Project.objects.values_list("pk", "parent_id"))
-    applying: set[int] = set()
-    for pk in project_ids:
-        node: int | None = pk
-        while node is not None and node not in applying:
-            applying.add(node)
-            node = parents.get(node)
-    template_ids = visible_environments(user).values("template_id")
-    return ApprovalPolicy.objects.filter(Q(projects__in=applying) | Q(templates__in=template_ids)).distinct()
+    if not held.paths:
+        return ApprovalPolicy.objects.none()
+    # Visible projects are the granted subtrees; what they inherit comes from those subtrees and from the
+    # granted projects' ancestors, whose ids are in the granted paths.
+    chain_ids = {int(part) for path in held.paths.values() for part in path.strip("/").split("/")}
+    in_subtrees = reduce(or_, (Q(projects__lineage__startswith=path) for path in held.paths.values()))
+    templates = visible_environments(user).values("template_id")
+    return ApprovalPolicy.objects.filter(
+        Q(projects__pk__in=chain_ids) | in_subtrees | Q(templates__in=templates)
+    ).distinct()
+
+
+def visible_templates(user: AbstractBaseUser) -> QuerySet[Template]:
+    """Templates of visible environments; every template for organisation roles, template managers and
+    project admins (who choose a template when they create an environment)."""
+    held = Grants.of(user)
+    if (
+        held.sees_everything
+        or may_manage_templates(user)
+        or any(Capability.ADMINISTER in capabilities for capabilities in held.projects.values())
+    ):
+        return Template.objects.all()
+    return Template.objects.filter(pk__in=visible_environments(user).values("template_id"))
+
+
+def visible_teams(user: AbstractBaseUser) -> QuerySet[Team]:
+    """The user's own teams and the teams holding a role on a project the user can see."""
+    held = Grants.of(user)
+    if held.sees_everything or user.has_perm("policies_app.change_team"):
+        return Team.objects.all()
+    projects = visible_projects(user).values("pk")
+    return Team.objects.filter(Q(members=user) | Q(memberships__project__in=projects)).distinct()

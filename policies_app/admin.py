@@ -12,23 +12,28 @@ from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
 from .choices import RegoVersion
-from .evaluation import effective_policies, inherited_policies
+from .environments import masked, masked_input
+from .errors import Invalid
 from .models import (
     Approval,
     ApprovalPolicy,
+    AuditEntry,
     Deployment,
     DeploymentEvent,
     Environment,
     EnvironmentState,
     Evaluation,
+    OrganisationMembership,
     PolicyModule,
     PolicyRevision,
     Project,
     ProjectMembership,
+    ProjectPolicy,
     Team,
     Template,
 )
-from .policies import PolicyValidationError, create_policy, revise_policy
+from .policies import create_policy, revise_policy
+from .tree import tree_for
 
 DEFAULT_MODULE = "main.rego"
 
@@ -63,29 +68,40 @@ class ProjectMembershipInline(admin.TabularInline):
     raw_id_fields = ["user"]
 
 
+class ProjectPolicyInline(admin.TabularInline):
+    """Policies attached here; ``authority`` is the project whose admins may detach one (empty: the organisation)."""
+
+    model = ProjectPolicy
+    fk_name = "project"
+    extra = 0
+    fields = ["policy", "authority", "attached_by", "attached_at"]
+    readonly_fields = ["attached_by", "attached_at"]
+    raw_id_fields = ["authority"]
+
+
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
-    list_display = ["name", "parent", "full_name", "allow_self_approval", "created_at"]
+    list_display = ["name", "parent", "allow_self_approval", "created_at"]
     list_filter = ["allow_self_approval", ("parent", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["name", "description", "parent__name"]
-    filter_horizontal = ["approval_policies"]
+    list_select_related = ["parent"]
     readonly_fields = ["inherited_policies", "created_at"]
     fields = [
         "name",
         "parent",
         "description",
         "allow_self_approval",
-        "approval_policies",
         "inherited_policies",
     ]
-    inlines = [ProjectMembershipInline]
+    inlines = [ProjectPolicyInline, ProjectMembershipInline]
 
     @admin.display(description="Inherited policies")
     def inherited_policies(self, project: Project) -> str:
         """What the ancestors impose on this project, on top of its own policies."""
         if project.pk is None:
             return "—"
-        rows = [(policy.name, ancestor.full_name) for policy, ancestor in inherited_policies(project)]
+        tree = tree_for(project)
+        rows = [(item.policy.name, tree.full_name(item.source)) for item in tree.inherited_policies(project)]
         if not rows:
             return "—"
         return format_html("<ul>{}</ul>", format_html_join("", "<li>{} (from {})</li>", rows))
@@ -136,7 +152,7 @@ class EnvironmentAdmin(admin.ModelAdmin):
     def effective_policy_list(self, environment: Environment) -> str:
         if environment.pk is None:
             return "—"
-        names = [policy.name for policy in effective_policies(environment)]
+        names = [policy.name for policy in tree_for(environment.project).effective_policies(environment)]
         return ", ".join(names) or "none (deployments wait for one approval unless approved automatically)"
 
 
@@ -239,7 +255,7 @@ class ApprovalPolicyForm(forms.ModelForm):
                         data=cleaned.get("data"),
                         user=self.author,
                     )
-        except PolicyValidationError as refusal:
+        except Invalid as refusal:
             for key, problems in refusal.errors.items():
                 field = {"modules": "source"}.get(key, key)
                 self.add_error(field if field in self.fields else None, problems)
@@ -424,7 +440,11 @@ class DeploymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Variables")
     def variables_json(self, deployment: Deployment) -> str:
-        return json_block(deployment.variables)
+        sensitive = deployment.environment.sensitive_variables
+        variables = deployment.variables or {}
+        return json_block(
+            {kind: masked(values, sensitive.get(kind, [])) for kind, values in variables.items()}
+        )
 
     @admin.display(description="Policy data")
     def policy_data_json(self, deployment: Deployment) -> str:
@@ -451,7 +471,7 @@ class EvaluationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description="Input")
     def input_document(self, evaluation: Evaluation) -> str:
         try:
-            return json_block(json.loads(evaluation.input_json))
+            return json_block(masked_input(json.loads(evaluation.input_json), evaluation.sensitive_variables))
         except ValueError:
             return pre(evaluation.input_json)
 
@@ -470,3 +490,20 @@ class DeploymentEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ["kind"]
     search_fields = ["detail", "actor__username", "deployment__environment__name"]
     list_select_related = ["deployment__environment__project", "actor"]
+
+
+@admin.register(OrganisationMembership)
+class OrganisationMembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "role"]
+    list_filter = ["role"]
+    search_fields = ["user__username"]
+    raw_id_fields = ["user"]
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["created_at", "actor", "action", "target_repr", "project"]
+    list_filter = ["action", "target_type"]
+    search_fields = ["target_repr", "actor__username", "action"]
+    list_select_related = ["actor", "project"]
+    date_hierarchy = "created_at"

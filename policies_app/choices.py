@@ -16,15 +16,43 @@ class TemplateType(models.TextChoices):
 TERRAFORM_LIKE_TYPES = frozenset({TemplateType.OPENTOFU, TemplateType.TERRAFORM})
 
 
+class Capability(models.TextChoices):
+    """What a role lets its holder do on a project and every sub-project."""
+
+    READ = "read", "Read"
+    DEPLOY = "deploy", "Deploy"
+    APPROVE = "approve", "Approve"
+    ADMINISTER = "administer", "Administer"
+
+
 class Role(models.TextChoices):
+    """A role on a project, given to a user or a team and inherited by sub-projects."""
+
     VIEWER = "viewer", "Viewer"
     DEPLOYER = "deployer", "Deployer"
     APPROVER = "approver", "Approver"
     ADMIN = "admin", "Admin"
 
 
-# A role grants everything the roles before it grant.
-ROLE_RANK = {Role.VIEWER: 1, Role.DEPLOYER: 2, Role.APPROVER: 3, Role.ADMIN: 4}
+class OrganisationRole(models.TextChoices):
+    """A role over the whole organisation: every project, policy and template."""
+
+    AUDITOR = "auditor", "Auditor (reads everything, changes nothing)"
+    ADMIN = "admin", "Organisation admin"
+
+
+C = Capability
+ROLE_CAPABILITIES: dict[str, frozenset[str]] = {
+    Role.VIEWER: frozenset({C.READ}),
+    Role.DEPLOYER: frozenset({C.READ, C.DEPLOY}),
+    Role.APPROVER: frozenset({C.READ, C.DEPLOY, C.APPROVE}),
+    Role.ADMIN: frozenset(C.values),
+}
+ORGANISATION_ROLE_CAPABILITIES: dict[str, frozenset[str]] = {
+    OrganisationRole.AUDITOR: frozenset({C.READ}),
+    OrganisationRole.ADMIN: frozenset(C.values),
+}
+del C
 
 
 class RegoVersion(models.TextChoices):
@@ -73,6 +101,15 @@ class Decision(models.TextChoices):
     ALLOW = "allow", "Allow"
 
 
+DECISION_TONES: dict[str, str] = {
+    Decision.ERROR: "bad",
+    Decision.DENY: "bad",
+    Decision.PENDING: "waiting",
+    Decision.WARN: "warn",
+    Decision.ALLOW: "good",
+}
+
+
 class ApprovalDecision(models.TextChoices):
     APPROVE = "approve", "Approve"
     REJECT = "reject", "Reject"
@@ -92,12 +129,14 @@ class DeploymentStatus(models.TextChoices):
 
 
 S = DeploymentStatus
-# queued -> evaluating -> pending_approval | approved | denied | error
+# The status diagram; every other list of statuses below is derived from it or checked against it.
+# queued -> evaluating | cancelled
+# evaluating -> pending_approval | approved | denied | error | cancelled
 # pending_approval -> approved | denied | rejected | cancelled | error (a resume that fails closed)
 # approved -> succeeded | failed (reported by the pipeline)
 ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
     S.QUEUED: frozenset({S.EVALUATING, S.CANCELLED}),
-    S.EVALUATING: frozenset({S.PENDING_APPROVAL, S.APPROVED, S.DENIED, S.ERROR}),
+    S.EVALUATING: frozenset({S.PENDING_APPROVAL, S.APPROVED, S.DENIED, S.ERROR, S.CANCELLED}),
     S.PENDING_APPROVAL: frozenset({S.APPROVED, S.DENIED, S.REJECTED, S.CANCELLED, S.ERROR}),
     S.APPROVED: frozenset({S.SUCCEEDED, S.FAILED}),
     S.DENIED: frozenset(),
@@ -106,6 +145,31 @@ ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
     S.CANCELLED: frozenset(),
     S.SUCCEEDED: frozenset(),
     S.FAILED: frozenset(),
+}
+# Nothing happens to a deployment in a final status any more.
+FINAL_STATUSES = frozenset(status for status, targets in ALLOWED_TRANSITIONS.items() if not targets)
+# The pipeline may apply: the gate opened (and the pipeline may since have reported how it went).
+RELEASED_STATUSES = frozenset({S.APPROVED, S.SUCCEEDED})
+# The platform or a person has yet to decide.
+WAITING_STATUSES = frozenset({S.QUEUED, S.EVALUATING, S.PENDING_APPROVAL})
+# Closed without being released: the pipeline must not apply.
+STOPPED_STATUSES = FINAL_STATUSES - RELEASED_STATUSES
+CANCELLABLE_STATUSES = frozenset(
+    status for status, targets in ALLOWED_TRANSITIONS.items() if S.CANCELLED in targets
+)
+
+# How the UI colours a status: every status has exactly one tone (a test keeps it complete).
+STATUS_TONES: dict[str, str] = {
+    S.QUEUED: "waiting",
+    S.EVALUATING: "waiting",
+    S.PENDING_APPROVAL: "waiting",
+    S.APPROVED: "good",
+    S.SUCCEEDED: "good",
+    S.DENIED: "bad",
+    S.ERROR: "bad",
+    S.REJECTED: "bad",
+    S.FAILED: "bad",
+    S.CANCELLED: "neutral",
 }
 del S
 

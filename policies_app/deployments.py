@@ -2,25 +2,40 @@
 
 Status changes go through ``move_deployment``: a conditional UPDATE that only succeeds from an expected
 status, so two workers or two approvers racing each other can never release a deployment twice.
+
+Work the platform owes a deployment (an evaluation) is recorded in the deployment's own row
+(``evaluation_due_at``) in the transaction that makes it due; sending the task is only a wake-up call.
+When the broker is down or a worker dies, ``resend_lost_evaluations`` (run periodically) sends it again.
 """
 
+from __future__ import annotations
+
 import logging
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
-from . import access
+from . import access, audit
 from .choices import (
     ALLOWED_TRANSITIONS,
+    CANCELLABLE_STATUSES,
+    WAITING_STATUSES,
     ApprovalDecision,
+    Capability,
     Decision,
     DeploymentStatus,
     EventKind,
 )
-from .evaluation import Verdict, effective_policies, judge, latest_revisions, request_type_for
+from .errors import Conflict, Forbidden, Invalid
+from .evaluation import Verdict, judge, latest_revisions, request_type_for
+from .iac.plan_formats import PlanFormatError, check_plan
 from .models import Approval, Deployment, DeploymentEvent, Environment, Evaluation
+from .tree import tree_for
 
 logger = logging.getLogger(__name__)
 
@@ -39,19 +54,12 @@ EVENT_FOR_STATUS = {
 }
 
 
-class DeploymentActionError(Exception):
-    """A use case refused; ``code`` tells the API which HTTP status to answer."""
-
-    def __init__(self, code: str, message: str):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
 def move_deployment(deployment_id: int, from_status: str, to_status: str, **fields: Any) -> bool:
     """Change the status only if it is still ``from_status``; True when this call made the change."""
     if to_status not in ALLOWED_TRANSITIONS[from_status]:
         raise ValueError(f"a deployment cannot go from {from_status} to {to_status}")
+    if to_status == DeploymentStatus.PENDING_APPROVAL:
+        fields.setdefault("pending_since", timezone.now())
     changed = Deployment.objects.filter(pk=deployment_id, status=from_status).update(
         status=to_status, updated_at=timezone.now(), **fields
     )
@@ -70,10 +78,26 @@ def record_event(
     )
 
 
-def _enqueue_evaluation(deployment_id: int, resume: bool) -> None:
+def _send_evaluation_task(deployment_id: int, resume: bool) -> None:
+    """Wake a worker after the transaction commits. A failure to send loses nothing: the deployment's
+    row says the evaluation is due, and the sweeper sends it again."""
     from .tasks import evaluate_deployment_task
 
-    transaction.on_commit(lambda: evaluate_deployment_task.delay(deployment_id, resume))
+    def send() -> None:
+        try:
+            evaluate_deployment_task.delay(deployment_id, resume)
+        except Exception:  # noqa: BLE001 - the broker may be down; the sweeper resends from the row
+            logger.exception(
+                "could not send the evaluation of deployment %s; the sweeper will resend it", deployment_id
+            )
+
+    transaction.on_commit(send)
+
+
+def _make_evaluation_due(deployment_id: int, resume: bool) -> None:
+    now = timezone.now()
+    Deployment.objects.filter(pk=deployment_id).update(evaluation_due_at=now, evaluation_enqueued_at=now)
+    _send_evaluation_task(deployment_id, resume)
 
 
 def trigger_deployment(
@@ -92,12 +116,17 @@ def trigger_deployment(
 ) -> tuple[Deployment, bool]:
     """Queue a deployment for evaluation. A repeated idempotency key returns the first deployment."""
     check_may_trigger(environment, deployer)
+    try:
+        check_plan(environment.template.type, type, plan)
+    except PlanFormatError as problem:
+        raise Invalid({"plan": [str(problem)]}) from None
     if idempotency_key:
         existing = Deployment.objects.filter(environment=environment, idempotency_key=idempotency_key).first()
         if existing is not None:
             return _same_request_or_conflict(existing, type, revision), False
     try:
         with transaction.atomic():
+            now = timezone.now()
             deployment = Deployment.objects.create(
                 environment=environment,
                 deployer=deployer,
@@ -110,9 +139,11 @@ def trigger_deployment(
                 variables=variables or {},
                 policy_data=policy_data,
                 idempotency_key=idempotency_key,
+                evaluation_due_at=now,
+                evaluation_enqueued_at=now,
             )
             record_event(deployment, EventKind.TRIGGERED, deployer, f"{type} triggered by {trigger_name}")
-            _enqueue_evaluation(deployment.pk, resume=False)
+            _send_evaluation_task(deployment.pk, resume=False)
     except IntegrityError:
         if not idempotency_key:
             raise
@@ -123,22 +154,26 @@ def trigger_deployment(
 
 
 def check_may_trigger(environment: Environment, user: AbstractBaseUser) -> None:
-    if not access.can_deploy(user, environment.project):
-        raise DeploymentActionError("forbidden", "Only deployers of this project may trigger deployments.")
+    access.require(
+        user,
+        Capability.DEPLOY,
+        environment.project,
+        "Only deployers of this project may trigger deployments.",
+    )
 
 
 def _same_request_or_conflict(existing: Deployment, type: str, revision: str) -> Deployment:
     # A key names one request: reusing it for another (a destroy after a deploy) must not answer for the first.
     if existing.type != type or existing.revision != revision:
-        raise DeploymentActionError(
-            "idempotency_conflict",
+        raise Conflict(
             f"Idempotency key {existing.idempotency_key!r} was used for deployment #{existing.pk} "
             f"({existing.type} of revision {existing.revision or 'unset'}); use a new key for another request.",
+            code="idempotency_conflict",
         )
     return existing
 
 
-def _record_verdict(deployment: Deployment, from_status: str, verdict: Verdict) -> None:
+def _record_verdict(deployment: Deployment, from_status: str, verdict: Verdict, started_at: Any) -> None:
     """Store the evaluation and move the deployment where its decision leads, in one transaction."""
     target = STATUS_FOR_DECISION[verdict.decision]
     with transaction.atomic():
@@ -152,9 +187,14 @@ def _record_verdict(deployment: Deployment, from_status: str, verdict: Verdict) 
             error=verdict.error,
             engine=verdict.engine,
             duration_ms=verdict.duration_ms,
+            sensitive_variables=deployment.environment.sensitive_variables,
         )
         evaluation.policy_revisions.set(verdict.revisions)
         record_event(deployment, EventKind.EVALUATED, detail=f"{verdict.request_type}: {verdict.decision}")
+        # Only what this evaluation saw is done: an approval recorded after it started is still due.
+        Deployment.objects.filter(pk=deployment.pk, evaluation_due_at__lte=started_at).update(
+            evaluation_due_at=None
+        )
         fields = {"decision": verdict.decision, "messages": verdict.messages, "error": verdict.error}
         if target == from_status:
             Deployment.objects.filter(pk=deployment.pk, status=from_status).update(**fields)
@@ -164,11 +204,8 @@ def _record_verdict(deployment: Deployment, from_status: str, verdict: Verdict) 
         if move_deployment(deployment.pk, from_status, target, **fields):
             event = EVENT_FOR_STATUS.get(target)
             if event:
-                record_event(
-                    deployment,
-                    event,
-                    detail=verdict.error or ", ".join(verdict.messages.get(verdict.decision, [])),
-                )
+                detail = verdict.error or ", ".join(verdict.messages.get(verdict.decision, []))
+                record_event(deployment, event, detail=detail[:10_000])
 
 
 def _failed_closed_verdict(deployment: Deployment, resume: bool, problem: Exception) -> Verdict:
@@ -179,29 +216,61 @@ def _failed_closed_verdict(deployment: Deployment, resume: bool, problem: Except
 
 
 def evaluate_deployment(deployment_id: int, resume: bool = False) -> None:
-    """Evaluate a queued deployment, or re-evaluate a pending one after an approval (resume)."""
+    """Evaluate a queued deployment, or re-evaluate a pending one after an approval (resume).
+
+    Safe to run twice for the same work (a redelivered or resent task): recording the verdict is a
+    conditional status change, and work found already done is skipped."""
     from_status = DeploymentStatus.PENDING_APPROVAL if resume else DeploymentStatus.EVALUATING
+    started_at = timezone.now()
     if not resume:
         # A deployment found already "evaluating" is one whose worker died mid-way and whose task was
-        # delivered again (tasks are acknowledged late): evaluate it again. Recording the verdict is a
-        # conditional status change, so a duplicate delivery can never apply a second verdict.
+        # delivered again: it is evaluated again.
         move_deployment(deployment_id, DeploymentStatus.QUEUED, DeploymentStatus.EVALUATING)
+    Deployment.objects.filter(pk=deployment_id, status=from_status).update(evaluation_started_at=started_at)
     deployment = Deployment.objects.select_related(
         "environment__project", "environment__template", "deployer"
     ).get(pk=deployment_id)
-    if deployment.status != from_status:
+    if deployment.status != from_status or deployment.evaluation_due_at is None:
         return  # already evaluated, or cancelled meanwhile
     try:
         if not deployment.policies_pinned:
             # Pin the revisions in force now: later edits to a policy do not change a running deployment.
             with transaction.atomic():
-                deployment.policy_revisions.set(latest_revisions(effective_policies(deployment.environment)))
+                applying = tree_for(deployment.environment.project).effective_policies(deployment.environment)
+                deployment.policy_revisions.set(latest_revisions(applying))
                 Deployment.objects.filter(pk=deployment.pk).update(policies_pinned=True)
         revisions = list(deployment.policy_revisions.select_related("policy").order_by("policy__name"))
         verdict = judge(deployment, request_type_for(deployment, resume), revisions)
-    except Exception as problem:  # noqa: BLE001 - any failure must fail closed, never release
+    except DatabaseError:
+        raise  # transient (a restarted database): the task is retried, never recorded as a verdict
+    except Exception as problem:  # noqa: BLE001 - any other failure must fail closed, never release
         verdict = _failed_closed_verdict(deployment, resume, problem)
-    _record_verdict(deployment, from_status, verdict)
+    _record_verdict(deployment, from_status, verdict, started_at)
+
+
+def resend_lost_evaluations() -> list[int]:
+    """Send again the evaluations that are due but that no worker has: their message was never sent
+    (the broker was down), lost (a broker restart), or held by a worker that died. Returns their ids."""
+    now = timezone.now()
+    resend_before = now - timedelta(seconds=settings.EVALUATION_RESEND_AFTER_SECONDS)
+    lease_start = now - timedelta(seconds=settings.EVALUATION_LEASE_SECONDS)
+    lost = Deployment.objects.filter(
+        status__in=WAITING_STATUSES, evaluation_due_at__isnull=False, evaluation_enqueued_at__lt=resend_before
+    ).filter(
+        # Nobody is on it: never started, started before the work became due, or started so long ago
+        # that the worker must have died.
+        Q(evaluation_started_at__isnull=True)
+        | Q(evaluation_started_at__lt=F("evaluation_due_at"))
+        | Q(evaluation_started_at__lt=lease_start)
+    )
+    resent = []
+    for deployment_id, status in lost.values_list("pk", "status")[: settings.EVALUATION_RESEND_BATCH]:
+        Deployment.objects.filter(pk=deployment_id).update(evaluation_enqueued_at=now)
+        _send_evaluation_task(deployment_id, resume=status == DeploymentStatus.PENDING_APPROVAL)
+        resent.append(deployment_id)
+    if resent:
+        logger.warning("resent the evaluation of %d deployments: %s", len(resent), resent)
+    return resent
 
 
 def record_approval(
@@ -209,53 +278,52 @@ def record_approval(
 ) -> Approval:
     """An approver approves or rejects a pending deployment; an approval re-evaluates it as a resume."""
     if decision not in ApprovalDecision.values:
-        raise DeploymentActionError(
-            "invalid", f"decision must be one of {', '.join(ApprovalDecision.values)}"
-        )
+        raise Invalid({"decision": [f"Must be one of {', '.join(ApprovalDecision.values)}."]})
     project = deployment.environment.project
-    if not access.can_approve(user, project):
-        raise DeploymentActionError(
-            "forbidden", "Only approvers of this project or a parent project may approve."
-        )
+    access.require(user, Capability.APPROVE, project)
     with transaction.atomic():
         locked = Deployment.objects.select_for_update().get(pk=deployment.pk)
         if locked.status != DeploymentStatus.PENDING_APPROVAL:
-            raise DeploymentActionError(
-                "not_pending", f"The deployment is {locked.status}, not pending approval."
-            )
-        if locked.deployer_id == user.pk and not _self_approval_allowed(project):
-            raise DeploymentActionError("self_approval", "You may not approve or reject your own deployment.")
+            raise Conflict(f"The deployment is {locked.status}, not pending approval.", code="not_pending")
+        if locked.deployer_id == user.pk and not tree_for(project).self_approval_allowed(project):
+            raise Forbidden("You may not approve or reject your own deployment.", code="self_approval")
         if Approval.objects.filter(deployment=locked, user=user).exists():
-            raise DeploymentActionError(
-                "already_decided", "You have already approved or rejected this deployment."
-            )
+            raise Conflict("You have already approved or rejected this deployment.", code="already_decided")
         approval = Approval.objects.create(deployment=locked, user=user, decision=decision, comment=comment)
         if decision == ApprovalDecision.REJECT:
-            move_deployment(locked.pk, DeploymentStatus.PENDING_APPROVAL, DeploymentStatus.REJECTED)
+            move_deployment(
+                locked.pk,
+                DeploymentStatus.PENDING_APPROVAL,
+                DeploymentStatus.REJECTED,
+                evaluation_due_at=None,
+            )
             record_event(locked, EventKind.REJECTED, user, comment)
         else:
             record_event(locked, EventKind.APPROVED, user, comment)
-            _enqueue_evaluation(locked.pk, resume=True)
+            _make_evaluation_due(locked.pk, resume=True)
+        audit.record(user, f"deployment.{decision}d", deployment, after={"comment": comment})
     return approval
 
 
-def _self_approval_allowed(project: Any) -> bool:
-    return any(p.allow_self_approval for p in [project, *project.ancestors()])
-
-
 def cancel_deployment(deployment: Deployment, user: AbstractBaseUser) -> Deployment:
-    if not (access.can_deploy(user, deployment.environment.project)):
-        raise DeploymentActionError("forbidden", "Only deployers of this project may cancel deployments.")
+    access.require(
+        user,
+        Capability.DEPLOY,
+        deployment.environment.project,
+        "Only deployers of this project may cancel deployments.",
+    )
     with transaction.atomic():
-        for from_status in (DeploymentStatus.QUEUED, DeploymentStatus.PENDING_APPROVAL):
-            if move_deployment(deployment.pk, from_status, DeploymentStatus.CANCELLED):
+        for from_status in sorted(CANCELLABLE_STATUSES):
+            if move_deployment(
+                deployment.pk, from_status, DeploymentStatus.CANCELLED, evaluation_due_at=None
+            ):
                 record_event(deployment, EventKind.CANCELLED, user)
                 break
         else:
             current = Deployment.objects.values_list("status", flat=True).get(pk=deployment.pk)
-            raise DeploymentActionError(
-                "not_pending",
-                f"The deployment is {current}; only queued or pending deployments can be cancelled.",
+            raise Conflict(
+                f"The deployment is {current}; only {', '.join(sorted(CANCELLABLE_STATUSES))} deployments can be cancelled.",
+                code="not_pending",
             )
     deployment.refresh_from_db()
     return deployment
@@ -266,17 +334,21 @@ def complete_deployment(
 ) -> Deployment:
     """The pipeline reports how the released deployment went, with the resulting Terraform state."""
     if status not in (DeploymentStatus.SUCCEEDED, DeploymentStatus.FAILED):
-        raise DeploymentActionError("invalid", "status must be succeeded or failed")
-    if not access.can_deploy(user, deployment.environment.project):
-        raise DeploymentActionError("forbidden", "Only deployers of this project may complete deployments.")
+        raise Invalid({"status": ["Must be succeeded or failed."]})
+    access.require(
+        user,
+        Capability.DEPLOY,
+        deployment.environment.project,
+        "Only deployers of this project may complete deployments.",
+    )
+    from .states import store_state
+
     with transaction.atomic():
         if not move_deployment(deployment.pk, DeploymentStatus.APPROVED, status, completed_at=timezone.now()):
             current = Deployment.objects.values_list("status", flat=True).get(pk=deployment.pk)
-            raise DeploymentActionError("not_pending", f"The deployment is {current}, not approved.")
+            raise Conflict(f"The deployment is {current}, not approved.", code="not_pending")
         record_event(deployment, EventKind.COMPLETED, user, status)
         if state is not None:
-            from .states import store_state
-
             store_state(deployment.environment, state, user=user, deployment=deployment, force=True)
     deployment.refresh_from_db()
     return deployment

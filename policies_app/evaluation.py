@@ -1,4 +1,5 @@
-"""Evaluating a deployment: which policies apply, what they are shown, what they decide, and recording it."""
+"""Evaluating a deployment: what its policies are shown and what they decide (which policies apply is
+the project tree's business: tree.py)."""
 
 import json
 import logging
@@ -7,10 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.db.models import OuterRef, Subquery
 
 from . import rego
 from .choices import ApprovalDecision, Decision, RequestType
-from .models import ApprovalPolicy, Deployment, Environment, PolicyRevision, Project
+from .models import ApprovalPolicy, Deployment, Environment, PolicyRevision
 from .policies import policy_source
 from .policy_input import build_policy_input
 
@@ -19,40 +21,17 @@ logger = logging.getLogger(__name__)
 MESSAGE_KINDS = ("deny", "pending", "warn", "allow")
 
 
-def inherited_policies(project: Project) -> list[tuple[ApprovalPolicy, Project]]:
-    """The policies a project inherits from its ancestors (not its own), each once, with where it comes from."""
-    own = {policy.pk for policy in project.approval_policies.all()}
-    inherited = []
-    for ancestor in project.ancestors():
-        for policy in ancestor.approval_policies.all():
-            if policy.pk not in own:
-                own.add(policy.pk)
-                inherited.append((policy, ancestor))
-    return inherited
-
-
-def effective_policies(environment: Environment) -> list[ApprovalPolicy]:
-    """The template's policies, then the project's, then every ancestor's, each policy once."""
-    policies: dict[int, ApprovalPolicy] = {}
-    sources = [environment.template, environment.project, *environment.project.ancestors()]
-    for source in sources:
-        for policy in source.approval_policies.all():
-            policies.setdefault(policy.pk, policy)
-    return list(policies.values())
-
-
 def approves_automatically(environment: Environment, applying: list[ApprovalPolicy]) -> bool:
     """Automatic approval holds only while no policy applies (``applying``: its effective policies)."""
     return environment.approve_plans_automatically and not applying
 
 
 def latest_revisions(policies: list[ApprovalPolicy]) -> list[PolicyRevision]:
-    revisions = []
-    for policy in policies:
-        revision = policy.latest_revision
-        if revision is not None:
-            revisions.append(revision)
-    return revisions
+    """The revision in force of each policy, in one query."""
+    newest = PolicyRevision.objects.filter(policy=OuterRef("policy")).order_by("-number").values("number")[:1]
+    return list(
+        PolicyRevision.objects.filter(policy__in=policies, number=Subquery(newest)).order_by("policy_id")
+    )
 
 
 @dataclass

@@ -7,17 +7,16 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from . import rego
+from . import access, audit, rego
 from .choices import RegoVersion
+from .errors import Forbidden, Invalid, Unavailable
 from .models import ApprovalPolicy, PolicyModule, PolicyRevision
 
 
-class PolicyValidationError(Exception):
-    """Field-level problems with a policy, e.g. {"modules": ["main.rego:3:5: unexpected token"]}."""
-
-    def __init__(self, errors: dict[str, list[str]]):
-        super().__init__(errors)
-        self.errors = errors
+def _require_author(user: AbstractBaseUser | None) -> None:
+    # None: the platform itself (the demo loader); every request names its user.
+    if user is not None and not access.may_author_policies(user):
+        raise Forbidden("Only organisation admins and policy authors may write policies.")
 
 
 def policy_source(revision: PolicyRevision) -> rego.PolicySource:
@@ -33,7 +32,7 @@ def policy_source(revision: PolicyRevision) -> rego.PolicySource:
 
 def _validated_modules(modules: Any) -> list[dict[str, str]]:
     if not isinstance(modules, list) or not modules:
-        raise PolicyValidationError({"modules": ["At least one Rego module is required."]})
+        raise Invalid({"modules": ["At least one Rego module is required."]})
     seen: set[str] = set()
     problems: list[str] = []
     for position, module in enumerate(modules):
@@ -49,15 +48,15 @@ def _validated_modules(modules: Any) -> list[dict[str, str]]:
             problems.append(f"modules[{position}].source: the module is empty.")
         seen.add(filename)
     if problems:
-        raise PolicyValidationError({"modules": problems})
+        raise Invalid({"modules": problems})
     return [{"filename": m["filename"], "source": m["source"]} for m in modules]
 
 
 def _check_with_engine(name: str, rego_version: str, modules: list[dict[str, str]], data: Any) -> None:
     if rego_version not in RegoVersion.values:
-        raise PolicyValidationError({"rego_version": [f"Must be one of {', '.join(RegoVersion.values)}."]})
+        raise Invalid({"rego_version": [f"Must be one of {', '.join(RegoVersion.values)}."]})
     if data is not None and not isinstance(data, dict):
-        raise PolicyValidationError({"data": ["Policy data must be a JSON object (it becomes data.*)."]})
+        raise Invalid({"data": ["Policy data must be a JSON object (it becomes data.*)."]})
     source = rego.PolicySource(
         key=f"check:{name}",
         name=name,
@@ -74,7 +73,9 @@ def _check_with_engine(name: str, rego_version: str, modules: list[dict[str, str
             memory_mb=settings.POLICY_ENGINE_MEMORY_MB,
         )
     except rego.PolicyCompileError as problem:
-        raise PolicyValidationError({"modules": [str(problem)]}) from None
+        raise Invalid({"modules": [str(problem)]}) from None
+    except rego.EngineUnavailableError as problem:
+        raise Unavailable(f"The policy engine cannot check the policy now: {problem}") from None
 
 
 def _store_revision(
@@ -108,15 +109,17 @@ def create_policy(
     user: AbstractBaseUser | None = None,
 ) -> ApprovalPolicy:
     """Check the policy with the engine, then store it with its first revision. Nothing is stored on error."""
+    _require_author(user)
     if not name or not name.strip():
-        raise PolicyValidationError({"name": ["A name is required."]})
+        raise Invalid({"name": ["A name is required."]})
     if ApprovalPolicy.objects.filter(name=name).exists():
-        raise PolicyValidationError({"name": [f"A policy named {name!r} already exists."]})
+        raise Invalid({"name": [f"A policy named {name!r} already exists."]})
     modules = _validated_modules(modules)
     _check_with_engine(name, rego_version, modules, data)
     with transaction.atomic():
         policy = ApprovalPolicy.objects.create(name=name, description=description)
-        _store_revision(policy, rego_version, modules, data, user)
+        revision = _store_revision(policy, rego_version, modules, data, user)
+        audit.record(user, "policy.created", policy, after=_revision_summary(revision))
     return policy
 
 
@@ -132,6 +135,7 @@ def revise_policy(
 ) -> PolicyRevision | None:
     """Rename or describe a policy, and create revision N+1 when what it says (Rego version, modules,
     data) changes. Returns the new revision, or None when the content did not change."""
+    _require_author(user)
     latest = policy.latest_revision
     current_modules = [{"filename": m.filename, "source": m.source} for m in latest.modules.all()]
     rego_version = rego_version or latest.rego_version
@@ -144,16 +148,35 @@ def revise_policy(
     )
     if name is not None and name != policy.name:
         if not name.strip():
-            raise PolicyValidationError({"name": ["A name is required."]})
+            raise Invalid({"name": ["A name is required."]})
         if ApprovalPolicy.objects.filter(name=name).exclude(pk=policy.pk).exists():
-            raise PolicyValidationError({"name": [f"A policy named {name!r} already exists."]})
+            raise Invalid({"name": [f"A policy named {name!r} already exists."]})
     if content_changed:
         _check_with_engine(name or policy.name, rego_version, modules, data)
     with transaction.atomic():
+        before = {"name": policy.name, "description": policy.description, **_revision_summary(latest)}
         policy.name = name if name is not None else policy.name
         policy.description = description if description is not None else policy.description
         policy.save(update_fields=["name", "description"])
-        return _store_revision(policy, rego_version, modules, data, user) if content_changed else None
+        revision = _store_revision(policy, rego_version, modules, data, user) if content_changed else None
+        after = {
+            "name": policy.name,
+            "description": policy.description,
+            **_revision_summary(revision or latest),
+        }
+        if after != before:
+            audit.record(user, "policy.changed", policy, before=before, after=after)
+        return revision
+
+
+def _revision_summary(revision: PolicyRevision) -> dict[str, Any]:
+    """A revision as the audit log keeps it: enough to see what changed, the sources in full."""
+    return {
+        "revision": revision.number,
+        "rego_version": revision.rego_version,
+        "modules": {module.filename: module.source for module in revision.modules.all()},
+        "data": revision.data,
+    }
 
 
 def dry_run_policy(policy: ApprovalPolicy | PolicyRevision, input_document: Any) -> dict[str, Any]:

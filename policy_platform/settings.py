@@ -71,6 +71,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "policies_app.middleware.ContentSecurityPolicyMiddleware",
+    "policies_app.middleware.RequestBodyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -106,6 +108,8 @@ DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}",
         conn_max_age=int(env_number("DATABASE_CONN_MAX_AGE", 60)),
+        # A connection kept from before a database restart is tested before use, not failed on.
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -136,11 +140,59 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": [
+        "policies_app.api.parsers.LimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "policies_app.api.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "policies_app.api.exceptions.api_exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+        "rest_framework.throttling.ScopedRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": os.environ.get("API_THROTTLE_ANON", "60/minute"),
+        "user": os.environ.get("API_THROTTLE_USER", "6000/minute"),
+        "dry_run": os.environ.get("API_THROTTLE_DRY_RUN", "30/minute"),
+    },
 }
+
+# Throttling counts and login lockouts need one store shared by every web process: Redis in production
+# (CACHE_URL, e.g. redis://localhost:6379/1), this process's memory in the embedded default.
+CACHE_URL = os.environ.get("CACHE_URL", "")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    if CACHE_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
+# After this many wrong passwords for one user name (or from one address) within the window, signing in
+# is refused for the rest of the window, even with the right password.
+LOGIN_FAILURE_LIMIT = int(env_number("LOGIN_FAILURE_LIMIT", 10))
+LOGIN_FAILURE_WINDOW_SECONDS = int(env_number("LOGIN_FAILURE_WINDOW_SECONDS", 900))
+
+# Production hardening, switched by environment variables. Secure cookies and HSTS are on when debug is
+# off; redirecting HTTP to HTTPS is opt-in, since behind a TLS-terminating proxy it needs the proxy header.
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", not DEBUG)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_HSTS_SECONDS = int(env_number("DJANGO_SECURE_HSTS_SECONDS", 31536000)) if not DEBUG else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+# Behind a proxy that terminates TLS, tell Django how the proxy marks a request that came in over HTTPS.
+if env_bool("DJANGO_SECURE_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+CONTENT_SECURITY_POLICY = os.environ.get(
+    "DJANGO_CONTENT_SECURITY_POLICY",
+    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "frame-ancestors 'none'; form-action 'self'; base-uri 'self'",
+)
 SPECTACULAR_SETTINGS = {
     "TITLE": "Approval policy platform API",
     "DESCRIPTION": "Gate infrastructure deployments with approval policies written in Rego.",
@@ -162,6 +214,24 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_RESULT_BACKEND = None
+# A publish to a broker that is down fails fast: the deployment's row keeps the work, the sweeper resends.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.5,
+    "interval_max": 1,
+}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# Periodic work, run by Celery beat in production and by `manage.py run_periodic` in the embedded setup.
+EVALUATION_SWEEP_INTERVAL_SECONDS = env_number("EVALUATION_SWEEP_INTERVAL_SECONDS", 30)
+CELERY_BEAT_SCHEDULE = {
+    "resend-lost-evaluations": {
+        "task": "policies_app.tasks.resend_lost_evaluations_task",
+        "schedule": EVALUATION_SWEEP_INTERVAL_SECONDS,
+    },
+}
 
 # Policy evaluation
 POLICY_ENGINE = os.environ.get("POLICY_ENGINE", "regorus")
@@ -169,14 +239,23 @@ if POLICY_ENGINE not in ("regorus", "regopy"):
     raise ImproperlyConfigured(f"POLICY_ENGINE must be regorus or regopy, not {POLICY_ENGINE!r}")
 POLICY_EVALUATION_TIMEOUT_SECONDS = env_number("POLICY_EVALUATION_TIMEOUT_SECONDS", 10)
 POLICY_ENGINE_MEMORY_MB = int(env_number("POLICY_ENGINE_MEMORY_MB", 2048))
-PLAN_SIZE_LIMIT_BYTES = int(env_number("PLAN_SIZE_LIMIT_BYTES", 50 * 1024 * 1024))
-# Django must let a request up to the plan limit through so that the API can answer 413 itself.
-DATA_UPLOAD_MAX_MEMORY_SIZE = PLAN_SIZE_LIMIT_BYTES + 1024 * 1024
+# An evaluation that is due and whose task was sent this long ago without a worker starting on it is
+# sent again; one started longer ago than the lease is taken to belong to a dead worker.
+EVALUATION_RESEND_AFTER_SECONDS = env_number("EVALUATION_RESEND_AFTER_SECONDS", 60)
+IAC_EVALUATION_TIMEOUT_SECONDS = env_number("IAC_EVALUATION_TIMEOUT_SECONDS", 60)
+EVALUATION_LEASE_SECONDS = env_number(
+    "EVALUATION_LEASE_SECONDS", POLICY_EVALUATION_TIMEOUT_SECONDS + IAC_EVALUATION_TIMEOUT_SECONDS + 30
+)
+EVALUATION_RESEND_BATCH = 500
+# Every request body (a deployment with its plan, a state, an archive) is refused with 413 above this.
+REQUEST_SIZE_LIMIT_BYTES = int(env_number("REQUEST_SIZE_LIMIT_BYTES", 50 * 1024 * 1024))
+# The middleware answers 413 itself; Django must not refuse first with a less helpful error.
+DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_SIZE_LIMIT_BYTES + 1024 * 1024
+# JSON documents from outside (plans, states, inputs) nest at most this deep (json_limits.py).
+JSON_MAX_DEPTH = int(env_number("JSON_MAX_DEPTH", 100))
 
 # The IaC engine's caches: parsed files by content hash, template checkouts by commit.
 IAC_PARSE_CACHE_DIR = os.environ.get("IAC_PARSE_CACHE_DIR", str(VAR_DIR / "cache" / "parse"))
-# Bound on evaluating a template's configuration for the policy input (it runs in a child process).
-IAC_EVALUATION_TIMEOUT_SECONDS = env_number("IAC_EVALUATION_TIMEOUT_SECONDS", 60)
 TEMPLATE_CHECKOUT_DIR = os.environ.get("TEMPLATE_CHECKOUT_DIR", str(VAR_DIR / "cache" / "templates"))
 MEDIA_ROOT = VAR_DIR / "media"
 

@@ -11,10 +11,12 @@ from django.urls import reverse
 from policies_app.models import (
     Approval,
     ApprovalPolicy,
+    AuditEntry,
     Deployment,
     DeploymentEvent,
     EnvironmentState,
     Evaluation,
+    OrganisationMembership,
     PolicyRevision,
     Project,
 )
@@ -58,6 +60,10 @@ def full_world(world):
     evaluation.policy_revisions.set([policy.latest_revision])
     Approval.objects.create(deployment=deployment, user=world.alice, decision="approve", comment="ok")
     DeploymentEvent.objects.create(deployment=deployment, kind="triggered", actor=world.bob)
+    OrganisationMembership.objects.create(user=world.vera, role="auditor")
+    AuditEntry.objects.create(
+        actor=world.admin, action="policy.created", target_type="approvalpolicy", target_id="1"
+    )
     EnvironmentState.objects.create(
         environment=world.environment, document={"version": 4, "serial": 3, "resources": []}, serial=3
     )
@@ -82,6 +88,8 @@ def test_every_model_of_the_app_is_registered():
         "Project",
         "Team",
         "ProjectMembership",
+        "OrganisationMembership",
+        "AuditEntry",
         "Template",
         "Environment",
         "EnvironmentState",

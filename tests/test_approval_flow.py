@@ -2,6 +2,7 @@
 
 import pytest
 from django.test import override_settings
+from django.utils import timezone
 
 from policies_app.models import Deployment, DeploymentEvent
 from tests.builders import make_policy, plan_with
@@ -397,12 +398,12 @@ def test_every_step_is_recorded_as_an_event(world, api):
     assert kinds == ["triggered", "evaluated", "approved", "evaluated", "released"]
 
 
-@override_settings(PLAN_SIZE_LIMIT_BYTES=2000)
+@override_settings(REQUEST_SIZE_LIMIT_BYTES=2000)
 def test_a_plan_over_the_size_limit_is_refused_with_413(world, api):
     big_plan = plan_with(*[(f"aws_s3_bucket.b{i}", ["create"]) for i in range(40)])
     response = trigger(api(world.bob), world.environment, plan=big_plan)
     assert response.status_code == 413
-    assert "plan" in response.json()
+    assert "size limit" in response.json()["detail"]
     assert Deployment.objects.count() == 0
 
 
@@ -422,7 +423,8 @@ def test_a_deployment_left_evaluating_by_a_dead_worker_is_evaluated_when_the_tas
     from policies_app.deployments import evaluate_deployment
 
     body = trigger(api(world.bob), world.environment).json()
-    Deployment.objects.filter(pk=body["id"]).update(status="evaluating")
+    # As a worker that died mid-evaluation leaves it: evaluating, the evaluation still due.
+    Deployment.objects.filter(pk=body["id"]).update(status="evaluating", evaluation_due_at=timezone.now())
     evaluate_deployment(body["id"])
     deployment = Deployment.objects.get(pk=body["id"])
     assert deployment.status == "pending_approval"

@@ -15,6 +15,7 @@ import pytest
 from django.db import connection, connections
 
 from policies_app import deployments
+from policies_app.errors import DomainError
 from policies_app.models import Deployment, DeploymentEvent
 from tests.builders import make_policy, make_user
 
@@ -38,7 +39,7 @@ def approve_all_at_once(deployment: Deployment, approvers: list) -> tuple[list[s
         try:
             barrier.wait()
             deployments.record_approval(Deployment.objects.get(pk=deployment.pk), user, "approve")
-        except deployments.DeploymentActionError as refusal:
+        except DomainError as refusal:
             refusals.append(refusal.code)
         except BaseException as problem:  # noqa: BLE001
             failures.append(problem)

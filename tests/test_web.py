@@ -379,7 +379,7 @@ def test_the_project_tree_nests_projects_and_shows_own_and_inherited_policies(cl
     [payments_eu] = payments.children
     assert payments_eu.project == world.payments_eu
     assert payments_eu.own_policies == [eu_policy]
-    assert payments_eu.inherited_policies == [(root_policy, world.platform)]
+    assert [(i.policy, i.source) for i in payments_eu.inherited_policies] == [(root_policy, world.platform)]
     assert payments_eu.environments == [world.environment]
     assert "(from Platform)" in response.content.decode()
 
@@ -392,7 +392,7 @@ def test_a_member_of_a_sub_project_sees_it_as_a_root_with_what_it_inherits(clien
     response = client_for(client, world.charlie).get(reverse("web:project-tree"))
     [root] = response.context["roots"]
     assert root.project == world.payments
-    assert [p.name for p, origin in root.inherited_policies] == ["root policy"]
+    assert [i.policy.name for i in root.inherited_policies] == ["root policy"]
 
 
 def test_an_outsider_sees_no_projects(client, world):

@@ -1,8 +1,15 @@
+"""Serializers parse and show; the use cases decide. Lists of tree-shaped objects share one ProjectTree,
+so a page of projects or environments costs the same few queries whatever its length."""
+
+from typing import Any
+
 from django.contrib.auth import get_user_model
+from django.db.models import Manager, QuerySet
 from rest_framework import serializers
 
 from ..choices import DeploymentType, RegoVersion, Role, TriggerName
-from ..evaluation import approves_automatically, effective_policies, inherited_policies
+from ..environments import masked
+from ..evaluation import approves_automatically
 from ..models import (
     Approval,
     ApprovalPolicy,
@@ -15,46 +22,79 @@ from ..models import (
     Team,
     Template,
 )
-from ..models.projects import CYCLE_MESSAGE
+from ..tree import ProjectTree
 
 User = get_user_model()
 
 
-class ProjectSerializer(serializers.ModelSerializer):
+class TreeListSerializer(serializers.ListSerializer):
+    """Loads the project tree around every item of the list once, for the child serializer to read."""
+
+    def to_representation(self, data: Any) -> list:
+        items = list(data.all() if isinstance(data, (Manager, QuerySet)) else data)
+        self.context["tree"] = ProjectTree.around(self.child.project_of(item) for item in items)
+        return super().to_representation(items)
+
+
+class TreeSerializerMixin:
+    def project_of(self, instance: Any) -> Project:
+        raise NotImplementedError
+
+    def tree(self, instance: Any) -> ProjectTree:
+        tree = self.context.get("tree")
+        if tree is None or self.project_of(instance).pk not in tree.projects:
+            tree = ProjectTree.around([self.project_of(instance)])
+        return tree
+
+
+class ProjectSerializer(TreeSerializerMixin, serializers.ModelSerializer):
     approval_policies = serializers.PrimaryKeyRelatedField(
         many=True, queryset=ApprovalPolicy.objects.all(), required=False
     )
-    inherited_policies = serializers.SerializerMethodField()
+    full_name = serializers.CharField(read_only=True)
+    inherited_policies = serializers.ListField(child=serializers.IntegerField(), read_only=True)
+    self_approval_allowed = serializers.BooleanField(
+        read_only=True,
+        help_text="Whether this project or a parent lets deployers approve their own deployments.",
+    )
 
     class Meta:
         model = Project
         fields = [
             "id",
             "name",
+            "full_name",
             "description",
             "parent",
             "approval_policies",
             "inherited_policies",
             "allow_self_approval",
+            "self_approval_allowed",
             "created_at",
         ]
         read_only_fields = ["created_at"]
-        validators = []  # uniqueness among siblings is checked in validate() with a field-level message
+        validators = []  # uniqueness among siblings is the use case's, with a field-level message
+        list_serializer_class = TreeListSerializer
 
-    def get_inherited_policies(self, project: Project) -> list[int]:
-        return sorted(policy.pk for policy, _ in inherited_policies(project))
+    def project_of(self, project: Project) -> Project:
+        return project
 
-    def validate(self, attrs: dict) -> dict:
-        parent = attrs.get("parent", getattr(self.instance, "parent", None))
-        name = attrs.get("name", getattr(self.instance, "name", None))
-        siblings = Project.objects.filter(parent=parent, name=name)
-        if self.instance is not None:
-            siblings = siblings.exclude(pk=self.instance.pk)
-            if self.instance.makes_cycle_under(parent):
-                raise serializers.ValidationError({"parent": CYCLE_MESSAGE})
-        if siblings.exists():
-            raise serializers.ValidationError({"name": "A sibling project already has this name."})
-        return attrs
+    def to_representation(self, project: Project) -> dict:
+        tree = self.tree(project)
+        return {
+            "id": project.pk,
+            "name": project.name,
+            "full_name": tree.full_name(project),
+            "description": project.description,
+            "parent": project.parent_id,
+            "approval_policies": sorted(a.policy_id for a in tree.own_attachments(project)),
+            "inherited_policies": sorted(
+                inherited.policy.pk for inherited in tree.inherited_policies(project)
+            ),
+            "allow_self_approval": project.allow_self_approval,
+            "self_approval_allowed": tree.self_approval_allowed(project),
+            "created_at": serializers.DateTimeField().to_representation(project.created_at),
+        }
 
 
 class MembershipSerializer(serializers.Serializer):
@@ -101,9 +141,23 @@ class TemplateSerializer(serializers.ModelSerializer):
             "created_at",
         ]
         read_only_fields = ["archive", "created_at"]
+        validators = []  # the name's uniqueness is the use case's
 
 
-class EnvironmentSerializer(serializers.ModelSerializer):
+class VariablesField(serializers.JSONField):
+    def to_internal_value(self, data: Any) -> dict:
+        value = super().to_internal_value(data)
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("Must be an object of variable names to values.")
+        return value
+
+
+class EnvironmentSerializer(TreeSerializerMixin, serializers.ModelSerializer):
+    environment_variables = VariablesField(required=False)
+    terraform_variables = VariablesField(required=False)
+    sensitive_variables = serializers.JSONField(
+        required=False, help_text='{"environment": [names], "terraform": [names]}: values shown masked.'
+    )
     approval_policies_apply = serializers.BooleanField(read_only=True, default=False)
 
     class Meta:
@@ -114,32 +168,32 @@ class EnvironmentSerializer(serializers.ModelSerializer):
             "project",
             "template",
             "approve_plans_automatically",
-            "approval_policies_apply",
             "environment_variables",
             "terraform_variables",
+            "sensitive_variables",
+            "approval_policies_apply",
             "created_at",
         ]
         read_only_fields = ["created_at"]
+        validators = []  # the name's uniqueness in the project is the use case's
+        list_serializer_class = TreeListSerializer
+
+    def project_of(self, environment: Environment) -> Project:
+        return environment.project
 
     def to_representation(self, environment: Environment) -> dict:
         data = super().to_representation(environment)
-        applying = effective_policies(environment)
+        applying = self.tree(environment).effective_policies(environment)
         data["approval_policies_apply"] = bool(applying)
         # Under any policy, automatic approval is off whatever was asked for; say so rather than pretend.
         data["approve_plans_automatically"] = approves_automatically(environment, applying)
+        data["environment_variables"] = masked(
+            environment.environment_variables, environment.sensitive_names("environment")
+        )
+        data["terraform_variables"] = masked(
+            environment.terraform_variables, environment.sensitive_names("terraform")
+        )
         return data
-
-    def validate_environment_variables(self, value):
-        return _string_keyed_object(value)
-
-    def validate_terraform_variables(self, value):
-        return _string_keyed_object(value)
-
-
-def _string_keyed_object(value):
-    if not isinstance(value, dict):
-        raise serializers.ValidationError("Must be an object of variable names to values.")
-    return value
 
 
 class PolicyModuleSerializer(serializers.Serializer):
@@ -165,7 +219,7 @@ class PolicySerializer(serializers.ModelSerializer):
     modules = PolicyModuleSerializer(many=True, write_only=True, required=False)
     data = serializers.JSONField(required=False, allow_null=True, write_only=True)
     latest_revision = PolicyRevisionSerializer(read_only=True)
-    revision_count = serializers.IntegerField(source="revisions.count", read_only=True)
+    revision_count = serializers.IntegerField(read_only=True)
 
     class Meta:
         model = ApprovalPolicy
@@ -182,6 +236,18 @@ class PolicySerializer(serializers.ModelSerializer):
         ]
         read_only_fields = ["created_at"]
         extra_kwargs = {"name": {"validators": []}}
+
+    def to_representation(self, policy: ApprovalPolicy) -> dict:
+        # Read from the prefetched revisions, never with a query per policy.
+        revisions = sorted(policy.revisions.all(), key=lambda revision: -revision.number)
+        return {
+            "id": policy.pk,
+            "name": policy.name,
+            "description": policy.description,
+            "latest_revision": PolicyRevisionSerializer(revisions[0]).data if revisions else None,
+            "revision_count": len(revisions),
+            "created_at": serializers.DateTimeField().to_representation(policy.created_at),
+        }
 
     def validate_data(self, value):
         if value is not None and not isinstance(value, dict):
@@ -268,9 +334,10 @@ class EvaluationSerializer(serializers.ModelSerializer):
         ]
 
     def get_policy_revisions(self, evaluation: Evaluation) -> list[dict]:
+        # .all(): the viewset prefetches the revisions with their policies.
         return [
             {"policy": r.policy_id, "name": r.policy.name, "revision": r.number}
-            for r in evaluation.policy_revisions.select_related("policy")
+            for r in evaluation.policy_revisions.all()
         ]
 
 
@@ -298,6 +365,7 @@ class DeploymentSerializer(serializers.ModelSerializer):
             "evaluations",
             "approvals",
             "created_at",
+            "pending_since",
             "released_at",
             "completed_at",
         ]
@@ -310,7 +378,7 @@ class DeploymentSerializer(serializers.ModelSerializer):
 
 
 class ApprovalRequestSerializer(serializers.Serializer):
-    comment = serializers.CharField(required=False, allow_blank=True, default="")
+    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)
 
 
 class CompleteDeploymentSerializer(serializers.Serializer):
@@ -320,14 +388,4 @@ class CompleteDeploymentSerializer(serializers.Serializer):
     def validate_state(self, state):
         if state is not None and not isinstance(state, dict):
             raise serializers.ValidationError("The state must be a JSON object or null.")
-        return state
-
-
-class StateUploadSerializer(serializers.Serializer):
-    state = serializers.JSONField()
-    force = serializers.BooleanField(default=False)
-
-    def validate_state(self, state):
-        if not isinstance(state, dict):
-            raise serializers.ValidationError("The state must be a JSON object.")
         return state

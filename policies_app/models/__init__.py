@@ -1,21 +1,25 @@
+from .audit import AuditEntry
 from .deployments import Approval, Deployment, DeploymentEvent, Evaluation
 from .environments import Environment, EnvironmentState
 from .policies import ApprovalPolicy, PolicyModule, PolicyRevision
-from .projects import Project, ProjectMembership, Team
+from .projects import OrganisationMembership, Project, ProjectMembership, ProjectPolicy, Team
 from .templates import Template
 
 __all__ = [
     "Approval",
     "ApprovalPolicy",
+    "AuditEntry",
     "Deployment",
     "DeploymentEvent",
     "Environment",
     "EnvironmentState",
+    "OrganisationMembership",
     "Evaluation",
     "PolicyModule",
     "PolicyRevision",
     "Project",
     "ProjectMembership",
+    "ProjectPolicy",
     "Team",
     "Template",
 ]

@@ -20,11 +20,12 @@ def empty_messages() -> dict:
 class Deployment(models.Model):
     """One deploy or destroy of an environment, waiting for the policies' verdict.
 
-    Status diagram (the allowed changes are written once, in choices.ALLOWED_TRANSITIONS):
+    Its statuses and the allowed changes between them are written once, in choices.ALLOWED_TRANSITIONS.
 
-        queued -> evaluating -> pending_approval | approved | denied | error
-        pending_approval -> approved | denied | rejected | cancelled | error
-        approved -> succeeded | failed
+    ``evaluation_due_at`` is the platform's own to-do list: set whenever the deployment needs an
+    evaluation (on trigger, on each approval), cleared when a verdict covering it is recorded. A task
+    message can be lost (the broker down, a worker killed); the sweeper finds such deployments by this
+    field and enqueues them again, so no fault leaves a deployment unevaluated.
     """
 
     environment = models.ForeignKey("Environment", on_delete=models.PROTECT, related_name="deployments")
@@ -51,6 +52,12 @@ class Deployment(models.Model):
     policies_pinned = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    evaluation_due_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    evaluation_enqueued_at = models.DateTimeField(null=True, blank=True)
+    evaluation_started_at = models.DateTimeField(null=True, blank=True)
+    pending_since = models.DateTimeField(
+        null=True, blank=True, help_text="When it started waiting for approvers."
+    )
     released_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
 
@@ -81,6 +88,11 @@ class Evaluation(models.Model):
     outcomes = models.JSONField(default=list, help_text="Each policy's decision and messages.")
     error = models.TextField(blank=True)
     engine = models.CharField(max_length=20)
+    sensitive_variables = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Names of the input's variables to mask wherever the input is shown.",
+    )
     duration_ms = models.FloatField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 

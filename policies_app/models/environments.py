@@ -12,6 +12,8 @@ class Environment(models.Model):
     )
     environment_variables = models.JSONField(default=dict, blank=True)
     terraform_variables = models.JSONField(default=dict, blank=True)
+    # {"environment": [names], "terraform": [names]}: given to policies, masked wherever they are shown.
+    sensitive_variables = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -26,6 +28,9 @@ class Environment(models.Model):
     @property
     def current_state(self) -> "EnvironmentState | None":
         return self.states.order_by("-created_at", "-id").first()
+
+    def sensitive_names(self, kind: str) -> set[str]:
+        return set(self.sensitive_variables.get(kind, []))
 
 
 class EnvironmentState(models.Model):

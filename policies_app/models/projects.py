@@ -1,22 +1,37 @@
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import models
-from django.db.models import Q
+from django.db import models, transaction
+from django.db.models import Q, Value
+from django.db.models.functions import Concat, Substr
 
-from ..choices import Role
+from ..choices import OrganisationRole, Role
 
 CYCLE_MESSAGE = "This parent would make a cycle in the project tree."
+MAX_DEPTH = 32
 
 
 class Project(models.Model):
-    """A node of the project tree. Its approval policies and memberships apply to every sub-project."""
+    """A node of the project tree. Its approval policies and memberships apply to every sub-project.
+
+    ``lineage`` is the materialised path of the project's ancestors, root first (``/1/5/`` for a
+    project under 5 under 1; ``/`` for a root). The model keeps it right on every save, for the
+    project and its whole subtree, so that nothing ever walks ``parent`` one query at a time:
+    tree.py reads ancestors from it and finds descendants by prefix.
+    """
 
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     parent = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children"
     )
-    approval_policies = models.ManyToManyField("ApprovalPolicy", blank=True, related_name="projects")
+    lineage = models.CharField(max_length=1000, default="/", editable=False, db_index=True)
+    approval_policies = models.ManyToManyField(
+        "ApprovalPolicy",
+        blank=True,
+        related_name="projects",
+        through="ProjectPolicy",
+        through_fields=("project", "policy"),
+    )
     allow_self_approval = models.BooleanField(
         default=False,
         help_text="Let a deployer approve their own deployment (applies to sub-projects too).",
@@ -33,31 +48,83 @@ class Project(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.full_name
+        return self.name
 
     @property
-    def full_name(self) -> str:
-        return " / ".join(p.name for p in reversed([self, *self.ancestors()]))
+    def path(self) -> str:
+        """The lineage of this project's children: ``/1/5/9/`` for project 9."""
+        return f"{self.lineage}{self.pk}/"
 
-    def ancestors(self) -> list["Project"]:
-        """Parent first, root last."""
-        chain: list[Project] = []
-        seen = {self.pk}
-        node = self.parent
-        while node is not None and node.pk not in seen:
-            chain.append(node)
-            seen.add(node.pk)
-            node = node.parent
-        return chain
+    @property
+    def ancestor_ids(self) -> list[int]:
+        """Parent first, root last; read from the lineage, without a query."""
+        return [int(part) for part in reversed(self.lineage.strip("/").split("/")) if part]
 
     def makes_cycle_under(self, parent: "Project | None") -> bool:
         if self.pk is None or parent is None:
             return False
-        return parent.pk == self.pk or any(p.pk == self.pk for p in parent.ancestors())
+        return parent.pk == self.pk or self.pk in parent.ancestor_ids
 
     def clean(self) -> None:
         if self.makes_cycle_under(self.parent):
             raise ValidationError({"parent": CYCLE_MESSAGE})
+
+    def save(self, *args, **kwargs) -> None:
+        with transaction.atomic():
+            old_path = None
+            if self.pk is not None:
+                old_lineage = Project.objects.filter(pk=self.pk).values_list("lineage", flat=True).first()
+                old_path = None if old_lineage is None else f"{old_lineage}{self.pk}/"
+            self.lineage = self._lineage_under_parent()
+            super().save(*args, **kwargs)
+            if old_path is not None and old_path != self.path:
+                # A move: every descendant's lineage starts with this project's path, old or new.
+                Project.objects.filter(lineage__startswith=old_path).update(
+                    lineage=Concat(Value(self.path), Substr("lineage", len(old_path) + 1))
+                )
+
+    def _lineage_under_parent(self) -> str:
+        if self.parent_id is None:
+            return "/"
+        # Read from the database, not from self.parent: a concurrent move of the parent must be seen.
+        parent_lineage = (
+            Project.objects.select_for_update().values_list("lineage", flat=True).get(pk=self.parent_id)
+        )
+        lineage = f"{parent_lineage}{self.parent_id}/"
+        if self.pk is not None and f"/{self.pk}/" in lineage:
+            raise ValidationError({"parent": CYCLE_MESSAGE})
+        if lineage.count("/") - 1 >= MAX_DEPTH:
+            raise ValidationError({"parent": f"Projects may be nested at most {MAX_DEPTH} levels deep."})
+        return lineage
+
+
+class ProjectPolicy(models.Model):
+    """An approval policy attached to a project, and so to every sub-project.
+
+    ``authority`` is the project from which the attachment was made: the highest project of the chain
+    that the attaching user administers (empty when an organisation admin made it). Only admins of that
+    project may detach it, so a control set from above can be lifted only from above.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="policy_attachments")
+    policy = models.ForeignKey(
+        "ApprovalPolicy",
+        on_delete=models.CASCADE,
+        related_name="project_attachments",
+        db_column="approvalpolicy_id",
+    )
+    authority = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    attached_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    attached_at = models.DateTimeField(null=True, blank=True, auto_now_add=True)
+
+    class Meta:
+        db_table = "policies_app_project_approval_policies"
+        unique_together = [("project", "policy")]
+
+    def __str__(self) -> str:
+        return f"{self.policy} on {self.project}"
 
 
 class Team(models.Model):
@@ -96,3 +163,15 @@ class ProjectMembership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user or self.team} is {self.role} of {self.project}"
+
+
+class OrganisationMembership(models.Model):
+    """A role over the whole organisation (auditor, organisation admin); superusers hold admin implicitly."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="organisation_role"
+    )
+    role = models.CharField(max_length=20, choices=OrganisationRole.choices)
+
+    def __str__(self) -> str:
+        return f"{self.user} is organisation {self.role}"

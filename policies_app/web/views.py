@@ -14,20 +14,19 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import access
-from ..choices import DeploymentStatus
-from ..deployments import DeploymentActionError, cancel_deployment, record_approval
-from ..evaluation import effective_policies
+from ..choices import CANCELLABLE_STATUSES, Capability, DeploymentStatus
+from ..deployments import cancel_deployment, record_approval
+from ..environments import masked, masked_input
+from ..errors import DomainError
 from ..models import ApprovalPolicy, Deployment, Environment, PolicyModule, PolicyRevision, Project
 from ..policies import dry_run_policy
+from ..tree import InheritedPolicy, ProjectTree, tree_for
 from .forms import ApprovalForm, DeploymentFilterForm, DryRunForm
 
 logger = logging.getLogger(__name__)
 
 QUEUE_PAGE_SIZE = 50
 RECENT_DEPLOYMENTS = 20
-# Refusals that are about who the user is answer 403; the others (e.g. no longer pending) are conflicts.
-FORBIDDEN_CODES = frozenset({"forbidden", "self_approval"})
-CANCELLABLE_STATUSES = frozenset({DeploymentStatus.QUEUED, DeploymentStatus.PENDING_APPROVAL})
 
 
 # --- deployments -------------------------------------------------------------------------------------
@@ -72,6 +71,7 @@ def _render_deployment(
 ) -> HttpResponse:
     project = deployment.environment.project
     pending = deployment.status == DeploymentStatus.PENDING_APPROVAL
+    held = access.grants(request.user)
     evaluations = deployment.evaluations.prefetch_related(
         Prefetch("policy_revisions", queryset=PolicyRevision.objects.select_related("policy"))
     )
@@ -82,8 +82,8 @@ def _render_deployment(
         "approvals": deployment.approvals.select_related("user"),
         "events": deployment.events.select_related("actor"),
         "pinned_revisions": deployment.policy_revisions.select_related("policy"),
-        "may_approve": pending and access.can_approve(request.user, project),
-        "may_cancel": deployment.status in CANCELLABLE_STATUSES and access.can_deploy(request.user, project),
+        "may_approve": pending and held.can(Capability.APPROVE, project),
+        "may_cancel": deployment.status in CANCELLABLE_STATUSES and held.can(Capability.DEPLOY, project),
         "approval_form": form or ApprovalForm(),
         "error": error,
     }
@@ -108,11 +108,19 @@ def deployment_decide(request: HttpRequest, pk: int) -> HttpResponse:
         )
     try:
         record_approval(deployment, request.user, form.cleaned_data["decision"], form.cleaned_data["comment"])
-    except DeploymentActionError as refusal:
-        status = 403 if refusal.code in FORBIDDEN_CODES else 409
-        deployment.refresh_from_db()
-        return _render_deployment(request, deployment, form=form, error=refusal.message, status=status)
+    except DomainError as refusal:
+        return _refused(request, deployment, refusal, form)
     return redirect("web:deployment-detail", pk=deployment.pk)
+
+
+def _refused(
+    request: HttpRequest, deployment: Deployment, refusal: DomainError, form: ApprovalForm | None = None
+) -> HttpResponse:
+    """The web's one translation of a use case's refusal: the page again, with why and the error's status."""
+    deployment.refresh_from_db()
+    return _render_deployment(
+        request, deployment, form=form, error=refusal.message, status=refusal.http_status
+    )
 
 
 @login_required
@@ -121,10 +129,8 @@ def deployment_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     deployment = _visible_deployment(request, pk)
     try:
         cancel_deployment(deployment, request.user)
-    except DeploymentActionError as refusal:
-        status = 403 if refusal.code in FORBIDDEN_CODES else 409
-        deployment.refresh_from_db()
-        return _render_deployment(request, deployment, error=refusal.message, status=status)
+    except DomainError as refusal:
+        return _refused(request, deployment, refusal)
     return redirect("web:deployment-detail", pk=deployment.pk)
 
 
@@ -134,7 +140,10 @@ def evaluation_input(request: HttpRequest, pk: int, evaluation_pk: int) -> HttpR
     """The exact input an evaluation gave the engine, to debug a policy or replay it in a dry run."""
     deployment = _visible_deployment(request, pk)
     evaluation = get_object_or_404(deployment.evaluations, pk=evaluation_pk)
-    response = HttpResponse(evaluation.input_json, content_type="application/json")
+    body = evaluation.input_json
+    if evaluation.sensitive_variables:
+        body = json.dumps(masked_input(json.loads(body), evaluation.sensitive_variables))
+    response = HttpResponse(body, content_type="application/json")
     response["Content-Disposition"] = (
         f'inline; filename="deployment-{deployment.pk}-evaluation-{evaluation.pk}.json"'
     )
@@ -148,7 +157,7 @@ def evaluation_input(request: HttpRequest, pk: int, evaluation_pk: int) -> HttpR
 class ProjectNode:
     project: Project
     own_policies: list[ApprovalPolicy]
-    inherited_policies: list[tuple[ApprovalPolicy, Project]]
+    inherited_policies: list[InheritedPolicy]
     environments: list[Environment] = field(default_factory=list)
     children: list["ProjectNode"] = field(default_factory=list)
 
@@ -156,64 +165,48 @@ class ProjectNode:
 @login_required
 @require_GET
 def project_tree(request: HttpRequest) -> HttpResponse:
-    visible_ids = set(access.visible_projects(request.user).values_list("pk", flat=True))
-    # Every project is loaded once, because a visible project inherits from ancestors the user may not see.
-    projects = {p.pk: p for p in Project.objects.prefetch_related("approval_policies")}
+    visible = list(access.visible_projects(request.user))
+    # Loaded around the visible projects, because they inherit from ancestors the user may not see.
+    tree = ProjectTree.around(visible)
     environments: dict[int, list[Environment]] = {}
     for environment in access.visible_environments(request.user):
         environments.setdefault(environment.project_id, []).append(environment)
-
-    nodes: dict[int, ProjectNode] = {}
-    for pk in sorted(visible_ids, key=lambda pk: projects[pk].name.lower()):
-        project = projects[pk]
-        inherited: list[tuple[ApprovalPolicy, Project]] = []
-        seen = {policy.pk for policy in project.approval_policies.all()}
-        ancestor_id = project.parent_id
-        while ancestor_id is not None and ancestor_id in projects:
-            ancestor = projects[ancestor_id]
-            for policy in ancestor.approval_policies.all():
-                if policy.pk not in seen:
-                    seen.add(policy.pk)
-                    inherited.append((policy, ancestor))
-            ancestor_id = ancestor.parent_id
-            if ancestor_id == pk:
-                break  # a cycle, which Project.clean forbids; never loop on bad data
-        nodes[pk] = ProjectNode(
-            project, list(project.approval_policies.all()), inherited, environments.get(pk, [])
+    nodes = {
+        project.pk: ProjectNode(
+            project,
+            [attachment.policy for attachment in tree.own_attachments(project)],
+            tree.inherited_policies(project),
+            environments.get(project.pk, []),
         )
-
+        for project in sorted(visible, key=lambda project: project.name.lower())
+    }
     roots: list[ProjectNode] = []
-    for pk, node in nodes.items():
-        parent_id = node.project.parent_id
-        if parent_id in nodes and parent_id != pk:
-            nodes[parent_id].children.append(node)
-        else:
-            roots.append(node)
+    for node in nodes.values():
+        parent = nodes.get(node.project.parent_id)
+        (parent.children if parent is not None else roots).append(node)
     return render(request, "web/project_tree.html", {"roots": roots})
 
 
 @login_required
 @require_GET
 def environment_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    environment = get_object_or_404(access.visible_environments(request.user), pk=pk)
-    template_policy_ids = set(environment.template.approval_policies.values_list("pk", flat=True))
-    project_chain = [environment.project, *environment.project.ancestors()]
-    policies = []
-    for policy in effective_policies(environment):
-        if policy.pk in template_policy_ids:
-            source = f"template {environment.template.name}"
-        else:
-            owner = next(
-                (p for p in project_chain if p.approval_policies.filter(pk=policy.pk).exists()), None
-            )
-            source = f"project {owner.full_name}" if owner else ""
-        policies.append((policy, source))
+    environment = get_object_or_404(
+        access.visible_environments(request.user).prefetch_related("template__approval_policies"), pk=pk
+    )
     deployments = access.visible_deployments(request.user).filter(environment=environment)[
         :RECENT_DEPLOYMENTS
     ]
+    tree = tree_for(environment.project)
     context = {
         "environment": environment,
-        "policies": policies,
+        "environment_variables": masked(
+            environment.environment_variables, environment.sensitive_names("environment")
+        ),
+        "terraform_variables": masked(
+            environment.terraform_variables, environment.sensitive_names("terraform")
+        ),
+        "project_name": tree.full_name(environment.project),
+        "policies": tree.policy_sources(environment),
         "deployments": deployments,
         "current_state": environment.current_state,
     }
@@ -234,6 +227,7 @@ def policy_list(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def policy_detail(request: HttpRequest, pk: int) -> HttpResponse:
     policy = get_object_or_404(access.visible_policies(request.user), pk=pk)
+    held = access.grants(request.user)
     revisions = list(
         policy.revisions.select_related("created_by").prefetch_related(
             Prefetch("modules", queryset=PolicyModule.objects.order_by("filename"))
@@ -260,7 +254,7 @@ def policy_detail(request: HttpRequest, pk: int) -> HttpResponse:
     context = {
         "policy": policy,
         "revisions": revisions,
-        "projects": [p for p in policy.projects.all() if access.can_view(request.user, p)],
+        "projects": [p for p in policy.projects.all() if held.can(Capability.READ, p)],
         "templates": policy.templates.all(),
         "form": form,
         "result": result,
