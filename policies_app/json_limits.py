@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from django.conf import settings
@@ -43,11 +44,35 @@ def loads(text: str | bytes) -> Any:
     try:
         document = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
     except RecursionError:
-        raise JSONDocumentError(
-            f"the document is nested deeper than {settings.JSON_MAX_DEPTH} levels"
-        ) from None
+        limit = settings.JSON_MAX_DEPTH
+        raise JSONDocumentError(f"nested deeper than {limit} levels", _where_too_deep(text, limit)) from None
     check(document)
     return document
+
+
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:]')
+
+
+def _where_too_deep(text: str | bytes, limit: int) -> str:
+    """The top-level key under which the text nests deeper than ``limit`` ("" for the body itself); read
+    from the raw text, since the parser gave up before building anything."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    depth, last_string, top_key = 0, "", ""
+    for match in _TOKENS.finditer(text):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+            if depth > limit:
+                return top_key
+        elif token in ("]", "}"):
+            depth -= 1
+        elif token == ":":
+            if depth == 1:
+                top_key = last_string
+        else:
+            last_string = json.loads(token) if len(token) < 1000 else ""
+    return ""
 
 
 def _child_path(path: str, key: Any) -> str:

@@ -19,6 +19,15 @@ def fast_password_hashing(request):
     request.getfixturevalue("settings").PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def empty_cache():
+    """Throttles and sign-in lockouts count in the cache; each test starts with none."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
 @pytest.fixture
 def world(db):
     from tests.builders import World

@@ -21,6 +21,7 @@ from ..iac.state_view import tfstate_view
 from ..models import Deployment, PolicyRevision
 from ..tree import tree_for
 from . import serializers as s
+from .throttling import IsAuthenticated
 
 
 class UpdateViewSet(
@@ -98,7 +99,7 @@ class TemplateViewSet(UpdateViewSet):
 class TeamViewSet(UpdateViewSet):
     serializer_class = s.TeamSerializer
     # Organisation-wide objects, written by holders of the Django model permission.
-    permission_classes = [DjangoModelPermissions]
+    permission_classes = [IsAuthenticated, DjangoModelPermissions]
 
     def get_queryset(self):
         return access.visible_teams(self.request.user).prefetch_related("members")
