@@ -137,6 +137,34 @@ def celery_worker(
         log.close()
 
 
+@contextmanager
+def celery_beat(tmp_path: Path, broker_url: str, **extra_env: str) -> Iterator[subprocess.Popen]:
+    log = open(tmp_path / "beat.log", "w")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "policy_platform",
+            "beat",
+            "--loglevel=INFO",
+            "--schedule",
+            str(tmp_path / "beat-schedule"),
+        ],
+        cwd=ROOT,
+        env=platform_environment(tmp_path, CELERY_BROKER_URL=broker_url, **extra_env),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        yield process
+    finally:
+        process.kill()
+        process.wait(10)
+        log.close()
+
+
 class RedisServer:
     """A Redis server of the test's own, which the test may stop and start again (a broker fault)."""
 
