@@ -7,6 +7,9 @@ every project; superusers are organisation admins. Use cases ask ``require()``; 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import reduce
 from operator import or_
@@ -27,6 +30,35 @@ from .models import (
     Template,
 )
 
+# Within one request a user's grants are loaded once (GrantsPerRequestMiddleware); elsewhere (tasks,
+# commands, tests) every question reads them afresh, so a long-lived process never sees stale roles.
+_request_grants: ContextVar[dict[int, Grants] | None] = ContextVar("request_grants", default=None)
+
+
+@contextmanager
+def grants_cached() -> Iterator[None]:
+    token = _request_grants.set({})
+    try:
+        yield
+    finally:
+        _request_grants.reset(token)
+
+
+def forget_cached_grants() -> None:
+    """After a change of roles, within the request that made it."""
+    cache = _request_grants.get()
+    if cache is not None:
+        cache.clear()
+
+
+class GrantsPerRequestMiddleware:
+    def __init__(self, get_response: Callable) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request):
+        with grants_cached():
+            return self.get_response(request)
+
 
 @dataclass(frozen=True)
 class Grants:
@@ -42,6 +74,15 @@ class Grants:
     def of(cls, user: AbstractBaseUser) -> Grants:
         if not user.is_authenticated or not user.is_active:
             return cls()
+        cache = _request_grants.get()
+        if cache is None:
+            return cls._load(user)
+        if user.pk not in cache:
+            cache[user.pk] = cls._load(user)
+        return cache[user.pk]
+
+    @classmethod
+    def _load(cls, user: AbstractBaseUser) -> Grants:
         if user.is_superuser:
             return cls(ORGANISATION_ROLE_CAPABILITIES[OrganisationRole.ADMIN], OrganisationRole.ADMIN)
         role = OrganisationMembership.objects.filter(user=user).values_list("role", flat=True).first()

@@ -195,5 +195,6 @@ def grant_role(
         membership, _ = ProjectMembership.objects.update_or_create(
             project=project, user=member, team=team, defaults={"role": role}
         )
+        access.forget_cached_grants()
         audit.record(user, "membership.granted", project, after={"member": str(member or team), "role": role})
     return membership

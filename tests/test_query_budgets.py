@@ -1,0 +1,106 @@
+"""Every list endpoint and page costs a constant number of queries as rows grow, within a budget kept in
+tests/query_budgets.json (as NetBox keeps its own). A change that adds a query per row fails here; a
+change that adds a fixed query must raise the budget on purpose."""
+
+import json
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from policies_app.models import (
+    Approval,
+    Deployment,
+    Environment,
+    Evaluation,
+    Project,
+    ProjectMembership,
+    Team,
+    Template,
+)
+from tests.builders import make_policy
+
+pytestmark = pytest.mark.django_db
+
+BUDGETS = json.loads((Path(__file__).parent / "query_budgets.json").read_text())
+PENDING = 'package env0\n\npending contains "wait" if true\n'
+
+
+def grow(world, rows: int, start: int) -> None:
+    """Add ``rows`` of everything: nested projects with policies, environments, deployments with
+    evaluations and approvals, teams and templates."""
+    for number in range(start, start + rows):
+        parent = Project.objects.create(name=f"p{number}", parent=world.payments)
+        child = Project.objects.create(name=f"c{number}", parent=parent)
+        policy = make_policy(f"policy {number}", PENDING)
+        parent.approval_policies.add(policy)
+        template = Template.objects.create(name=f"t{number}", type="terraform")
+        template.approval_policies.add(policy)
+        team = Team.objects.create(name=f"team {number}")
+        team.members.add(world.alice)
+        ProjectMembership.objects.create(project=child, team=team, role="viewer")
+        environment = Environment.objects.create(name=f"e{number}", project=child, template=template)
+        deployment = Deployment.objects.create(
+            environment=environment, deployer=world.bob, status="pending_approval", decision="pending"
+        )
+        evaluation = Evaluation.objects.create(
+            deployment=deployment,
+            request_type="deploy",
+            input_json="{}",
+            decision="pending",
+            engine="regorus",
+        )
+        evaluation.policy_revisions.set([policy.latest_revision])
+        Approval.objects.create(deployment=deployment, user=world.sam, decision="approve")
+
+
+def count_queries(fetch) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        response = fetch()
+    assert response.status_code == 200, response.content[:500]
+    return len(queries)
+
+
+def api_get(api, world, path):
+    client = api(world.alice)  # creates Alice's token outside the counted requests
+    return lambda: client.get(path)
+
+
+def page_get(client, world, path):
+    client.force_login(world.alice)
+    return lambda: client.get(path)
+
+
+ENDPOINTS = {
+    "api projects": ("api", "/api/v1/projects/"),
+    "api environments": ("api", "/api/v1/environments/"),
+    "api deployments": ("api", "/api/v1/deployments/"),
+    "api pending deployments": ("api", "/api/v1/deployments/?status=pending_approval"),
+    "api policies": ("api", "/api/v1/policies/"),
+    "api templates": ("api", "/api/v1/templates/"),
+    "api teams": ("api", "/api/v1/teams/"),
+    "api environment deployments": ("api", "/api/v1/environments/{environment}/deployments/"),
+    "api effective policies": ("api", "/api/v1/environments/{environment}/effective-policies/"),
+    "page queue": ("page", "/?status="),
+    "page projects": ("page", "/projects/"),
+    "page policies": ("page", "/policies/"),
+    "page environment": ("page", "/environments/{environment}/"),
+}
+
+
+def test_every_endpoint_has_a_budget():
+    assert set(BUDGETS) == set(ENDPOINTS)
+
+
+@pytest.mark.parametrize("name", sorted(ENDPOINTS))
+def test_queries_do_not_grow_with_rows_and_stay_within_budget(world, api, client, name):
+    kind, path = ENDPOINTS[name]
+    path = path.format(environment=world.environment.pk)
+    fetch = api_get(api, world, path) if kind == "api" else page_get(client, world, path)
+    grow(world, 2, 0)
+    few = count_queries(fetch)
+    grow(world, 6, 2)
+    many = count_queries(fetch)
+    assert many == few, f"{name}: {few} queries with few rows, {many} with more"
+    assert many <= BUDGETS[name], f"{name}: {many} queries, budget {BUDGETS[name]}"
