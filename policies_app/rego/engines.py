@@ -171,8 +171,9 @@ class OpaAdapter:
                 engine.add_policy(filename, source)
             if policy.data_json is not None:
                 engine.add_data(json.loads(policy.data_json))
-            # OPA compiles on the first query: a policy it refuses fails here, whatever the input.
-            engine.eval_query(_OPA_QUERY, {})
+            # OPA compiles every module on the first query, whatever the query: a policy it refuses
+            # fails here. The query reads no rule, so nothing of the policy runs yet.
+            engine.eval_query("compiled := true")
         except self._opa_error as error:
             engine.close()
             if error.code in ("parse_error", "prepare_error", "compile_error"):

@@ -54,10 +54,9 @@ def check_policy(
     """
     _check_engine(engine)
     payload = policy_payload(policy)
-    deadline = time.monotonic() + timeout_s
+    deadline = time.monotonic() + timeout_s  # one time limit for both checks
     for checker in dict.fromkeys((REFERENCE_ENGINE, engine)):
-        remaining = max(deadline - time.monotonic(), 0.001)
-        _check_with(checker, policy, payload, remaining, memory_mb, pool_name, pool_size)
+        _check_with(checker, policy, payload, timeout_s, deadline, memory_mb, pool_name, pool_size)
 
 
 def _check_with(
@@ -65,13 +64,16 @@ def _check_with(
     policy: PolicySource,
     payload: dict[str, Any],
     timeout_s: float,
+    deadline: float,
     memory_mb: int,
     pool_name: str | None,
     pool_size: int | None,
 ) -> None:
     request = {"op": "check", "engine": engine, "policy": payload, "memory_mb": memory_mb}
     try:
-        reply = pool(engine, pool_name, pool_size).run(request, timeout_s, "compiling the policy")
+        reply = pool(engine, pool_name, pool_size).run(
+            request, timeout_s, "compiling the policy", deadline=deadline
+        )
     except WorkerFailure as failure:
         # "compiling the policy exceeded 10 s" names the activity already; a crash message does not.
         message = (

@@ -279,12 +279,14 @@ class WorkerPool:
         timeout_s: float,
         activity: str,
         on_message: Callable[[dict[str, Any]], None] | None = None,
+        deadline: float | None = None,
     ) -> dict[str, Any]:
         """Run one request on a worker; returns the ``done`` message or raises WorkerFailure.
 
         ``timeout_s`` bounds the whole call: waiting for a free worker (or for one to start) included.
+        ``deadline`` (time.monotonic()) ends it earlier, when the caller's ``timeout_s`` covers more.
         """
-        deadline = time.monotonic() + timeout_s
+        deadline = min(time.monotonic() + timeout_s, deadline or float("inf"))
         worker = self._acquire(deadline, activity, timeout_s)
         try:
             for message in worker.request(
