@@ -36,9 +36,13 @@ class MergedModule:
     lines: tuple[tuple[str, int], ...]  # line N of source (1-based) came from lines[N - 1]
 
 
-def _rule_span(rule: dict) -> tuple[int, int]:
+def _rule_span(module: ParsedModule, rule: dict) -> tuple[int, int]:
     inner = rule[kind_of(rule)]["span"]
-    return inner["start"], inner["end"]
+    end = inner["end"]
+    # A rule ending in a string literal (``f(1) := "one"``) ends before its closing quote.
+    if module.data[end : end + 1] in (b'"', b"`"):
+        end += 1
+    return inner["start"], end
 
 
 def _expand_aliases(text: str, aliases: dict[str, str]) -> str:
@@ -92,7 +96,7 @@ def merge_split_functions(
         for rules in split.values():
             for position, rule in rules:
                 module = modules[position]
-                start, end = _rule_span(rule)
+                start, end = _rule_span(module, rule)
                 text = _expand_aliases(module.text(start, end), import_aliases(module))
                 first_line = rule[kind_of(rule)]["span"]["line"]
                 for offset, line in enumerate(text.split("\n")):
