@@ -164,11 +164,16 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_RESULT_BACKEND = None
 
 # Policy evaluation
+# regorus decides as OPA and is fast; opa is OPA 1.20 itself, slower on large plans (docs/opa-fidelity.md).
 POLICY_ENGINE = os.environ.get("POLICY_ENGINE", "regorus")
-if POLICY_ENGINE not in ("regorus", "regopy"):
-    raise ImproperlyConfigured(f"POLICY_ENGINE must be regorus or regopy, not {POLICY_ENGINE!r}")
+if POLICY_ENGINE not in ("regorus", "opa"):
+    raise ImproperlyConfigured(f"POLICY_ENGINE must be regorus or opa, not {POLICY_ENGINE!r}")
 POLICY_EVALUATION_TIMEOUT_SECONDS = env_number("POLICY_EVALUATION_TIMEOUT_SECONDS", 10)
 POLICY_ENGINE_MEMORY_MB = int(env_number("POLICY_ENGINE_MEMORY_MB", 2048))
+# What one evaluation keeps of the policies' messages (cut in the engine worker, with a visible marker).
+POLICY_MESSAGE_MAX_COUNT = int(env_number("POLICY_MESSAGE_MAX_COUNT", 100))  # per policy
+POLICY_MESSAGE_MAX_LENGTH = int(env_number("POLICY_MESSAGE_MAX_LENGTH", 10_000))  # characters
+POLICY_MESSAGE_MAX_TOTAL = int(env_number("POLICY_MESSAGE_MAX_TOTAL", 1_000))  # per evaluation
 PLAN_SIZE_LIMIT_BYTES = int(env_number("PLAN_SIZE_LIMIT_BYTES", 50 * 1024 * 1024))
 # Django must let a request up to the plan limit through so that the API can answer 413 itself.
 DATA_UPLOAD_MAX_MEMORY_SIZE = PLAN_SIZE_LIMIT_BYTES + 1024 * 1024

@@ -287,9 +287,11 @@ _OPERATORS = ["==", "!=", "<", ">", "<=", ">="]
 _VALUES = [None, True, False, 0, 1, 50, 150, 0.5, "main", "deploy", "x", "xa", [], [1, 2], {"k": 1}]
 
 
-def _condition(rng: random.Random, depth: int = 0) -> str:
+def _condition(rng: random.Random, *, in_flag: bool = False) -> str:
     path = rng.choice(_PATHS)
     choice = rng.randrange(11)
+    if in_flag and choice == 8:
+        choice = 0  # flag's own body must not read flag
     if choice == 0:
         return f"{path} {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)}"
     if choice == 1:
@@ -305,7 +307,7 @@ def _condition(rng: random.Random, depth: int = 0) -> str:
     if choice == 6:
         return f"not {path} == {rng.choice(_CONSTANTS)}"
     if choice == 7:
-        return f'not {{"main": true, "x": true}}[{path}]'
+        return f"not allowed_values[{path}]"
     if choice == 8:
         return "flag"
     if choice == 9:
@@ -339,11 +341,13 @@ def generated_case(seed: int) -> Case:
     helper_a = f"helper(x) if {{ x {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)} }}"
     helper_b = f"helper(x) if {{ x == {rng.choice(_CONSTANTS)} }}"
     flag = (
-        f"default flag := false\nflag if {{ {_condition(rng)} }} else := true if {{ {_condition(rng)} }}"
+        f"default flag := false\nflag if {{ {_condition(rng, in_flag=True)} }} "
+        f"else := true if {{ {_condition(rng, in_flag=True)} }}"
         if rng.random() < 0.5
-        else f"flag if {{ {_condition(rng)} }}"
+        else f"flag if {{ {_condition(rng, in_flag=True)} }}"
     )
-    main = "package env0\n\n" + "\n".join([*rules, helper_a, flag]) + "\n"
+    allowed = 'allowed_values := {"main": true, "x": true}'
+    main = "package env0\n\n" + "\n".join([*rules, helper_a, flag, allowed]) + "\n"
     if rng.random() < 0.5:
         modules = (("main.rego", main), ("helpers.rego", f"package env0\n\n{helper_b}\n"))
     else:
