@@ -2,8 +2,9 @@
 
 - the decision package: env0 reads deny/pending/warn/allow from ``package env0`` only, so one module must
   declare it (others may hold helpers in other packages);
-- builtins that reach the network: both engines let ``http.send`` evaluate to undefined, so a deny rule
-  depending on it would silently never fire; we refuse them with the position of the call;
+- builtins that reach the network: regorus lets ``http.send`` evaluate to undefined (a deny rule
+  depending on it would silently never fire) and OPA really sends the request or the DNS query
+  (registering a replacement builtin does not override them); we refuse them with the call's position;
 - ``rego.metadata.rule()`` / ``chain()``, resolved from the METADATA blocks (see annotations.py);
 - imports of the policy's own packages, rewritten to full references, and references to a whole package
   document of the policy, refused (regorus fails open on both; see references.py);
@@ -156,7 +157,7 @@ def _reject_network_builtins(name: str, filename: str, source: str) -> None:
         token = code[first]
         raise PolicyCompileError(
             f"{builtin} reaches the network and is not allowed in approval policies "
-            "(the engines would silently treat it as undefined)",
+            "(regorus would treat it as undefined, OPA would send the request)",
             policy=name,
             file=filename,
             line=token.line,
