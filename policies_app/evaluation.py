@@ -7,13 +7,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.db.models import OuterRef, Subquery
 
 from . import rego
 from .choices import ApprovalDecision, Decision, RequestType
 from .models import ApprovalPolicy, Deployment, Environment, PolicyRevision
-from .policies import policy_source
+from .policies import engine_settings, policy_source
 from .policy_input import build_policy_input
 
 logger = logging.getLogger(__name__)
@@ -74,13 +73,7 @@ def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevis
     if not revisions:
         return _verdict_without_policies(deployment, request_type, input_json)
     revision_by_key = {f"{r.policy_id}@{r.number}": r for r in revisions}
-    result = rego.evaluate_policies(
-        [policy_source(r) for r in revisions],
-        input_json,
-        settings.POLICY_ENGINE,
-        timeout_s=settings.POLICY_EVALUATION_TIMEOUT_SECONDS,
-        memory_mb=settings.POLICY_ENGINE_MEMORY_MB,
-    )
+    result = rego.evaluate_policies([policy_source(r) for r in revisions], input_json, **engine_settings())
     outcomes = []
     for outcome in result.outcomes:
         revision = revision_by_key.get(outcome.key)

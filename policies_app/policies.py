@@ -9,7 +9,7 @@ from django.db import transaction
 
 from . import access, audit, rego
 from .choices import RegoVersion
-from .errors import Forbidden, Invalid, Unavailable
+from .errors import Busy, Forbidden, Invalid, Unavailable
 from .models import ApprovalPolicy, PolicyModule, PolicyRevision
 
 
@@ -179,16 +179,30 @@ def _revision_summary(revision: PolicyRevision) -> dict[str, Any]:
     }
 
 
+def engine_settings() -> dict[str, Any]:
+    """How every evaluation runs: the engine, its time and memory bounds, and what it keeps of messages."""
+    return {
+        "engine": settings.POLICY_ENGINE,
+        "timeout_s": settings.POLICY_EVALUATION_TIMEOUT_SECONDS,
+        "memory_mb": settings.POLICY_ENGINE_MEMORY_MB,
+        "max_messages_per_policy": settings.POLICY_MESSAGE_MAX_COUNT,
+        "max_message_length": settings.POLICY_MESSAGE_MAX_LENGTH,
+        "max_messages": settings.POLICY_MESSAGE_MAX_TOTAL,
+    }
+
+
 def dry_run_policy(policy: ApprovalPolicy | PolicyRevision, input_document: Any) -> dict[str, Any]:
-    """Evaluate one policy on a given input without storing anything."""
+    """Evaluate one policy on a given input without storing anything.
+
+    Dry runs have a small engine pool of their own: a burst of them answers "busy" (429) instead of
+    queueing in the web process or taking the workers that deployments need."""
     revision = policy.latest_revision if isinstance(policy, ApprovalPolicy) else policy
-    result = rego.evaluate_policies(
-        [policy_source(revision)],
-        json.dumps(input_document),
-        settings.POLICY_ENGINE,
-        timeout_s=settings.POLICY_EVALUATION_TIMEOUT_SECONDS,
-        memory_mb=settings.POLICY_ENGINE_MEMORY_MB,
-    )
+    try:
+        result = rego.evaluate_policies(
+            [policy_source(revision)], json.dumps(input_document), **engine_settings(), pool_name="dry-run"
+        )
+    except rego.EngineBusyError:
+        raise Busy("Every dry-run engine worker is busy; try again in a moment.") from None
     return {
         "decision": result.decision,
         **{kind: result.messages[kind] for kind in ("deny", "pending", "warn", "allow")},

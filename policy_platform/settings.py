@@ -239,9 +239,10 @@ CELERY_BEAT_SCHEDULE = {
 }
 
 # Policy evaluation
+# regorus decides as OPA and is fast; opa is OPA 1.20 itself, slower on large plans (docs/opa-fidelity.md).
 POLICY_ENGINE = os.environ.get("POLICY_ENGINE", "regorus")
-if POLICY_ENGINE not in ("regorus", "regopy"):
-    raise ImproperlyConfigured(f"POLICY_ENGINE must be regorus or regopy, not {POLICY_ENGINE!r}")
+if POLICY_ENGINE not in ("regorus", "opa"):
+    raise ImproperlyConfigured(f"POLICY_ENGINE must be regorus or opa, not {POLICY_ENGINE!r}")
 POLICY_EVALUATION_TIMEOUT_SECONDS = env_number("POLICY_EVALUATION_TIMEOUT_SECONDS", 10)
 POLICY_ENGINE_MEMORY_MB = int(env_number("POLICY_ENGINE_MEMORY_MB", 2048))
 # An evaluation that is due and whose task was sent this long ago without a worker starting on it is
@@ -258,6 +259,10 @@ REQUEST_SIZE_LIMIT_BYTES = int(env_number("REQUEST_SIZE_LIMIT_BYTES", 50 * 1024 
 DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_SIZE_LIMIT_BYTES + 1024 * 1024
 # JSON documents from outside (plans, states, inputs) nest at most this deep (json_limits.py).
 JSON_MAX_DEPTH = int(env_number("JSON_MAX_DEPTH", 100))
+# What one evaluation keeps of the policies' messages (cut in the engine worker, with a visible marker).
+POLICY_MESSAGE_MAX_COUNT = int(env_number("POLICY_MESSAGE_MAX_COUNT", 100))  # per policy
+POLICY_MESSAGE_MAX_LENGTH = int(env_number("POLICY_MESSAGE_MAX_LENGTH", 10_000))  # characters
+POLICY_MESSAGE_MAX_TOTAL = int(env_number("POLICY_MESSAGE_MAX_TOTAL", 1_000))  # per evaluation
 
 # The IaC engine's caches: parsed files by content hash, template checkouts by commit.
 IAC_PARSE_CACHE_DIR = os.environ.get("IAC_PARSE_CACHE_DIR", str(VAR_DIR / "cache" / "parse"))

@@ -1,7 +1,7 @@
 """Rego policy engines behind one interface (framework-free: no Django imports here).
 
 Callers use check_policy() when a policy is saved and evaluate_policies() for a deployment; both run the
-native engines (regorus by default, regopy as the alternative) in supervised worker processes.
+engines (regorus by default, OPA itself as "opa") in supervised worker processes.
 """
 
 from policies_app.rego.decisions import combine_decisions, normalise_rule_value
@@ -9,6 +9,7 @@ from policies_app.rego.runner import check_policy, evaluate_policies
 from policies_app.rego.types import (
     DEFAULT_ENGINE,
     ENGINES,
+    EngineBusyError,
     EngineUnavailableError,
     EvaluationResult,
     PolicyCompileError,
@@ -21,6 +22,7 @@ from policies_app.rego.types import (
 __all__ = [
     "DEFAULT_ENGINE",
     "ENGINES",
+    "EngineBusyError",
     "EngineUnavailableError",
     "EvaluationResult",
     "PolicyCompileError",

@@ -1,7 +1,8 @@
 """Rego METADATA annotations and ``rego.metadata.rule()`` / ``rego.metadata.chain()``, resolved by us.
 
-Neither engine implements these builtins usefully (regorus rejects the call, regopy silently returns an
-empty value, which makes env0's published two-approver example never allow). OPA resolves them at compile
+regorus does not implement these builtins (it rejects the call; rego-cpp silently returned an empty value,
+which made env0's published two-approver example never allow). OPA itself resolves them, and gets the
+user's modules as written. OPA resolves them at compile
 time from the ``# METADATA`` comment blocks, so we do the same: parse the blocks, then replace each call
 inside a rule with a literal of that rule's annotations. The literal is written on the call's own line so
 that every error still points at the user's line.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from policies_app.rego.types import DECISION_ORDER, DECISION_RULES
@@ -61,7 +62,7 @@ def normalise_rule_value(value: Any, *, rule: str | None = None) -> list[str]:
     - true: one message, the rule's name (``rule``, or "true" when the caller does not name it);
     - a string: that one message;
     - a set or array: its elements (non-strings as JSON); sets come out sorted so that both engines agree;
-    - an object: its keys. regopy returns a v0 partial set ``deny["msg"] { ... }`` as ``{"msg": true}``.
+    - an object: its keys (a partial object rule ``deny[msg] := true``).
     - any other scalar: its JSON text.
     """
     if value is None or value is False:
@@ -77,3 +78,52 @@ def normalise_rule_value(value: Any, *, rule: str | None = None) -> list[str]:
     if isinstance(value, Mapping):
         return [_message(key) for key in value]
     return [_message(value)]
+
+
+@dataclass(frozen=True)
+class MessageLimits:
+    """How much of what policies say is kept: a policy decides, it does not get to fill the database."""
+
+    per_policy: int = 100
+    characters: int = 10_000
+    per_evaluation: int = 1_000
+
+    def __post_init__(self) -> None:
+        for name in ("per_policy", "characters", "per_evaluation"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"message limit {name} must be at least 1")
+
+
+def truncate_message(message: str, characters: int) -> str:
+    if len(message) <= characters:
+        return message
+    return f"{message[:characters]}… [truncated: {len(message)} characters]"
+
+
+def more_messages(count: int) -> str:
+    return f"… and {count} more message{'' if count == 1 else 's'}"
+
+
+def limit_messages(
+    messages: Mapping[str, list[str]], limits: MessageLimits, remaining: int
+) -> tuple[dict[str, list[str]], int]:
+    """One policy's messages within the limits; returns them and how many real messages were kept.
+
+    Rules are taken strictest first, so what is cut is what matters least. A rule that fired never
+    comes back empty when a stricter one did not fire: its messages give way to a marker
+    ("… and 12 more messages"), so the policy's decision is the same after cutting as before.
+    """
+    budget = max(min(limits.per_policy, remaining), 0)
+    kept: dict[str, list[str]] = {}
+    used = 0
+    decided = False  # a stricter rule already fired: this one cannot change the decision
+    for rule in DECISION_RULES:
+        rule_messages = list(messages.get(rule, []))
+        take = min(len(rule_messages), budget - used)
+        kept[rule] = [truncate_message(message, limits.characters) for message in rule_messages[:take]]
+        used += take
+        dropped = len(rule_messages) - take
+        if dropped and (kept[rule] or not decided):
+            kept[rule].append(more_messages(dropped))
+        decided = decided or bool(rule_messages)
+    return kept, used

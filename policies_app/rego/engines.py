@@ -1,18 +1,17 @@
-"""The two engine adapters. They run only inside the supervised worker process (worker.py).
+"""The engine adapters. They run only inside the supervised worker process (worker.py).
 
-Each adapter loads the input ONCE per evaluation and evaluates every policy in its own namespace:
-- regorus: a base engine holds the input and the library; each policy gets ``base.clone()`` (the input
-  is shared, not copied) plus its own modules and data.
-- regopy: loading an input costs ~0.5 s per MB, so each policy is compiled once into a bundle (cached)
-  and every bundle is run against one interpreter that holds the input.
-Each decision rule is queried on its own (``data.env0.deny``...): regorus fails open when the whole
-package is queried and a module imports its own package. That alone is not enough (a single module
-importing its own package still failed open), so references.py also rewrites such imports beforehand.
+Each adapter evaluates every policy in its own namespace:
+- regorus: a base engine holds the input (loaded ONCE per evaluation) and the library; each policy gets
+  ``base.clone()`` (the input is shared, not copied) plus its own modules and data. Each decision rule
+  is queried on its own (``data.env0.deny``...): regorus fails open when the whole package is queried
+  and a module imports its own package. That alone is not enough (a single module importing its own
+  package still failed open), so references.py also rewrites such imports beforehand.
+- opa: OPA 1.20's Go library (opa-golib-python-bindings). Each policy is compiled once into its own
+  OpaEngine (cached); OPA takes the input with each query, so the four rules are read in one query.
 """
 
 from __future__ import annotations
 
-import ctypes
 import json
 import re
 from collections import OrderedDict
@@ -20,13 +19,13 @@ from collections.abc import Callable
 from typing import Any
 
 from policies_app.rego.decisions import normalise_rule_value
-from policies_app.rego.errors import parse_regopy_errors, parse_regorus_error
+from policies_app.rego.errors import parse_opa_error, parse_regorus_error
 from policies_app.rego.lexer import code_tokens, find_calls, tokenize
-from policies_app.rego.prepare import PreparedPolicy, library_modules, rule_ref
+from policies_app.rego.prepare import PreparedPolicy, library_modules, library_modules_for_regorus, rule_ref
 from policies_app.rego.types import DECISION_RULES, PolicyCompileError
 
 RuleValues = dict[str, list[str]]
-_FUNCTION_NOT_FOUND = re.compile(r"^Function not found: (?P<name>[A-Za-z_][A-Za-z0-9_.]*)")
+_UNDEFINED_FUNCTION = re.compile(r"^undefined function (?P<name>[A-Za-z_][A-Za-z0-9_.]*)")
 _CACHE_SIZE = 256
 
 
@@ -39,14 +38,21 @@ class PolicyRuntimeError(Exception):
 
 
 class LRUCache(OrderedDict):
+    def __init__(self, size: int = _CACHE_SIZE, on_evict: Callable[[Any], None] | None = None) -> None:
+        super().__init__()
+        self.size = size
+        self.on_evict = on_evict
+
     def get_or_create(self, key: Any, create: Callable[[], Any]) -> Any:
         if key in self:
             self.move_to_end(key)
             return self[key]
         value = create()
         self[key] = value
-        if len(self) > _CACHE_SIZE:
-            self.popitem(last=False)
+        if len(self) > self.size:
+            _, evicted = self.popitem(last=False)
+            if self.on_evict is not None:
+                self.on_evict(evicted)
         return value
 
 
@@ -67,25 +73,28 @@ class RegorusAdapter:
         engine.set_gather_prints(True)  # print() in a policy must not write into our protocol or logs
         if with_library:
             engine.set_rego_v0(False)
-            for filename, source in library_modules():
-                self._add(engine, filename, source, policy.name)
+            for filename, source in library_modules_for_regorus():
+                self._add(engine, filename, source, policy)
         engine.set_rego_v0(policy.rego_version == "v0")
         for filename, source in policy.modules:
-            self._add(engine, filename, source, policy.name)
+            self._add(engine, filename, source, policy)
         if policy.data_json is not None:
             engine.add_data_json(policy.data_json)
         return engine
 
-    def _add(self, engine: Any, filename: str, source: str, policy: str) -> None:
+    def _add(self, engine: Any, filename: str, source: str, policy: PreparedPolicy | None) -> None:
         try:
             engine.add_policy(filename, source)
         except Exception as error:  # regorus raises RuntimeError with a Rust report
             parsed = parse_regorus_error(str(error))
+            file, line = parsed.file or filename, parsed.line
+            if policy is not None:
+                file, line = policy.locate(file, line)
             raise PolicyCompileError(
                 parsed.message,
-                policy=policy,
-                file=parsed.file or filename,
-                line=parsed.line,
+                policy=policy.name if policy is not None else "",
+                file=file,
+                line=line,
                 column=parsed.column,
             ) from None
 
@@ -97,23 +106,19 @@ class RegorusAdapter:
                 result = json.loads(engine.eval_query_as_json(rule_ref(policy.package, rule)))
             except Exception as error:
                 parsed = parse_regorus_error(str(error))
-                raise PolicyRuntimeError(
-                    parsed.message, file=parsed.file, line=parsed.line, column=parsed.column
-                ) from None
+                file, line = policy.locate(parsed.file, parsed.line)
+                raise PolicyRuntimeError(parsed.message, file=file, line=line, column=parsed.column) from None
             rows = result.get("result") or []
             values[rule] = rows[0]["expressions"][0]["value"] if rows else None
         return _messages(values)
 
-    def check(self, policy: PreparedPolicy, *, static_only: bool = False) -> None:
-        """Parse and compile. ``static_only`` keeps syntax and safety errors only (used to vet regopy policies)."""
+    def check(self, policy: PreparedPolicy) -> None:
+        """Parse and compile (regorus compiles lazily: the rules are evaluated on an empty input)."""
         engine = self._engine(None, policy, with_library=True)
         engine.set_input_json("{}")
         try:
-            # regorus compiles lazily: unknown functions and unsafe variables show up when rules are evaluated.
             self._rules(engine, policy)
         except PolicyRuntimeError as error:
-            if static_only and "unsafe" not in error.message:
-                return
             raise PolicyCompileError(
                 error.message, policy=policy.name, file=error.file, line=error.line, column=error.column
             ) from None
@@ -127,9 +132,9 @@ class RegorusAdapter:
                 f"the policy input is not valid JSON: {parse_regorus_error(str(error)).message}"
             ) from None
         base.set_rego_v0(False)
-        for filename, source in library_modules():
+        for filename, source in library_modules_for_regorus():
             try:
-                self._add(base, filename, source, "")
+                self._add(base, filename, source, None)
             except PolicyCompileError as error:
                 raise PolicyRuntimeError(
                     f"shared library: {error.message}", file=error.file, line=error.line, column=error.column
@@ -143,106 +148,64 @@ class RegorusAdapter:
                 report(index, "outcome", error=_error_dict(error))
 
 
-class RegopyAdapter:
-    name = "regopy"
+_OPA_QUERY = "; ".join(f"{rule} := [value | value := data.env0.{rule}]" for rule in DECISION_RULES)
+
+
+class OpaAdapter:
+    """OPA itself. Every policy is compiled into its own engine, kept while the worker lives."""
+
+    name = "opa"
 
     def __init__(self) -> None:
-        import regopy
-        from regopy import rego_shared
+        from opa_bindings import OpaEngine, OpaError
 
-        self._regopy = regopy
-        self._shared = rego_shared
-        self._bundles = LRUCache()
-        # regoSetInputJSON is in the C API but not wrapped by regopy 1.5.2.
-        self._set_input_json = rego_shared.rego.regoSetInputJSON
-        self._set_input_json.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-        self._set_input_json.restype = ctypes.c_uint32
+        self._opa_engine = OpaEngine
+        self._opa_error = OpaError
+        self._engines = LRUCache(64, on_evict=lambda engine: engine.close())  # Go memory: freed on close
 
-    def _compile(self, policy: PreparedPolicy, sources: dict[str, str]) -> tuple[Any, Any]:
-        # regopy needs no v0 switch: rego-cpp's grammar accepts v0 rule bodies (``deny[msg] { ... }``)
-        # and v1 (``deny contains msg if { ... }``) alike. v0 code using if/contains/in/every as plain
-        # names is refused at check time with rego-cpp's message.
-        interpreter = self._regopy.Interpreter()
-        interpreter.strict_built_in_errors = True
+    def _compile(self, policy: PreparedPolicy) -> Any:
+        engine = self._opa_engine()
+        engine.print_handler = lambda message, location: None  # print() must not reach our protocol or logs
         try:
-            for filename, source in (*library_modules(), *policy.modules):
-                interpreter.add_module(filename, source)
+            for filename, source in (*library_modules(), *policy.opa_modules):
+                engine.add_policy(filename, source)
             if policy.data_json is not None:
-                interpreter.add_data_json(policy.data_json)
-            entrypoints = ["/".join((*policy.package, rule)) for rule in DECISION_RULES]
-            bundle = interpreter.build(None, entrypoints)
-        except self._shared.RegoError as error:
-            first = parse_regopy_errors(str(error), sources)[0]
-            raise PolicyCompileError(
-                first.message, policy=policy.name, file=first.file, line=first.line, column=first.column
-            ) from None
-        if not bundle.ok():
-            raise PolicyCompileError("regopy could not build the policy", policy=policy.name)
-        return interpreter, bundle
+                engine.add_data(json.loads(policy.data_json))
+            # OPA compiles every module on the first query, whatever the query: a policy it refuses
+            # fails here. The query reads no rule, so nothing of the policy runs yet.
+            engine.eval_query("compiled := true")
+        except self._opa_error as error:
+            engine.close()
+            if error.code in ("parse_error", "prepare_error", "compile_error"):
+                raise self._compile_error(policy, error) from None
+            if error.code != "eval_error":
+                raise PolicyCompileError(f"OPA: {error.message}", policy=policy.name) from None
+        return engine
 
-    def _bundle(self, policy: PreparedPolicy, cache_key: Any) -> Any:
-        sources = dict((*library_modules(), *policy.modules))
-        return self._bundles.get_or_create(cache_key, lambda: self._compile(policy, sources))[1]
+    def _compile_error(self, policy: PreparedPolicy, error: Exception) -> PolicyCompileError:
+        parsed = parse_opa_error(error.message)
+        file, line, column = parsed.file, parsed.line, parsed.column
+        missing = _UNDEFINED_FUNCTION.match(parsed.message)
+        if missing:
+            # OPA gives the line of an undefined function, not the column: find the call ourselves.
+            file, line, column = _locate_call(policy.user_modules, missing["name"], file, line)
+        return PolicyCompileError(parsed.message, policy=policy.name, file=file, line=line, column=column)
 
-    def _rules(self, runner: Any, bundle: Any, policy: PreparedPolicy) -> RuleValues:
-        shared = self._shared
-        values: dict[str, Any] = {}
-        for rule in DECISION_RULES:
-            entrypoint = "/".join((*policy.package, rule))
-            output = shared.rego_bundle_query_entrypoint(runner._impl, bundle._impl, entrypoint)
-            try:
-                ok = shared.rego_output_ok(output)
-                text = shared.rego_output_string(output)
-            finally:
-                shared.rego_free_output(output)
-            if not ok:
-                # rego-cpp 1.5.2 does not expose the message of a runtime error through its C API.
-                raise PolicyRuntimeError(
-                    f"regopy reported an evaluation error in rule {rule} (no detail given)"
-                )
-            if text.strip() == "undefined":
-                values[rule] = None
-                continue
-            try:
-                document = json.loads(text)
-            except ValueError:
-                if text.lstrip().startswith("{"):
-                    # rego-cpp 1.5.2 does not escape quotes inside strings of its JSON output.
-                    raise PolicyRuntimeError(f"regopy returned malformed JSON for rule {rule}") from None
-                first = parse_regopy_errors(text, {})[0]
-                raise PolicyRuntimeError(first.message, file=first.file, line=first.line) from None
-            expressions = document.get("expressions") or [None]
-            values[rule] = expressions[0]
-        return _messages(values)
-
-    def _runner(self, input_json: str) -> Any:
-        runner = self._regopy.Interpreter()
-        runner.strict_built_in_errors = True  # otherwise a failing builtin is silently undefined (fail-open)
-        # Not regopy.Input(value): strings built that way keep quotes and newlines unescaped, so
-        # input.s == "a\"b" is false. Not \u escapes either: rego-cpp does not decode them ("\u00e9" != "é").
-        if "\\u" in input_json:
-            input_json = json.dumps(json.loads(input_json), ensure_ascii=False, separators=(",", ":"))
-        status = self._set_input_json(runner._impl, input_json.encode("utf-8"))
-        if status != 0:
-            detail = self._shared.rego_get_error(runner._impl).strip().splitlines()
-            raise PolicyRuntimeError(
-                f"the policy input is not valid JSON: {detail[0] if detail else 'rejected by regopy'}"
-            )
-        return runner
+    def _engine(self, policy: PreparedPolicy, cache_key: Any) -> Any:
+        return self._engines.get_or_create(cache_key, lambda: self._compile(policy))
 
     def check(self, policy: PreparedPolicy, cache_key: Any) -> None:
-        bundle = self._bundle(policy, cache_key)
+        self._engine(policy, cache_key)
+
+    def _rules(self, engine: Any, input_value: Any) -> RuleValues:
         try:
-            self._rules(self._runner("{}"), bundle, policy)
-        except PolicyRuntimeError as error:
-            file, line, column = error.file, error.line, error.column
-            missing = _FUNCTION_NOT_FOUND.match(error.message)
-            if missing and file is None:
-                # rego-cpp names the function but not where it is called: find the call ourselves.
-                file, line, column = _locate_call(policy, missing["name"])
-            raise PolicyCompileError(
-                error.message, policy=policy.name, file=file, line=line, column=column
+            [bindings] = engine.eval_query(_OPA_QUERY, input_value) or [{}]
+        except self._opa_error as error:
+            parsed = parse_opa_error(error.message)
+            raise PolicyRuntimeError(
+                parsed.message, file=parsed.file, line=parsed.line, column=parsed.column
             ) from None
+        return _messages({rule: (bindings.get(rule) or [None])[0] for rule in DECISION_RULES})
 
     def evaluate(
         self,
@@ -252,25 +215,32 @@ class RegopyAdapter:
         report: Callable[..., None],
     ) -> None:
         try:
-            runner = self._runner(input_json)
+            input_value = json.loads(input_json)
         except ValueError as error:
             raise PolicyRuntimeError(f"the policy input is not valid JSON: {error}") from None
         for index, policy in enumerate(policies):
             report(index, "started")
             try:
-                bundle = self._bundle(policy, cache_keys[index])
-                report(index, "outcome", messages=self._rules(runner, bundle, policy))
+                engine = self._engine(policy, cache_keys[index])
+                report(index, "outcome", messages=self._rules(engine, input_value))
             except (PolicyCompileError, PolicyRuntimeError) as error:
                 report(index, "outcome", error=_error_dict(error))
 
 
-def _locate_call(policy: PreparedPolicy, name: str) -> tuple[str | None, int | None, int | None]:
-    for filename, source in policy.modules:
+def _locate_call(
+    modules: tuple[tuple[str, str], ...], name: str, file: str | None, line: int | None
+) -> tuple[str | None, int | None, int | None]:
+    """Where ``name(...)`` is called, preferring the file and line an engine named."""
+    found = []
+    for filename, source in modules:
         code = code_tokens(tokenize(source))
         for _, first, last in find_calls(code, {name}):
             if last + 1 < len(code) and code[last + 1].text == "(":
-                return filename, code[first].line, code[first].column
-    return None, None, None
+                found.append((filename, code[first].line, code[first].column))
+    for candidate in found:
+        if candidate[0] == file and (line is None or candidate[1] == line):
+            return candidate
+    return found[0] if found else (file, line, None)
 
 
 def _error_dict(error: PolicyCompileError | PolicyRuntimeError) -> dict[str, Any]:

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 _REGORUS_LOCATION = re.compile(r"-->\s*(?P<file>[^\n]+?):(?P<line>\d+):(?P<column>\d+)")
 _REGORUS_MESSAGE = re.compile(r"^error:\s*(?P<message>.+)$", re.MULTILINE)
 _BACKTRACE = re.compile(r"\n\s*Stack backtrace:.*", re.DOTALL)
-# rego-cpp prints length-prefixed strings: (error 6:p.rego|50|1 (errormsg 27:Invalid arithmetic operator)
-_REGOPY_ERROR = re.compile(r"\(error(?=[\s)])(?:\s+(?P<flen>\d+):)?")
-_REGOPY_MESSAGE = re.compile(r"\(errormsg\s+(?P<mlen>\d+):")
-_REGOPY_SPAN = re.compile(r"^\|(?P<offset>\d+)\|(?P<length>\d+)")
+# OPA: "1 error occurred: p.rego:3: rego_type_error: undefined function nosuch" (several: one per line)
+_OPA_ERROR = re.compile(
+    r"(?P<file>[^\s:][^:\n]*):(?P<line>\d+)(?::(?P<column>\d+))?: (?P<code>rego_\w+|eval_\w+): (?P<message>[^\n]+)"
+)
+_OPA_COUNT = re.compile(r"^(?:[\w ]+: )?\d+ errors? occurred:\s*")
 
 
 @dataclass(frozen=True)
@@ -39,32 +40,11 @@ def parse_regorus_error(text: str) -> EngineErrorText:
     return EngineErrorText(None, None, None, message)
 
 
-def _line_column(source: str, byte_offset: int) -> tuple[int, int]:
-    prefix = source.encode("utf-8")[:byte_offset].decode("utf-8", errors="ignore")
-    line = prefix.count("\n") + 1
-    column = len(prefix) - (prefix.rfind("\n") + 1) + 1
-    return line, column
-
-
-def parse_regopy_errors(text: str, sources: dict[str, str]) -> list[EngineErrorText]:
-    """rego-cpp's error sequence: file names and messages are length-prefixed, positions are byte offsets."""
-    errors: list[EngineErrorText] = []
-    for match in _REGOPY_ERROR.finditer(text):
-        file = line = column = None
-        rest = text[match.end() :]
-        if match["flen"]:
-            file = rest[: int(match["flen"])]
-            span = _REGOPY_SPAN.match(rest[int(match["flen"]) :])
-            if span and file in sources:
-                line, column = _line_column(sources[file], int(span["offset"]))
-        message_match = _REGOPY_MESSAGE.search(rest)
-        if message_match:
-            start = message_match.end()
-            message = rest[start : start + int(message_match["mlen"])]
-        else:
-            message = "engine error"
-        errors.append(EngineErrorText(file or None, line, column, message))
-    if not errors:
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
-        errors.append(EngineErrorText(None, None, None, lines[0] if lines else "engine error"))
-    return errors
+def parse_opa_error(text: str) -> EngineErrorText:
+    """The first of OPA's errors, without its count and code: ``p.rego:3: rego_type_error: ...``."""
+    match = _OPA_ERROR.search(text)
+    if match:
+        column = int(match["column"]) if match["column"] else None
+        return EngineErrorText(match["file"].strip(), int(match["line"]), column, match["message"].strip())
+    lines = [line.strip() for line in _OPA_COUNT.sub("", text.strip()).splitlines() if line.strip()]
+    return EngineErrorText(None, None, None, lines[0] if lines else "engine error")

@@ -2,6 +2,8 @@
 
 Both run in a supervised worker process (supervisor.py). Evaluation fails closed: whatever goes wrong
 (a policy error, an engine crash, a timeout, the memory limit) the overall decision is "error".
+A policy is saved only if OPA itself compiles it too: what OPA refuses (an undefined function, an
+unsafe variable, a type error) env0 would refuse on every deployment.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from policies_app.rego.decisions import combine_decisions, policy_decision
+from policies_app.rego.decisions import MessageLimits, combine_decisions, policy_decision
 from policies_app.rego.prepare import policy_payload
 from policies_app.rego.supervisor import WorkerFailure, pool
 from policies_app.rego.types import (
@@ -32,18 +34,46 @@ def _check_engine(engine: str) -> None:
         raise ValueError(f"unknown Rego engine {engine!r}; expected one of {', '.join(ENGINES)}")
 
 
+REFERENCE_ENGINE = "opa"
+
+
 def check_policy(
-    policy: PolicySource, engine: str = DEFAULT_ENGINE, *, timeout_s: float = 10.0, memory_mb: int = 1024
+    policy: PolicySource,
+    engine: str = DEFAULT_ENGINE,
+    *,
+    timeout_s: float = 10.0,
+    memory_mb: int = 1024,
+    pool_name: str | None = None,
+    pool_size: int | None = None,
 ) -> None:
     """Compile the policy as evaluation would; raise PolicyCompileError (with file/line/col) if it cannot run.
 
-    Raises EngineUnavailableError when no engine worker can be started (nothing is known about the policy).
+    OPA compiles it first (what OPA refuses is refused with OPA's message), then ``engine``, if another.
+    ``pool_name``/``pool_size``: see evaluate_policies. Raises EngineUnavailableError when no engine
+    worker can be started (nothing is known about the policy), EngineBusyError when a named pool is busy.
     """
     _check_engine(engine)
     payload = policy_payload(policy)
+    deadline = time.monotonic() + timeout_s  # one time limit for both checks
+    for checker in dict.fromkeys((REFERENCE_ENGINE, engine)):
+        _check_with(checker, policy, payload, timeout_s, deadline, memory_mb, pool_name, pool_size)
+
+
+def _check_with(
+    engine: str,
+    policy: PolicySource,
+    payload: dict[str, Any],
+    timeout_s: float,
+    deadline: float,
+    memory_mb: int,
+    pool_name: str | None,
+    pool_size: int | None,
+) -> None:
     request = {"op": "check", "engine": engine, "policy": payload, "memory_mb": memory_mb}
     try:
-        reply = pool(engine).run(request, timeout_s, "compiling the policy")
+        reply = pool(engine, pool_name, pool_size).run(
+            request, timeout_s, "compiling the policy", deadline=deadline
+        )
     except WorkerFailure as failure:
         # "compiling the policy exceeded 10 s" names the activity already; a crash message does not.
         message = (
@@ -115,7 +145,14 @@ class _Collector:
 
 
 def _run_evaluation(
-    collector: _Collector, input_json: str, engine: str, timeout_s: float, memory_mb: int
+    collector: _Collector,
+    input_json: str,
+    engine: str,
+    timeout_s: float,
+    memory_mb: int,
+    limits: MessageLimits,
+    pool_name: str | None,
+    pool_size: int | None,
 ) -> PolicyError | None:
     """Send the policies to a worker; returns why evaluation stopped early, if it did."""
     payloads: list[dict[str, Any]] = []
@@ -140,9 +177,14 @@ def _run_evaluation(
         "policies": payloads,
         "input_json": input_json,
         "memory_mb": memory_mb,
+        "limits": {
+            "per_policy": limits.per_policy,
+            "characters": limits.characters,
+            "per_evaluation": limits.per_evaluation,
+        },
     }
     try:
-        reply = pool(engine).run(request, timeout_s, "evaluation", on_message)
+        reply = pool(engine, pool_name, pool_size).run(request, timeout_s, "evaluation", on_message)
     except WorkerFailure as failure:
         blamed = collector.policies[collector.running].name if collector.running is not None else ""
         return PolicyError(blamed, None, None, None, failure.message)
@@ -160,19 +202,37 @@ def evaluate_policies(
     *,
     timeout_s: float = 10.0,
     memory_mb: int = 2048,
+    max_messages_per_policy: int = MessageLimits.per_policy,
+    max_message_length: int = MessageLimits.characters,
+    max_messages: int = MessageLimits.per_evaluation,
+    pool_name: str | None = None,
+    pool_size: int | None = None,
 ) -> EvaluationResult:
     """Evaluate every policy against the same input (serialised once by the caller) and combine decisions.
 
     Each policy runs in its own namespace. With no policy at all the decision is "pending" (env0's default).
     Fails closed: any policy error, engine crash, timeout or memory overrun makes the decision "error".
+
+    Messages are cut in the engine worker, before they reach this process: at most
+    ``max_messages_per_policy`` per policy and ``max_messages`` in all (strictest rules first; what is
+    left out is counted by a "… and N more messages" entry), each at most ``max_message_length``
+    characters ("… [truncated: N characters]"). Cutting never changes a decision.
+
+    ``pool_name`` (e.g. "dry-run") runs on a separate pool of ``pool_size`` workers (default: the
+    POLICY_ENGINE_WORKERS_DRY_RUN-style environment variable, else 1) that never queues: when all its
+    workers are busy, EngineBusyError is raised at once and nothing is evaluated. Without it, the
+    deployment pool is used, where a call waits for a worker within ``timeout_s``.
     """
     _check_engine(engine)
+    limits = MessageLimits(max_messages_per_policy, max_message_length, max_messages)
     started = time.perf_counter()
     # Exact str: it is pickled to the worker, which must not need the caller's classes.
     input_json = input_json.decode("utf-8") if isinstance(input_json, bytes) else str.__str__(input_json)
     collector = _Collector(list(policies))
     stopped = (
-        _run_evaluation(collector, input_json, engine, timeout_s, memory_mb) if collector.policies else None
+        _run_evaluation(collector, input_json, engine, timeout_s, memory_mb, limits, pool_name, pool_size)
+        if collector.policies
+        else None
     )
     outcomes = collector.finish(stopped)
 

@@ -21,11 +21,13 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from policies_app.rego.types import EngineUnavailableError
+from policies_app.rego.types import EngineBusyError, EngineUnavailableError
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _START_TIMEOUT_S = 60.0
 _WATCH_INTERVAL_S = 0.02
+# A named pool does not queue: a caller waits at most this long for a free worker, then is told it is busy.
+_NAMED_POOL_WAIT_S = 0.05
 
 
 class WorkerFailure(Exception):
@@ -136,8 +138,8 @@ class EngineWorker:
         while True:
             remaining = deadline - time.monotonic()
             try:
-                # Wake up regularly to watch the worker's memory: regopy's allocator reserves 256 GB of
-                # address space up front, so RLIMIT_AS cannot bound it; its resident size can.
+                # Wake up regularly to watch the worker's memory: Go's runtime (opa) reserves address
+                # space as it likes, so RLIMIT_AS cannot bound it; its resident size can.
                 ready = remaining > 0 and self._replies.poll(min(remaining, _WATCH_INTERVAL_S))
             except (EOFError, OSError):
                 raise self._crashed() from None
@@ -188,9 +190,14 @@ class EngineWorker:
 
 
 class WorkerPool:
-    def __init__(self, engine: str, size: int) -> None:
+    """Workers of one engine. ``busy_wait_s`` None: a caller waits (within its time limit) for a worker;
+    a number: a caller waits at most that long, then gets EngineBusyError instead of queueing."""
+
+    def __init__(self, engine: str, size: int, *, name: str = "", busy_wait_s: float | None = None) -> None:
         self.engine = engine
+        self.name = name
         self.size = max(1, size)
+        self.busy_wait_s = busy_wait_s
         self._condition = threading.Condition()
         self._idle: list[EngineWorker] = []
         self._busy: set[EngineWorker] = set()
@@ -200,6 +207,10 @@ class WorkerPool:
         self, deadline: float | None = None, activity: str = "", timeout_s: float = 0.0
     ) -> EngineWorker:
         """A worker for one request; waits at most until ``deadline`` for one to be free or to start."""
+        wait_until = deadline
+        if self.busy_wait_s is not None:
+            busy_deadline = time.monotonic() + self.busy_wait_s
+            wait_until = busy_deadline if deadline is None else min(deadline, busy_deadline)
         with self._condition:
             while True:
                 while self._idle:
@@ -211,7 +222,12 @@ class WorkerPool:
                 if len(self._busy) + self._starting < self.size:
                     self._starting += 1
                     break
-                remaining = None if deadline is None else deadline - time.monotonic()
+                remaining = None if wait_until is None else wait_until - time.monotonic()
+                if remaining is not None and remaining <= 0 and self.busy_wait_s is not None:
+                    raise EngineBusyError(
+                        f"all {self.size} {self.engine} engine workers of the {self.name} pool are busy; "
+                        "try again later"
+                    )
                 if remaining is not None and remaining <= 0:
                     raise WorkerFailure(
                         f"{activity} exceeded {timeout_s:g} s waiting for a free {self.engine} engine "
@@ -263,12 +279,14 @@ class WorkerPool:
         timeout_s: float,
         activity: str,
         on_message: Callable[[dict[str, Any]], None] | None = None,
+        deadline: float | None = None,
     ) -> dict[str, Any]:
         """Run one request on a worker; returns the ``done`` message or raises WorkerFailure.
 
         ``timeout_s`` bounds the whole call: waiting for a free worker (or for one to start) included.
+        ``deadline`` (time.monotonic()) ends it earlier, when the caller's ``timeout_s`` covers more.
         """
-        deadline = time.monotonic() + timeout_s
+        deadline = min(time.monotonic() + timeout_s, deadline or float("inf"))
         worker = self._acquire(deadline, activity, timeout_s)
         try:
             for message in worker.request(
@@ -300,17 +318,31 @@ class WorkerPool:
             worker.kill()
 
 
-# One pool per engine: a regorus worker must not load regopy, whose 256 GB address-space reservation
-# would make RLIMIT_AS meaningless for regorus too.
-_pools: dict[str, WorkerPool] = {}
+# One pool per engine and name: a regorus worker must not load OPA's Go runtime, which would make
+# RLIMIT_AS meaningless for regorus too. The unnamed pool serves deployments and queues; a named pool
+# ("dry-run") is small, separate, and refuses work when busy, so it can never starve deployments.
+_pools: dict[tuple[str, str], WorkerPool] = {}
 _pools_lock = threading.Lock()
 
 
-def pool(engine: str) -> WorkerPool:
+def pool_size_variable(name: str) -> str:
+    """The environment variable that sizes a named pool: "dry-run" -> POLICY_ENGINE_WORKERS_DRY_RUN."""
+    suffix = "".join(char if char.isalnum() else "_" for char in name.upper())
+    return f"POLICY_ENGINE_WORKERS_{suffix}" if name else "POLICY_ENGINE_WORKERS"
+
+
+def pool(engine: str, name: str | None = None, size: int | None = None) -> WorkerPool:
+    """The pool for ``engine``: the deployment pool, or a named pool of ``size`` workers (default: its
+    environment variable, else 2 for the deployment pool and 1 for a named one). A named pool's size is
+    fixed by its first use."""
+    name = name or ""
     with _pools_lock:
-        if engine not in _pools:
-            _pools[engine] = WorkerPool(engine, int(os.environ.get("POLICY_ENGINE_WORKERS", "2")))
-        return _pools[engine]
+        if (engine, name) not in _pools:
+            default = size if size is not None else (1 if name else 2)
+            workers = int(os.environ.get(pool_size_variable(name), default)) if size is None else size
+            busy_wait_s = _NAMED_POOL_WAIT_S if name else None
+            _pools[(engine, name)] = WorkerPool(engine, workers, name=name, busy_wait_s=busy_wait_s)
+        return _pools[(engine, name)]
 
 
 def _forget_pools_after_fork() -> None:
@@ -331,9 +363,9 @@ def warm_up(engine: str) -> None:
     engine_pool._release(engine_pool._acquire())
 
 
-def worker_pids(engine: str) -> list[int]:
-    """Pids of the live workers of one engine in this process (for operations and tests)."""
-    return pool(engine).pids()
+def worker_pids(engine: str, pool_name: str | None = None) -> list[int]:
+    """Pids of the live workers of one engine's pool in this process (for operations and tests)."""
+    return pool(engine, pool_name).pids()
 
 
 def shutdown() -> None:

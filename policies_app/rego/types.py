@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-ENGINES = ("regorus", "regopy")
+# regorus decides as OPA once prepare.py has rewritten the policy, and is fast; opa is OPA itself, slower
+# (it parses the input again for each policy). docs/opa-fidelity.md has the measurements.
+ENGINES = ("regorus", "opa")
 DEFAULT_ENGINE = "regorus"
 REGO_VERSIONS = ("v1", "v0")
 
@@ -111,3 +113,7 @@ class PolicyCompileError(Exception):
 
 class EngineUnavailableError(RuntimeError):
     """The supervised engine worker could not be started; nothing was decided about the policy."""
+
+
+class EngineBusyError(RuntimeError):
+    """Every worker of a named pool (e.g. "dry-run") is busy; nothing was evaluated. Try again later."""

@@ -14,7 +14,8 @@ import sys
 from multiprocessing.connection import Connection
 from typing import Any
 
-from policies_app.rego.engines import LRUCache, PolicyRuntimeError, RegopyAdapter, RegorusAdapter
+from policies_app.rego.decisions import MessageLimits, limit_messages, truncate_message
+from policies_app.rego.engines import LRUCache, OpaAdapter, PolicyRuntimeError, RegorusAdapter
 from policies_app.rego.prepare import PreparedPolicy, library_modules, prepare_policy
 from policies_app.rego.types import PolicyCompileError
 
@@ -30,14 +31,14 @@ def _virtual_memory_bytes() -> int:
 
 
 class Worker:
-    """Serves one engine. regorus workers never load regopy (see supervisor.py on address space)."""
+    """Serves one engine. Every worker loads regorus, whose parser prepares policies (prepare.py);
+    only opa workers load OPA's Go runtime."""
 
     def __init__(self, engine: str, send: Any) -> None:
         self.engine = engine
         self.send = send
-        # regopy policies are also vetted by regorus's parser and safety check, so both load there.
         self.regorus = RegorusAdapter()
-        self.regopy = RegopyAdapter() if engine == "regopy" else None
+        self.opa = OpaAdapter() if engine == "opa" else None
         library_modules()  # read once per process, before the baseline is measured
         self.prepared = LRUCache()
         # RLIMIT_AS is set relative to what the worker already maps: regorus alone reserves ~1 GB of
@@ -52,12 +53,8 @@ class Worker:
         payload = request["policy"]
         try:
             policy = self._prepare(payload)
-            if request["engine"] == "regopy":
-                self.regopy.check(policy, (payload["key"], payload["hash"]))
-                # rego-cpp is lenient where OPA is strict: it accepts v0 rule bodies in a v1 module and
-                # treats an unsafe (unknown) variable as undefined, so `msg := y` silently never fires.
-                # regorus's parser and safety check catch both, with the position.
-                self.regorus.check(policy, static_only=True)
+            if self.opa is not None:
+                self.opa.check(policy, (payload["key"], payload["hash"]))
             else:
                 self.regorus.check(policy)
         except PolicyCompileError as error:
@@ -75,24 +72,30 @@ class Worker:
                 prepared.append(None)
                 failures[index] = _compile_error_dict(error)
         runnable = [index for index, policy in enumerate(prepared) if policy is not None]
+        limits = MessageLimits(**request.get("limits", {}))
+        remaining = [limits.per_evaluation]  # messages this evaluation may still send
 
         def report(position: int, kind: str, **fields: Any) -> None:
+            # Cut messages here, before they cross the pipe: a policy can build a 100 MB message.
+            if fields.get("messages") is not None:
+                fields["messages"], used = limit_messages(fields["messages"], limits, remaining[0])
+                remaining[0] = max(remaining[0] - used, 0)
+            if fields.get("error") is not None:
+                fields["error"] = _limited_error(fields["error"], limits)
             self.send({"type": kind, "index": runnable[position], **fields})
 
         for index, error in failures.items():
-            self.send({"type": "outcome", "index": index, "error": error})
+            self.send({"type": "outcome", "index": index, "error": _limited_error(error, limits)})
         policies = [prepared[index] for index in runnable]
         try:
-            if request["engine"] == "regopy":
+            if self.opa is not None:
                 keys = [(payloads[index]["key"], payloads[index]["hash"]) for index in runnable]
-                self.regopy.evaluate(policies, keys, request["input_json"], report)
+                self.opa.evaluate(policies, keys, request["input_json"], report)
             else:
                 self.regorus.evaluate(policies, request["input_json"], report)
         except PolicyRuntimeError as error:
-            return {
-                "type": "done",
-                "error": {"file": None, "line": None, "column": None, "message": error.message},
-            }
+            message = truncate_message(error.message, limits.characters)
+            return {"type": "done", "error": {"file": None, "line": None, "column": None, "message": message}}
         return {"type": "done", "error": None}
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -103,8 +106,8 @@ class Worker:
         if limit and self.engine == "regorus":
             # RLIMIT_AS makes an engine that builds an enormous value fail (MemoryError, or an abort in
             # native code) instead of taking the machine's memory; the supervisor restarts us if we die.
-            # Not for regopy: rego-cpp maps 256 GB up front and turns a refused allocation into an
-            # *undefined* result (fail-open); its memory is bounded by the supervisor's RSS watchdog.
+            # Not for opa: Go's runtime reserves address space as it sees fit; its memory is bounded by
+            # the supervisor's RSS watchdog.
             _, hard = resource.getrlimit(resource.RLIMIT_AS)
             wanted = self.baseline_bytes + int(limit) * _MB
             if hard != resource.RLIM_INFINITY:
@@ -115,6 +118,10 @@ class Worker:
         if op == "evaluate":
             return self.evaluate(request)
         return {"type": "done", "error": {"message": f"unknown request {op!r}"}}
+
+
+def _limited_error(error: dict[str, Any], limits: MessageLimits) -> dict[str, Any]:
+    return {**error, "message": truncate_message(error.get("message") or "", limits.characters)}
 
 
 def _compile_error_dict(error: PolicyCompileError) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The shipped Rego library (policies_app/rego/library) and the examples in docs/rego-library.md.
 
 Every function is evaluated with both engines the platform offers, regorus (in v1 and in v0 mode) and
-regopy, from a policy written in v1 syntax and from one written in v0 syntax. The examples are read
+OPA, from a policy written in v1 syntax and from one written in v0 syntax (given to OPA as
+policies_app/rego/v1_syntax.py converts it). The examples are read
 from the markdown itself, so a documented policy that stops working fails here.
 """
 
@@ -17,22 +18,24 @@ from pathlib import Path
 import pytest
 
 from policies_app.iac.state_view import tfstate_view
+from policies_app.rego.syntax_tree import parse_module
+from policies_app.rego.v1_syntax import to_rego_v1
 
 regorus = pytest.importorskip("regorus")
-regopy = pytest.importorskip("regopy")
+opa_bindings = pytest.importorskip("opa_bindings")
 
 PROJECT = Path(__file__).resolve().parents[2]
 LIBRARY = PROJECT / "policies_app" / "rego" / "library"
 DOC = PROJECT / "docs" / "rego-library.md"
 UNDEFINED = object()
 
-# (engine, v0 mode, syntax of the policy under test). regopy has no mode switch: it reads both syntaxes.
+# (engine, v0 mode, syntax of the policy under test). OPA has no mode switch: it reads v1 only.
 CONFIGURATIONS = [
     ("regorus", False, "v1"),
     ("regorus", True, "v1"),
     ("regorus", True, "v0"),
-    ("regopy", None, "v1"),
-    ("regopy", None, "v0"),
+    ("opa", None, "v1"),
+    ("opa", None, "v0"),
 ]
 CONFIGURATION_IDS = [
     f"{engine}-{'v0mode' if v0 else 'v1mode'}-{syntax}policy"
@@ -59,26 +62,26 @@ class Evaluator:
                 self.impl.add_policy(name, source)
             self.impl.set_input_json(json.dumps(input_document))
         else:
-            self.impl = regopy.Interpreter()
+            self.impl = opa_bindings.OpaEngine()
+            self.input = input_document
             for name, source in modules.items():
-                self.impl.add_module(name, source)
-            self.impl.set_input(input_document)
+                try:
+                    self.impl.add_policy(name, source)
+                except opa_bindings.OpaError:  # a v0 policy: OPA reads it as the platform gives it
+                    self.impl.add_policy(name, to_rego_v1(parse_module(name, source, True)))
 
     def query(self, query: str):
         if self.engine == "regorus":
             results = json.loads(self.impl.eval_query_as_json(query)).get("result", [])
             return results[0]["expressions"][0]["value"] if results else UNDEFINED
-        output = str(self.impl.query(query))
-        return UNDEFINED if output == "undefined" else json.loads(output)["expressions"][0]
+        results = self.impl.eval_query(f"value := {query}", self.input)
+        return results[0]["value"] if results else UNDEFINED
 
     def set_of(self, query: str) -> set:
-        """A set rule's members; regopy returns a v0 partial set as an object {member: true}."""
+        """A set rule's members."""
         value = self.query(query)
         if value is UNDEFINED:
             return set()
-        if isinstance(value, dict):
-            assert all(flag is True for flag in value.values()), value
-            return set(value)
         return {member if isinstance(member, str) else canonical(member) for member in value}
 
 
@@ -248,10 +251,8 @@ def test_tfstate_module_finds_a_module_by_path(configuration):
     assert rego.query("data.t.missing") is UNDEFINED
 
 
-@pytest.mark.parametrize("v0_mode", [False, True])
-def test_tfstate_module_finds_a_for_each_module_whose_key_holds_a_dot_with_regorus(v0_mode):
-    # Not with regopy: it keeps a policy's string literal with its escapes (so "svc[\"a.b\"]" never
-    # equals the input's svc["a.b"]) and writes input strings holding a quote unescaped into its output.
+@pytest.mark.parametrize(("engine", "v0_mode"), [("regorus", False), ("regorus", True), ("opa", None)])
+def test_tfstate_module_finds_a_for_each_module_whose_key_holds_a_dot(engine, v0_mode):
     state = tfstate_view(
         {
             "version": 4,
@@ -279,7 +280,7 @@ import data.lib.tfstate
 dotted := tfstate.module(["svc[\\"a.b\\"]"]).resources.t.n[0].id
 nested := tfstate.module(["svc[\\"a\\"]", "b"]).resources.t.n[0].id
 """
-    rego = Evaluator("regorus", v0_mode, policy, {"state": state})
+    rego = Evaluator(engine, v0_mode, policy, {"state": state})
     assert rego.query("data.t.dotted") == "in-a.b"
     assert rego.query("data.t.nested") == "in-a-b"
 
@@ -396,7 +397,7 @@ def test_a_terraform_applied_count_of_twelve_is_in_index_order_and_indexable_by_
     assert [instance["attr"]["input"] for instance in instances] == [f"item-{i}" for i in range(12)]
     # Through JSON, as the engines receive it.
     document = json.loads(json.dumps({"state": raw}))
-    for engine, v0_mode in (("regorus", False), ("regorus", True), ("regopy", None)):
+    for engine, v0_mode in (("regorus", False), ("regorus", True), ("opa", None)):
         rego = Evaluator(engine, v0_mode, TWELVE_POLICY, document)
         assert rego.query("data.t.tenth") == "item-10", engine
         assert rego.query("data.t.order") == list(range(12)), engine

@@ -6,7 +6,7 @@ import pytest
 
 from policies_app.rego import PolicyCompileError, PolicyModule, PolicySource
 from policies_app.rego.annotations import resolve_metadata_calls
-from policies_app.rego.errors import parse_regopy_errors, parse_regorus_error
+from policies_app.rego.errors import parse_opa_error, parse_regorus_error
 from policies_app.rego.lexer import code_tokens, find_calls, statements, tokenize
 from policies_app.rego.prepare import library_modules, policy_payload, prepare_policy, rule_ref
 
@@ -80,14 +80,18 @@ def test_it_reads_decisions_from_env0_when_a_module_says_env0():
     assert rule_ref(prepared.package, "deny") == "data.env0.deny"
 
 
-def test_it_reads_decisions_from_the_one_package_all_modules_share():
-    prepared = prepare(("a.rego", "package approvals.prod\n\nallow := true\n"))
-    assert prepared.package == ("approvals", "prod")
-    assert rule_ref(prepared.package, "allow") == "data.approvals.prod.allow"
+def test_it_refuses_a_policy_whose_only_package_is_not_env0():
+    # env0 reads data.env0 only: this policy would never decide there (issue 7, deviation 4).
+    source = 'package env0.multipleApprovals\n\npending["At least 2 approvals must be given."] { count(input.approvers) < 2 }\n'
+    with pytest.raises(PolicyCompileError) as caught:
+        prepare(("a.rego", source), version="v0")
+    assert (caught.value.file, caught.value.line) == ("a.rego", 1)
+    assert "use `package env0`" in caught.value.message
+    assert "package env0.multipleApprovals" in caught.value.message
 
 
-def test_it_rejects_modules_in_different_packages_without_env0():
-    with pytest.raises(PolicyCompileError, match=r"different packages \(a, b\)"):
+def test_it_refuses_modules_in_other_packages_when_none_is_env0():
+    with pytest.raises(PolicyCompileError, match="use `package env0`"):
         prepare(("a.rego", "package a\n\nx := 1\n"), ("b.rego", "package b\n\ny := 1\n"))
 
 
@@ -97,7 +101,7 @@ def test_it_rejects_a_module_without_package():
 
 
 def test_it_reserves_library_module_names():
-    with pytest.raises(PolicyCompileError, match="reserved for the shared library"):
+    with pytest.raises(PolicyCompileError, match="are reserved"):
         prepare(("library/x.rego", "package env0\n\nallow := true\n"))
 
 
@@ -240,22 +244,24 @@ def test_it_reads_a_regorus_error_without_position():
     assert (parsed.file, parsed.line, parsed.message) == (None, None, "not a valid rule path")
 
 
-def test_it_turns_rego_cpp_byte_offsets_into_lines_and_columns():
-    source = 'package env0\n\ndeny contains msg if {\n  msg := "é" +\n}\n'
-    text = "(rego-errorseq\n  (error 6:p.rego|51|1\n    (errormsg 27:Invalid arithmetic operator)\n    (rego-errorcode)))\n"
-    [parsed] = parse_regopy_errors(text, {"p.rego": source})
+def test_it_reads_the_first_of_opas_errors_with_its_position():
+    text = (
+        "bundle activation failed: 2 errors occurred:\n"
+        "p.rego:3: rego_type_error: undefined function nosuch\n"
+        "p.rego:4: rego_unsafe_var_error: var x is unsafe"
+    )
+    parsed = parse_opa_error(text)
     assert (parsed.file, parsed.line, parsed.column, parsed.message) == (
         "p.rego",
-        4,
-        14,
-        "Invalid arithmetic operator",
+        3,
+        None,
+        "undefined function nosuch",
     )
 
 
-def test_it_reads_a_rego_cpp_error_without_position():
-    text = "(error\n  (errormsg 23:Function not found: foo)\n  (errorast (rego-input))\n  (rego-errorcode))\n"
-    [parsed] = parse_regopy_errors(text, {})
-    assert (parsed.file, parsed.message) == (None, "Function not found: foo")
+def test_it_reads_an_opa_error_without_position():
+    parsed = parse_opa_error("1 error occurred: something went wrong")
+    assert (parsed.file, parsed.line, parsed.message) == (None, None, "something went wrong")
 
 
 def test_it_loads_every_library_module_except_tests(tmp_path):
@@ -295,10 +301,10 @@ def test_it_prints_errors_as_policy_file_line_column_message():
 def test_it_refuses_an_unknown_engine():
     from policies_app.rego import check_policy, evaluate_policies
 
-    with pytest.raises(ValueError, match="unknown Rego engine 'opa'"):
-        evaluate_policies([], "{}", "opa")
-    with pytest.raises(ValueError, match="unknown Rego engine 'opa'"):
-        check_policy(PolicySource("k", "n", "v1", ()), "opa")
+    with pytest.raises(ValueError, match="unknown Rego engine 'regopy'"):
+        evaluate_policies([], "{}", "regopy")
+    with pytest.raises(ValueError, match="unknown Rego engine 'regopy'"):
+        check_policy(PolicySource("k", "n", "v1", ()), "regopy")
 
 
 def test_it_takes_package_and_subpackages_annotations_from_other_modules_into_the_chain():
@@ -421,8 +427,8 @@ def test_it_refuses_a_reference_to_the_whole_document_of_its_own_package(referen
         f'deny contains "x" if {{\n  some k\n  v := {reference}\n  v == k\n}}\n'
     )
     with pytest.raises(PolicyCompileError) as caught:
-        prepare(("p.rego", source))
-    assert (caught.value.line, caught.value.column) == (5, 8)
+        prepare(("main.rego", "package env0\nallow := true\n"), ("p.rego", source))
+    assert (caught.value.file, caught.value.line, caught.value.column) == ("p.rego", 5, 8)
     assert "whole document of this policy's package" in caught.value.message
 
 

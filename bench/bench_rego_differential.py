@@ -1,0 +1,63 @@
+"""Random differential run against OPA (not a test; prints its figures).
+
+    .venv/bin/python bench/bench_rego_differential.py [--cases 1000] [--first-seed 0] [--show 5]
+
+Generates env0-style policies and inputs (tests/engine/rego_differential.py) and evaluates each on
+every engine the platform offers and on OPA itself, through the public interface. Prints how many
+cases OPA refused (refused on save everywhere), how many evaluations agreed, disagreed (defects) or
+failed closed (an error where OPA decided; documented in docs/opa-fidelity.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from policies_app.rego import ENGINES  # noqa: E402
+from tests.engine.rego_differential import REFERENCE, compare, generated_case  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--cases", type=int, default=1000)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--show", type=int, default=5, help="disagreements to print in full")
+    args = parser.parse_args()
+    status = 0
+    for engine in (engine for engine in ENGINES if engine != REFERENCE):
+        started = time.monotonic()
+        refused = evaluations = 0
+        differences: list[str] = []
+        failed_closed: list[str] = []
+        for seed in range(args.first_seed, args.first_seed + args.cases):
+            case = generated_case(seed)
+            comparison = compare(case, engine)
+            if comparison.refused:
+                refused += 1
+                continue
+            evaluations += len(case.inputs)
+            differences.extend(comparison.differences)
+            failed_closed.extend(comparison.failed_closed)
+        agreed = evaluations - len(differences) - len(failed_closed)
+        print(
+            f"{engine} vs {REFERENCE}: {args.cases} policies ({refused} refused by OPA), {evaluations} evaluations: "
+            f"{agreed} agreed, {len(differences)} disagreed, {len(failed_closed)} failed closed "
+            f"({time.monotonic() - started:.0f} s)",
+            flush=True,
+        )
+        for line in differences[: args.show]:
+            print("  disagreement:", line)
+        for line in failed_closed[: min(args.show, 2)]:
+            print("  failed closed:", line)
+        status = status or (1 if differences else 0)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,355 @@
+"""Differential testing against OPA: a written corpus of env0-style policies and a random generator.
+
+Each case is a policy (one or more modules, v0 or v1) and inputs. ``compare`` runs a case on an
+engine and on OPA through the public interface and returns the disagreements. Used by
+tests/engine/test_rego_differential.py (bounded) and bench/bench_rego_differential.py (many cases).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass, field
+
+from policies_app.rego import PolicyCompileError, PolicyModule, PolicySource, check_policy, evaluate_policies
+
+REFERENCE = "opa"
+# Known deviation in message text only (docs/opa-fidelity.md): OPA formats an integer under %f as
+# "%!f(int64=15)" where regorus writes "15.00". Both are compared with the number alone.
+_OPA_INT_AS_FLOAT = re.compile(r"%!f\(int64=(-?\d+)\)")
+_WHOLE_FLOAT = re.compile(r"\b(-?\d+)\.0+\b")
+
+
+def _comparable(messages: dict[str, list[str]]) -> dict[str, list[str]]:
+    def plain(message: str) -> str:
+        return _WHOLE_FLOAT.sub(r"\1", _OPA_INT_AS_FLOAT.sub(r"\1", message))
+
+    return {rule: sorted(plain(message) for message in found) for rule, found in messages.items()}
+
+
+@dataclass
+class Case:
+    name: str
+    modules: tuple[tuple[str, str], ...]
+    inputs: list[dict]
+    version: str = "v1"
+    data: dict | None = None
+
+    def source(self) -> PolicySource:
+        modules = tuple(PolicyModule(filename, text) for filename, text in self.modules)
+        return PolicySource(f"{self.name}@1", self.name, self.version, modules, self.data)
+
+
+@dataclass
+class Verdict:
+    decision: str
+    messages: dict[str, list[str]] = field(default_factory=dict)
+    error: str | None = None
+
+
+def verdict(case: Case, input_document: dict, engine: str) -> Verdict:
+    result = evaluate_policies([case.source()], json.dumps(input_document), engine, timeout_s=30)
+    messages = {rule: sorted(found) for rule, found in result.messages.items() if found}
+    return Verdict(result.decision, messages, str(result.error) if result.error else None)
+
+
+@dataclass
+class Comparison:
+    differences: list[str] = field(default_factory=list)  # decided otherwise than OPA: defects
+    failed_closed: list[str] = field(default_factory=list)  # an error where OPA decided: known, stricter
+    refused: bool = False  # OPA refuses the policy, so it is refused on save on every engine
+
+
+def compare(case: Case, engine: str) -> Comparison:
+    """How ``engine`` decides against OPA on this case.
+
+    A policy OPA refuses is refused on save on every engine (check_policy asks OPA first), so only
+    policies OPA compiles are evaluated. An evaluation error where OPA decided is failing closed
+    (a builtin given the wrong type is undefined in OPA, an error in regorus): it is counted apart.
+    """
+    comparison = Comparison()
+    try:
+        check_policy(case.source(), engine, timeout_s=30)
+    except PolicyCompileError:
+        comparison.refused = True
+        return comparison
+    for number, input_document in enumerate(case.inputs):
+        expected = verdict(case, input_document, REFERENCE)
+        found = verdict(case, input_document, engine)
+        if expected.error and found.decision == "error":
+            continue  # both fail closed; the engines word their errors differently
+        described = f"{case.name} input {number}: OPA {expected} / {engine} {found}"
+        if found.decision == "error":
+            comparison.failed_closed.append(described)
+        elif (found.decision, _comparable(found.messages)) != (
+            expected.decision,
+            _comparable(expected.messages),
+        ):
+            comparison.differences.append(described)
+    return comparison
+
+
+# ------------------------------------------------------------------------------------------- corpus
+
+COST = {"costEstimation": {"totalMonthlyCost": 120.5, "monthlyCostDiff": 15.0}}
+APPROVERS = {"approvers": [{"name": "a", "teams": [{"name": "security"}]}, {"name": "b", "teams": []}]}
+DEPLOY = {"deploymentRequest": {"type": "deploy", "triggerName": "user", "revision": "main"}}
+INPUTS = [
+    {},
+    {**COST, **APPROVERS, **DEPLOY},
+    {
+        "costEstimation": {"totalMonthlyCost": "n/a"},
+        "approvers": [],
+        "deploymentRequest": {"type": "destroy"},
+    },
+    {"costEstimation": {"totalMonthlyCost": None, "monthlyCostDiff": 900}, "approvers": [{}]},
+    {"plan": {"resource_changes": [{"address": "aws_db_instance.main", "change": {"actions": ["delete"]}}]}},
+]
+
+
+def _case(name: str, *modules: tuple[str, str], version: str = "v1", data: dict | None = None) -> Case:
+    return Case(name, modules, INPUTS, version, data)
+
+
+CORPUS = [
+    _case(
+        "split function",
+        ("a.rego", 'package env0\nallow[format(m)] { m := "ok" }\nformat(meta) := sprintf("[%s]", [meta])\n'),
+        (
+            "b.rego",
+            'package env0\ndeny[format(m)] { input.deploymentRequest.type == "destroy"; m := "no" }\n'
+            'format(meta) := sprintf("[%s]", [meta])\n',
+        ),
+        version="v0",
+    ),
+    _case(
+        "function with several definitions",
+        (
+            "p.rego",
+            'package env0\nsize(x) := "big" if { x > 100 }\nsize(x) := "small" if { x <= 100 }\n'
+            "warn contains size(input.costEstimation.totalMonthlyCost) if { true }\n",
+        ),
+    ),
+    _case(
+        "has_key negation",
+        (
+            "p.rego",
+            "package env0\nhas_key(x, k) { _ = x[k] }\n"
+            'allow["no cost"] { not has_key(input.costEstimation, "totalMonthlyCost") }\n',
+        ),
+        version="v0",
+    ),
+    _case(
+        "revision negation",
+        (
+            "p.rego",
+            'package env0\ndeny["not main"] { allowed = {"main"}; not allowed[input.deploymentRequest.revision] }\n',
+        ),
+        version="v0",
+    ),
+    _case(
+        "builtin negation",
+        ("p.rego", 'package env0\nallow["a"] { not startswith(input.deploymentRequest.type, "de") }\n'),
+        version="v0",
+    ),
+    _case(
+        "negations kept whole",
+        (
+            "p.rego",
+            'package env0\npending contains "no approvers" if { not input.approvers[0] }\n'
+            'warn contains "not deploy" if { not input.deploymentRequest.type == "deploy" }\n'
+            'allow contains "x" if { not count(input.approvers) > 5 }\n',
+        ),
+    ),
+    _case(
+        "undefined function",
+        ("p.rego", "package env0\npending[nosuch(1)] { count(input.approvers) < 1 }\n"),
+        version="v0",
+    ),
+    _case(
+        "some and every",
+        (
+            "p.rego",
+            'package env0\nsecurity if { some a in input.approvers; some t in a.teams; t.name == "security" }\n'
+            'allow contains "security approved" if { security }\n'
+            'pending contains "all need teams" if { every a in input.approvers { count(a.teams) > 0 } }\n',
+        ),
+    ),
+    _case(
+        "comprehensions",
+        (
+            "p.rego",
+            'package env0\ndeletes := [rc.address | some rc in input.plan.resource_changes; "delete" in rc.change.actions]\n'
+            "names := {a.name | some a in input.approvers}\n"
+            "by_name := {a.name: count(a.teams) | some a in input.approvers}\n"
+            'deny contains sprintf("deletes %v", [deletes]) if { count(deletes) > 0 }\n'
+            'warn contains sprintf("%d names, %v", [count(names), by_name]) if { count(names) > 0 }\n',
+        ),
+    ),
+    _case(
+        "else and default",
+        (
+            "p.rego",
+            'package env0\ndefault level := "low"\nlevel := "high" if { input.costEstimation.monthlyCostDiff > 100 }'
+            ' else := "mid" if { input.costEstimation.monthlyCostDiff > 10 }\n'
+            'warn contains level if { level != "low" }\nallow contains "low" if { level == "low" }\n',
+        ),
+    ),
+    _case(
+        "partial object",
+        (
+            "p.rego",
+            "package env0\nteams[a.name] := count(a.teams) if { some a in input.approvers }\n"
+            "pending contains name if { some name, n in teams; n == 0 }\n",
+        ),
+    ),
+    _case(
+        "with",
+        (
+            "p.rego",
+            "package env0\nexpensive if { input.costEstimation.monthlyCostDiff > 100 }\n"
+            'warn contains "would be expensive" if { expensive with input.costEstimation.monthlyCostDiff as 500 }\n'
+            'deny contains "expensive" if { expensive }\n',
+        ),
+    ),
+    _case(
+        "cross-type comparisons",
+        (
+            "p.rego",
+            'package env0\ndeny contains "over 100" if { input.costEstimation.totalMonthlyCost > 100 }\n'
+            'warn contains "null is small" if { null < 1; input.costEstimation.totalMonthlyCost == null }\n'
+            'allow contains "string over number" if { "a" > 1; true < 1 }\n',
+        ),
+    ),
+    _case(
+        "sprintf",
+        (
+            "p.rego",
+            'package env0\nwarn contains sprintf("cost %v diff %.2f %s %d", [input.costEstimation.totalMonthlyCost,'
+            " input.costEstimation.monthlyCostDiff, input.deploymentRequest.type, count(input.approvers)]) if { true }\n",
+        ),
+    ),
+    _case(
+        "metadata",
+        (
+            "p.rego",
+            "package env0\n# METADATA\n# title: Two approvers\n# custom:\n#   minimum: 2\n"
+            "allow contains rego.metadata.rule().title if { count(input.approvers) >= rego.metadata.rule().custom.minimum }\n",
+        ),
+    ),
+    _case(
+        "env0 package only",
+        (
+            "p.rego",
+            'package env0.multipleApprovals\npending["At least 2 approvals must be given."] { count(input.approvers) < 2 }\n',
+        ),
+        version="v0",
+    ),
+    _case(
+        "helper package",
+        ("h.rego", "package env0.helpers\nfew if { count(input.approvers) < 2 }\n"),
+        ("p.rego", 'package env0\nimport data.env0.helpers\npending contains "few" if { helpers.few }\n'),
+    ),
+    _case(
+        "library and data",
+        (
+            "p.rego",
+            'package env0\nimport data.lib.tfplan\ndeny contains "too many" if { count(input.plan.resource_changes) > data.settings.max }\n',
+        ),
+        data={"settings": {"max": 0}},
+    ),
+    _case(
+        "v0 partial sets and functions",
+        (
+            "p.rego",
+            'package env0\nimport future.keywords.in\ndeny[msg] { some rc in input.plan.resource_changes; "delete" in rc.change.actions;'
+            ' msg := sprintf("%s deleted", [rc.address]) }\nf(x) = y { y := x * 2 } else = 0 { true }\n'
+            'warn[sprintf("%v", [f(count(input.approvers))])] { true }\n',
+        ),
+        version="v0",
+    ),
+]
+
+
+# ---------------------------------------------------------------------------------------- generator
+
+_PATHS = [
+    "input.costEstimation.totalMonthlyCost",
+    "input.costEstimation.monthlyCostDiff",
+    "input.deploymentRequest.type",
+    "input.deploymentRequest.revision",
+    "input.a",
+    "input.b.c",
+]
+_CONSTANTS = ["1", "100", '"main"', '"deploy"', "null", "true", '"x"', "0.5"]
+_OPERATORS = ["==", "!=", "<", ">", "<=", ">="]
+_VALUES = [None, True, False, 0, 1, 50, 150, 0.5, "main", "deploy", "x", "xa", [], [1, 2], {"k": 1}]
+
+
+def _condition(rng: random.Random, *, in_flag: bool = False) -> str:
+    path = rng.choice(_PATHS)
+    choice = rng.randrange(11)
+    if in_flag and choice == 8:
+        choice = 0  # flag's own body must not read flag
+    if choice == 0:
+        return f"{path} {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)}"
+    if choice == 1:
+        return f'not startswith({path}, "x")'
+    if choice == 2:
+        return f"not count({path}) > 1"
+    if choice == 3:
+        return f"not helper({path})"
+    if choice == 4:
+        return f"helper({path})"
+    if choice == 5:
+        return f"not {path}"
+    if choice == 6:
+        return f"not {path} == {rng.choice(_CONSTANTS)}"
+    if choice == 7:
+        return f"not allowed_values[{path}]"
+    if choice == 8:
+        return "flag"
+    if choice == 9:
+        return f"not {path} {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)}"
+    return f"every v in input.list {{ v {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)} }}"
+
+
+def _input(rng: random.Random) -> dict:
+    document: dict = {}
+    for path in _PATHS:
+        if rng.random() < 0.6:
+            parts = path.split(".")[1:]
+            node = document
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+            node[parts[-1]] = rng.choice(_VALUES)
+    if rng.random() < 0.6:
+        document["list"] = rng.sample([1, 2, 5, "x", None], rng.randrange(4))
+    return document
+
+
+def generated_case(seed: int) -> Case:
+    """A random env0-style policy: decision rules over comparisons, negations, a helper function with
+    several definitions (split over two modules or not), a default rule and an else chain."""
+    rng = random.Random(seed)
+    rules = []
+    for rule in rng.sample(["deny", "pending", "warn", "allow"], rng.randrange(1, 4)):
+        conditions = "; ".join(_condition(rng) for _ in range(rng.randrange(1, 4)))
+        message = rng.choice([f'"{rule} {seed}"', f'sprintf("%v", [{rng.choice(_PATHS)}])'])
+        rules.append(f"{rule} contains {message} if {{ {conditions} }}")
+    helper_a = f"helper(x) if {{ x {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)} }}"
+    helper_b = f"helper(x) if {{ x == {rng.choice(_CONSTANTS)} }}"
+    flag = (
+        f"default flag := false\nflag if {{ {_condition(rng, in_flag=True)} }} "
+        f"else := true if {{ {_condition(rng, in_flag=True)} }}"
+        if rng.random() < 0.5
+        else f"flag if {{ {_condition(rng, in_flag=True)} }}"
+    )
+    allowed = 'allowed_values := {"main": true, "x": true}'
+    main = "package env0\n\n" + "\n".join([*rules, helper_a, flag, allowed]) + "\n"
+    if rng.random() < 0.5:
+        modules = (("main.rego", main), ("helpers.rego", f"package env0\n\n{helper_b}\n"))
+    else:
+        modules = (("main.rego", main + helper_b + "\n"),)
+    return Case(f"generated {seed}", modules, [_input(rng) for _ in range(4)])
