@@ -1,7 +1,7 @@
 """The one error every use case raises when it refuses, carrying its HTTP meaning.
 
 The API translates it in one exception handler (api/exceptions.py), the web UI in one helper
-(web/views.py); no view maps errors itself.
+(``_refused`` in web/deployment_views.py); no view maps errors itself.
 """
 
 from __future__ import annotations

@@ -203,6 +203,8 @@ def dry_run_policy(policy: ApprovalPolicy | PolicyRevision, input_document: Any)
         )
     except rego.EngineBusyError:
         raise Busy("Every dry-run engine worker is busy; try again in a moment.") from None
+    except rego.EngineUnavailableError as problem:
+        raise Unavailable(f"The policy engine cannot run now: {problem}") from None
     return {
         "decision": result.decision,
         **{kind: result.messages[kind] for kind in ("deny", "pending", "warn", "allow")},

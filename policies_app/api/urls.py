@@ -1,13 +1,13 @@
 from rest_framework.routers import DefaultRouter
 
-from . import views
+from .views import deployments, environments, policies, projects, templates
 
 router = DefaultRouter()
-router.register("projects", views.ProjectViewSet, basename="project")
-router.register("templates", views.TemplateViewSet, basename="template")
-router.register("environments", views.EnvironmentViewSet, basename="environment")
-router.register("policies", views.PolicyViewSet, basename="policy")
-router.register("teams", views.TeamViewSet, basename="team")
-router.register("deployments", views.DeploymentViewSet, basename="deployment")
+router.register("projects", projects.ProjectViewSet, basename="project")
+router.register("templates", templates.TemplateViewSet, basename="template")
+router.register("environments", environments.EnvironmentViewSet, basename="environment")
+router.register("policies", policies.PolicyViewSet, basename="policy")
+router.register("teams", projects.TeamViewSet, basename="team")
+router.register("deployments", deployments.DeploymentViewSet, basename="deployment")
 
 urlpatterns = router.urls

@@ -1,10 +1,10 @@
 """Forms of the server-rendered UI; they only parse input, the services decide."""
 
-import json
 from typing import Any
 
 from django import forms
 
+from .. import json_limits
 from ..choices import ApprovalDecision, DeploymentStatus
 
 
@@ -45,7 +45,7 @@ class DryRunForm(forms.Form):
     def clean_input_json(self) -> Any:
         raw = self.cleaned_data["input_json"]
         try:
-            document = json.loads(raw)
+            document = json_limits.loads(raw)
         except ValueError as problem:
             raise forms.ValidationError(f"Not valid JSON: {problem}") from None
         if not isinstance(document, dict):
