@@ -141,6 +141,15 @@ class Grants:
         ]
         return reduce(or_, clauses)
 
+    def reaching_filter(self, prefix: str) -> Q:
+        """A filter (through ``prefix``, e.g. "projects__") to the projects whose policies and roles reach a
+        visible project: the visible ones, and the ancestors of the granted ones (their ids are in the
+        granted paths). Only for users who do not see everything."""
+        chain_ids = {int(part) for path in self.paths.values() for part in path.strip("/").split("/")}
+        clauses = [Q(**{f"{prefix}pk__in": chain_ids})]
+        clauses += [Q(**{f"{prefix}lineage__startswith": path}) for path in self.paths.values()]
+        return reduce(or_, clauses)
+
 
 def grants(user: AbstractBaseUser) -> Grants:
     return Grants.of(user)
@@ -212,13 +221,9 @@ def visible_policies(user: AbstractBaseUser) -> QuerySet[ApprovalPolicy]:
         return ApprovalPolicy.objects.all()
     if not held.paths:
         return ApprovalPolicy.objects.none()
-    # Visible projects are the granted subtrees; what they inherit comes from those subtrees and from the
-    # granted projects' ancestors, whose ids are in the granted paths.
-    chain_ids = {int(part) for path in held.paths.values() for part in path.strip("/").split("/")}
-    in_subtrees = reduce(or_, (Q(projects__lineage__startswith=path) for path in held.paths.values()))
     templates = visible_environments(user).values("template_id")
     return ApprovalPolicy.objects.filter(
-        Q(projects__pk__in=chain_ids) | in_subtrees | Q(templates__in=templates)
+        held.reaching_filter("projects__") | Q(templates__in=templates)
     ).distinct()
 
 
@@ -236,9 +241,12 @@ def visible_templates(user: AbstractBaseUser) -> QuerySet[Template]:
 
 
 def visible_teams(user: AbstractBaseUser) -> QuerySet[Team]:
-    """The user's own teams and the teams holding a role on a project the user can see."""
+    """The user's own teams and the teams holding a role that reaches a project the user can see."""
+    if not user.is_authenticated:
+        return Team.objects.none()
     held = Grants.of(user)
     if held.sees_everything or user.has_perm("policies_app.change_team"):
         return Team.objects.all()
-    projects = visible_projects(user).values("pk")
-    return Team.objects.filter(Q(members=user) | Q(memberships__project__in=projects)).distinct()
+    if not held.paths:
+        return Team.objects.filter(members=user)
+    return Team.objects.filter(Q(members=user) | held.reaching_filter("memberships__project__")).distinct()

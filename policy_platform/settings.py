@@ -206,6 +206,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "DeploymentStatusEnum": "policies_app.choices.DeploymentStatus",
+        "DecisionEnum": "policies_app.choices.Decision",
+        "DeploymentTypeEnum": "policies_app.choices.DeploymentType",
+        "TemplateTypeEnum": "policies_app.choices.TemplateType",
+    },
 }
 
 # Celery: without a broker, tasks run in the calling process (the embedded default).

@@ -155,15 +155,6 @@ def test_a_worker_killed_mid_evaluation_does_not_leave_the_deployment_evaluating
     redis.stop()
 
 
-def test_cancel_works_while_a_deployment_is_evaluating(world, api):
-    deployment = Deployment.objects.create(
-        environment=world.environment, deployer=world.bob, status="evaluating"
-    )
-    response = api(world.bob).post(f"/api/v1/deployments/{deployment.pk}/cancel/")
-    assert response.status_code == 200
-    assert response.json()["status"] == "cancelled"
-
-
 def test_a_postgresql_restart_under_load_costs_no_error_and_loses_nothing(world, tmp_path):
     restart = os.environ.get("TEST_POSTGRES_RESTART")
     if not restart:

@@ -81,3 +81,12 @@ def test_a_duplicate_task_for_work_already_done_changes_nothing(world, django_ca
     deployments.evaluate_deployment(deployment.pk, resume=True)
     deployments.evaluate_deployment(deployment.pk)
     assert deployment.evaluations.count() == 1
+
+
+def test_cancel_works_while_a_deployment_is_evaluating(world, api):
+    deployment = Deployment.objects.create(
+        environment=world.environment, deployer=world.bob, status="evaluating"
+    )
+    response = api(world.bob).post(f"/api/v1/deployments/{deployment.pk}/cancel/")
+    assert response.status_code == 200
+    assert response.json()["status"] == "cancelled"

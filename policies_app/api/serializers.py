@@ -7,6 +7,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Manager, QuerySet
 from rest_framework import serializers
 
+from .. import access
 from ..choices import DeploymentType, RegoVersion, Role, TriggerName
 from ..environments import masked
 from ..evaluation import approves_automatically
@@ -25,6 +26,18 @@ from ..models import (
 from ..tree import ProjectTree
 
 User = get_user_model()
+
+
+class VisibleRelatedField(serializers.PrimaryKeyRelatedField):
+    """A reference to another object, accepted only when the requesting user may see it: an unseen one
+    "does not exist" (400), exactly like one that does not."""
+
+    def __init__(self, visible: Any, **kwargs: Any) -> None:
+        self.visible = visible  # access.visible_* function
+        super().__init__(**kwargs)
+
+    def get_queryset(self) -> QuerySet:
+        return self.visible(self.context["request"].user)
 
 
 class TreeListSerializer(serializers.ListSerializer):
@@ -48,9 +61,8 @@ class TreeSerializerMixin:
 
 
 class ProjectSerializer(TreeSerializerMixin, serializers.ModelSerializer):
-    approval_policies = serializers.PrimaryKeyRelatedField(
-        many=True, queryset=ApprovalPolicy.objects.all(), required=False
-    )
+    parent = VisibleRelatedField(access.visible_projects, required=False, allow_null=True)
+    approval_policies = VisibleRelatedField(access.visible_policies, many=True, required=False)
     full_name = serializers.CharField(read_only=True)
     inherited_policies = serializers.ListField(child=serializers.IntegerField(), read_only=True)
     self_approval_allowed = serializers.BooleanField(
@@ -123,9 +135,7 @@ class MembershipReadSerializer(serializers.ModelSerializer):
 
 
 class TemplateSerializer(serializers.ModelSerializer):
-    approval_policies = serializers.PrimaryKeyRelatedField(
-        many=True, queryset=ApprovalPolicy.objects.all(), required=False
-    )
+    approval_policies = VisibleRelatedField(access.visible_policies, many=True, required=False)
 
     class Meta:
         model = Template
@@ -153,6 +163,8 @@ class VariablesField(serializers.JSONField):
 
 
 class EnvironmentSerializer(TreeSerializerMixin, serializers.ModelSerializer):
+    project = VisibleRelatedField(access.visible_projects)
+    template = VisibleRelatedField(access.visible_templates)
     environment_variables = VariablesField(required=False)
     terraform_variables = VariablesField(required=False)
     sensitive_variables = serializers.JSONField(

@@ -3,13 +3,11 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
-from rest_framework.permissions import DjangoModelPermissions
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ... import access, projects
+from ... import access, projects, teams
 from .. import serializers as s
-from ..throttling import IsAuthenticated
 from .common import UpdateViewSet
 
 
@@ -46,8 +44,14 @@ class ProjectViewSet(UpdateViewSet):
 
 class TeamViewSet(UpdateViewSet):
     serializer_class = s.TeamSerializer
-    # Organisation-wide objects, written by holders of the Django model permission.
-    permission_classes = [IsAuthenticated, DjangoModelPermissions]
 
     def get_queryset(self):
         return access.visible_teams(self.request.user).prefetch_related("members")
+
+    def perform_create(self, serializer):
+        serializer.instance = teams.save_team(self.request.user, **serializer.validated_data)
+
+    def perform_update(self, serializer):
+        serializer.instance = teams.save_team(
+            self.request.user, serializer.instance, **serializer.validated_data
+        )

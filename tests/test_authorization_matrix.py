@@ -1,0 +1,218 @@
+"""Every route of the OpenAPI schema × every persona: allowed, forbidden or not found, as expected.
+
+The routes come from the schema itself, so a new route without expectations here fails
+``test_every_route_of_the_schema_has_expectations``. Personas, all on the world of tests/builders.py:
+  orgadmin  superuser (organisation admin)        auditor   organisation auditor (reads everything)
+  padmin    admin of Payments (above the env)     approver  Alice, approver on Platform
+  deployer  Bob, deployer on Platform             viewer    Vera, viewer on Platform
+  outsider  Charlie, no role anywhere
+Objects: the environment "prod" (Platform / Payments / Payments EU), a deployment of it pending approval
+(triggered by Bob), one approved (for complete), a policy attached to Platform, the template "network",
+the team "security team" (approvers on Platform).
+"""
+
+import io
+import tarfile
+
+import pytest
+from drf_spectacular.generators import SchemaGenerator
+
+from policies_app.models import (
+    Deployment,
+    EnvironmentState,
+    Evaluation,
+    OrganisationMembership,
+    ProjectMembership,
+)
+from tests.builders import api_client_for, make_policy, make_user
+
+pytestmark = pytest.mark.django_db
+
+PERSONAS = ("orgadmin", "auditor", "padmin", "approver", "deployer", "viewer", "outsider")
+A, F, N, I = "allowed", "forbidden", "not found", "invalid"  # noqa: E741 - the matrix reads better short
+
+
+def row(orgadmin, auditor, padmin, approver, deployer, viewer, outsider) -> dict[str, str]:
+    return dict(zip(PERSONAS, (orgadmin, auditor, padmin, approver, deployer, viewer, outsider), strict=True))
+
+
+EVERYONE = row(A, A, A, A, A, A, A)
+MEMBERS_READ = row(A, A, A, A, A, A, N)
+ADMINS_WRITE = row(A, F, A, F, F, F, N)
+ORG_WRITE = row(A, F, F, F, F, F, N)
+DEPLOYERS = row(A, F, A, A, A, F, N)
+APPROVERS = row(A, F, A, A, F, F, N)
+
+# (method, path) -> (expectations, body). Bodies may name objects with {placeholders} (see objects()).
+MATRIX = {
+    ("get", "/api/v1/projects/"): (EVERYONE, None),
+    ("post", "/api/v1/projects/"): (row(A, F, A, F, F, F, I), {"name": "New", "parent": "{payments}"}),
+    ("get", "/api/v1/projects/{id}/"): (MEMBERS_READ, None),
+    ("put", "/api/v1/projects/{id}/"): (
+        ADMINS_WRITE,
+        {"name": "Payments EU", "parent": "{payments}", "description": "x"},
+    ),
+    ("patch", "/api/v1/projects/{id}/"): (ADMINS_WRITE, {"description": "changed"}),
+    ("get", "/api/v1/projects/{id}/members/"): (MEMBERS_READ, None),
+    ("post", "/api/v1/projects/{id}/members/"): (ADMINS_WRITE, {"username": "charlie", "role": "viewer"}),
+    ("get", "/api/v1/templates/"): (EVERYONE, None),
+    ("post", "/api/v1/templates/"): (row(A, F, F, F, F, F, F), {"name": "new", "type": "terraform"}),
+    ("get", "/api/v1/templates/{id}/"): (MEMBERS_READ, None),
+    ("put", "/api/v1/templates/{id}/"): (ORG_WRITE, {"name": "network", "type": "terraform"}),
+    ("patch", "/api/v1/templates/{id}/"): (ORG_WRITE, {"path": "elsewhere"}),
+    ("post", "/api/v1/templates/{id}/archive/"): (ORG_WRITE, "archive"),
+    ("get", "/api/v1/teams/"): (EVERYONE, None),
+    ("post", "/api/v1/teams/"): (row(A, F, F, F, F, F, F), {"name": "new team"}),
+    ("get", "/api/v1/teams/{id}/"): (MEMBERS_READ, None),
+    ("put", "/api/v1/teams/{id}/"): (ORG_WRITE, {"name": "security team", "members": ["sam"]}),
+    ("patch", "/api/v1/teams/{id}/"): (ORG_WRITE, {"description": "changed"}),
+    ("get", "/api/v1/policies/"): (EVERYONE, None),
+    ("post", "/api/v1/policies/"): (
+        row(A, F, F, F, F, F, F),
+        {
+            "name": "new",
+            "modules": [{"filename": "main.rego", "source": 'package env0\n\nallow contains "ok" if true\n'}],
+        },
+    ),
+    ("get", "/api/v1/policies/{id}/"): (MEMBERS_READ, None),
+    ("put", "/api/v1/policies/{id}/"): (ORG_WRITE, {"name": "platform policy", "description": "x"}),
+    ("patch", "/api/v1/policies/{id}/"): (ORG_WRITE, {"description": "changed"}),
+    ("get", "/api/v1/policies/{id}/revisions/"): (MEMBERS_READ, None),
+    ("post", "/api/v1/policies/{id}/evaluate/"): (MEMBERS_READ, {"input": {}}),
+    ("get", "/api/v1/environments/"): (EVERYONE, None),
+    ("post", "/api/v1/environments/"): (
+        row(A, F, A, F, F, F, I),
+        {"name": "new", "project": "{payments_eu}", "template": "{template}"},
+    ),
+    ("get", "/api/v1/environments/{id}/"): (MEMBERS_READ, None),
+    ("put", "/api/v1/environments/{id}/"): (
+        ADMINS_WRITE,
+        {"name": "prod", "project": "{payments_eu}", "template": "{template}"},
+    ),
+    ("patch", "/api/v1/environments/{id}/"): (ADMINS_WRITE, {"terraform_variables": {"size": "small"}}),
+    ("get", "/api/v1/environments/{id}/effective-policies/"): (MEMBERS_READ, None),
+    ("get", "/api/v1/environments/{id}/deployments/"): (MEMBERS_READ, None),
+    ("post", "/api/v1/environments/{id}/deployments/"): (DEPLOYERS, {"plan": None}),
+    ("get", "/api/v1/environments/{id}/state/"): (MEMBERS_READ, None),
+    ("put", "/api/v1/environments/{id}/state/"): (
+        DEPLOYERS,
+        {
+            "version": 4,
+            "serial": 2,
+            "lineage": "l",
+            "terraform_version": "1.11.4",
+            "outputs": {},
+            "resources": [],
+        },
+    ),
+    ("get", "/api/v1/deployments/"): (EVERYONE, None),
+    ("get", "/api/v1/deployments/{id}/"): (MEMBERS_READ, None),
+    ("get", "/api/v1/deployments/{id}/input/"): (MEMBERS_READ, None),
+    ("post", "/api/v1/deployments/{id}/approve/"): (APPROVERS, {"comment": "ok"}),
+    ("post", "/api/v1/deployments/{id}/reject/"): (APPROVERS, {"comment": "no"}),
+    ("post", "/api/v1/deployments/{id}/cancel/"): (DEPLOYERS, None),
+    ("post", "/api/v1/deployments/{id}/complete/"): (DEPLOYERS, {"status": "succeeded"}),
+}
+OBJECT_OF_PATH = {
+    "projects": "payments_eu",
+    "templates": "template",
+    "teams": "team",
+    "policies": "policy",
+    "environments": "environment",
+    "deployments": "deployment",
+}
+STATUS = {A: {200, 201}, F: {403}, N: {404}, I: {400}}
+
+
+def schema_routes() -> set[tuple[str, str]]:
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    return {
+        (method, path)
+        for path, operations in schema["paths"].items()
+        if path.startswith("/api/v1/")
+        for method in operations
+        if method in ("get", "post", "put", "patch", "delete")
+    }
+
+
+def test_every_route_of_the_schema_has_expectations():
+    assert schema_routes() == set(MATRIX)
+
+
+def objects(world) -> dict:
+    pat, audrey = make_user("pat"), make_user("audrey")
+    ProjectMembership.objects.create(project=world.payments, user=pat, role="admin")
+    OrganisationMembership.objects.create(user=audrey, role="auditor")
+    world.platform.memberships.create(team=world.security, role="approver")
+    policy = make_policy("platform policy", 'package env0\n\npending contains "wait" if true\n')
+    world.platform.approval_policies.add(policy)
+    pending = Deployment.objects.create(
+        environment=world.environment, deployer=world.bob, status="pending_approval", decision="pending"
+    )
+    Evaluation.objects.create(
+        deployment=pending, request_type="deploy", input_json="{}", decision="pending", engine="x"
+    )
+    approved = Deployment.objects.create(environment=world.environment, deployer=world.bob, status="approved")
+    EnvironmentState.objects.create(
+        environment=world.environment, document={"version": 4}, serial=1, lineage="l"
+    )
+    personas = {
+        "orgadmin": world.admin,
+        "auditor": audrey,
+        "padmin": pat,
+        "approver": world.alice,
+        "deployer": world.bob,
+        "viewer": world.vera,
+        "outsider": world.charlie,
+    }
+    return {
+        "personas": personas,
+        "payments": world.payments.pk,
+        "payments_eu": world.payments_eu.pk,
+        "template": world.template.pk,
+        "team": world.security.pk,
+        "policy": policy.pk,
+        "environment": world.environment.pk,
+        "deployment": pending.pk,
+        "approved": approved.pk,
+    }
+
+
+def fill(body, ids: dict):
+    if isinstance(body, dict):
+        return {key: fill(value, ids) for key, value in body.items()}
+    if isinstance(body, str) and body.startswith("{") and body.endswith("}"):
+        return ids[body[1:-1]]
+    return body
+
+
+def archive() -> io.BytesIO:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        data = b'output "x" { value = 1 }\n'
+        info = tarfile.TarInfo("network/main.tf")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    buffer.seek(0)
+    buffer.name = "network.tar.gz"
+    return buffer
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+@pytest.mark.parametrize(("method", "path"), sorted(MATRIX))
+def test_each_persona_is_allowed_forbidden_or_not_found_as_expected(world, method, path, persona):
+    expectations, body = MATRIX[(method, path)]
+    ids = objects(world)
+    resource = path.split("/")[3]
+    target = ids["approved"] if path.endswith("/complete/") else ids[OBJECT_OF_PATH[resource]]
+    url = path.replace("{id}", str(target))
+    client = api_client_for(ids["personas"][persona])
+    if body == "archive":
+        response = client.post(url, {"archive": archive()}, format="multipart")
+    else:
+        response = getattr(client, method)(url, fill(body, ids), format="json")
+    expected = expectations[persona]
+    assert response.status_code in STATUS[expected], (
+        f"{persona} {method.upper()} {path}: expected {expected}, got {response.status_code} "
+        f"{response.content[:300]!r}"
+    )
