@@ -9,6 +9,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 
 from .choices import TERRAFORM_LIKE_TYPES, ApprovalDecision
+from .configuration_views import configuration_view
 from .models import Deployment, Team
 
 logger = logging.getLogger(__name__)
@@ -56,7 +57,6 @@ def _configuration_view(deployment: Deployment, terraform_variables: dict[str, A
     template = deployment.environment.template
     if template.type not in TERRAFORM_LIKE_TYPES or not (template.repository or template.archive):
         return None
-    from .iac.isolated import evaluate_configuration_isolated
     from .iac.sources import TemplateSourceError, checkout_template, extract_archive
 
     try:
@@ -75,12 +75,7 @@ def _configuration_view(deployment: Deployment, terraform_variables: dict[str, A
             )
     except (TemplateSourceError, OSError) as problem:
         return {"outputs": {}, "resources": [], "diagnostics": [_source_diagnostic(str(problem))]}
-    return evaluate_configuration_isolated(
-        str(directory),
-        variables=terraform_variables,
-        cache_dir=settings.IAC_PARSE_CACHE_DIR,
-        timeout_s=settings.IAC_EVALUATION_TIMEOUT_SECONDS,
-    )
+    return configuration_view(str(directory), terraform_variables)
 
 
 def _source_diagnostic(detail: str) -> dict[str, Any]:

@@ -212,3 +212,58 @@ any_database_destroyed if {
     assert replaced["messages"]["deny"] == ["aws_db_instance.main would be destroyed"]
     safe = trigger(api(world.bob), world.environment, plan=plan_with(("aws_s3_bucket.logs", ["delete"])))
     assert safe["status"] == "approved"
+
+
+def git_repository(path, files: dict[str, str]) -> str:
+    import subprocess
+
+    path.mkdir(parents=True)
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@x",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@x",
+    }
+    for command in (["init", "-q", "-b", "main"], ["add", "."], ["commit", "-q", "-m", "first"]):
+        subprocess.run(["git", *command], cwd=path, check=True, env={**env, "PATH": "/usr/bin:/bin"})
+    return str(path)
+
+
+def test_the_configuration_view_is_computed_once_per_commit_and_variables(world, api, settings, tmp_path):
+    from policies_app.models import ConfigurationView
+
+    settings.TEMPLATE_CHECKOUT_DIR = str(tmp_path / "checkouts")
+    world.template.repository = git_repository(tmp_path / "repo", {"web/main.tf": CONFIGURATION})
+    world.template.path = "web"
+    world.template.revision = "main"
+    world.template.save()
+
+    trigger(api(world.bob), world.environment, variables={"terraform": {"replicas": 2}})
+    assert ConfigurationView.objects.count() == 1
+    # What is kept is what the next evaluation shows: nothing is computed again.
+    kept = ConfigurationView.objects.get()
+    kept.document = {**kept.document, "outputs": {"names": {"value": ["kept"]}}}
+    kept.save()
+    again = trigger(api(world.bob), world.environment, variables={"terraform": {"replicas": 2}})
+    shown = api(world.bob).get(f"/api/v1/deployments/{again['id']}/input/").json()["configuration"]
+    assert shown["outputs"]["names"]["value"] == ["kept"]
+    # Other variables are another view.
+    trigger(api(world.bob), world.environment, variables={"terraform": {"replicas": 3}})
+    assert ConfigurationView.objects.count() == 2
+
+
+def test_a_plain_directory_template_is_evaluated_afresh_each_time(
+    world, api, template_dir, settings, tmp_path
+):
+    from policies_app.models import ConfigurationView
+
+    settings.TEMPLATE_CHECKOUT_DIR = str(tmp_path / "checkouts")
+    world.template.repository = str(template_dir)
+    world.template.path = "web"
+    world.template.revision = ""
+    world.template.save()
+    trigger(api(world.bob), world.environment)
+    assert ConfigurationView.objects.count() == 0

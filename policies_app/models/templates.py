@@ -24,3 +24,16 @@ class Template(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class ConfigurationView(models.Model):
+    """A template's configuration as evaluated for policies, kept by what it depends on (the template's
+    files at one commit or archive, the variables, the evaluator's own code), so that it is computed
+    once, not at every evaluation and resume."""
+
+    key = models.CharField(max_length=64, unique=True)
+    document = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"configuration view {self.key[:12]}"

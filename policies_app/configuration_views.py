@@ -1,0 +1,71 @@
+"""A template's configuration view, computed once per template files, variables and evaluator, then kept.
+
+Evaluating a configuration runs in a child process bounded in time (iac/isolated.py), which costs a
+few hundred milliseconds even for a small template; a deployment is evaluated again at every approval.
+The view depends only on the template's files (a checkout is named by its commit, an archive by the hash
+of its bytes), the Terraform variables and the evaluator's own code, so it is stored under a key made of
+those and reused. Files in a plain local directory can change under the same name: never kept.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from .iac.isolated import evaluate_configuration_isolated
+from .models import ConfigurationView
+
+IAC_PACKAGE = Path(__file__).resolve().parent / "iac"
+# What iac/isolated.py answers when the child process could not finish: worth trying again later.
+UNFINISHED = frozenset({"Configuration evaluation timed out", "Configuration evaluation failed"})
+
+
+@functools.cache
+def evaluator_version() -> str:
+    """A hash of the evaluator's code: a new version of it computes every view afresh."""
+    digest = hashlib.sha256()
+    for path in sorted(IAC_PACKAGE.rglob("*.py")):
+        digest.update(path.relative_to(IAC_PACKAGE).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _key(directory: str, variables: dict[str, Any]) -> str | None:
+    checkouts = Path(settings.TEMPLATE_CHECKOUT_DIR).resolve()
+    where = Path(directory).resolve()
+    if checkouts not in where.parents:
+        return None
+    identity = [where.relative_to(checkouts).as_posix(), variables, evaluator_version()]
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _unfinished(document: dict[str, Any]) -> bool:
+    return any(diagnostic.get("summary") in UNFINISHED for diagnostic in document.get("diagnostics", []))
+
+
+def configuration_view(directory: str, variables: dict[str, Any]) -> dict[str, Any]:
+    """The view of the configuration in ``directory`` with ``variables``, computed at most once."""
+    key = _key(directory, variables)
+    if key is not None:
+        kept = ConfigurationView.objects.filter(key=key).values_list("document", flat=True).first()
+        if kept is not None:
+            return kept
+    document = evaluate_configuration_isolated(
+        directory,
+        variables=variables,
+        cache_dir=settings.IAC_PARSE_CACHE_DIR,
+        timeout_s=settings.IAC_EVALUATION_TIMEOUT_SECONDS,
+    )
+    if key is not None and not _unfinished(document):
+        try:
+            with transaction.atomic():
+                ConfigurationView.objects.create(key=key, document=document)
+        except IntegrityError:
+            pass  # another evaluation kept the same view meanwhile
+    return document
