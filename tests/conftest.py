@@ -40,3 +40,27 @@ def api(world):
     from tests.builders import api_client_for
 
     return lambda user: api_client_for(user)
+
+
+@pytest.fixture
+def commits_run_on_commit_callbacks(monkeypatch):
+    """Inside a test's own transaction, run on-commit callbacks when the outermost atomic block of the code
+    under test exits cleanly, as the real commit would: a deployment is evaluated right after it is
+    triggered, as in production's embedded mode, without ``transaction=True`` and its database flush."""
+    from django.db import transaction
+
+    original_exit = transaction.Atomic.__exit__
+
+    def exit_and_commit(self, exc_type, exc_value, traceback):
+        result = original_exit(self, exc_type, exc_value, traceback)
+        connection = transaction.get_connection(self.using)
+        only_the_tests_blocks_left = connection.atomic_blocks and all(
+            getattr(block, "_from_testcase", False) for block in connection.atomic_blocks
+        )
+        if exc_type is None and not self._from_testcase and only_the_tests_blocks_left:
+            callbacks, connection.run_on_commit = connection.run_on_commit, []
+            for _, callback, _robust in callbacks:
+                callback()
+        return result
+
+    monkeypatch.setattr(transaction.Atomic, "__exit__", exit_and_commit)

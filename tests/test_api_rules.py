@@ -6,7 +6,7 @@ from rest_framework.test import APIClient
 from policies_app.models import ApprovalPolicy, Deployment, Evaluation, PolicyRevision, Project
 from tests.builders import make_policy, plan_with
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("commits_run_on_commit_callbacks")]
 
 VALID = 'package env0\n\npending contains "always" if true\n'
 

@@ -7,7 +7,7 @@ from django.utils import timezone
 from policies_app.models import Deployment, DeploymentEvent
 from tests.builders import make_policy, plan_with
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("commits_run_on_commit_callbacks")]
 
 TWO_APPROVERS = """
 package env0

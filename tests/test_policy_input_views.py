@@ -4,7 +4,7 @@ import pytest
 
 from tests.builders import make_policy, plan_with
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("commits_run_on_commit_callbacks")]
 
 CONFIGURATION = """
 variable "replicas" {
