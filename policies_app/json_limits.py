@@ -46,7 +46,8 @@ def loads(text: str | bytes) -> Any:
     except RecursionError:
         limit = settings.JSON_MAX_DEPTH
         raise JSONDocumentError(f"nested deeper than {limit} levels", _where_too_deep(text, limit)) from None
-    check(document)
+    # Valid JSON carries a NUL only escaped: without that escape in the text, no string needs looking at.
+    check(document, nul_possible=("\\u0000" in text) if isinstance(text, str) else (b"\\u0000" in text))
     return document
 
 
@@ -75,31 +76,40 @@ def _where_too_deep(text: str | bytes, limit: int) -> str:
     return ""
 
 
-def _child_path(path: str, key: Any) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else str(key)
+Trail = tuple  # (parent trail, key): a path built only when it is needed for a message
 
 
-def check(document: Any, path: str = "") -> None:
-    """Check depth, NUL characters and numbers of an already parsed document, without recursion."""
+def _path(trail: Trail | None) -> str:
+    keys = []
+    while trail is not None:
+        trail, key = trail
+        keys.append(key)
+    path = ""
+    for key in reversed(keys):
+        path = f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else str(key))
+    return path
+
+
+def check(document: Any, *, nul_possible: bool = True) -> None:
+    """Check the depth and the strings of a parsed document, without recursion. ``nul_possible=False``
+    (the JSON text had no ``\\u0000``) skips looking at strings, which is most of the work."""
     limit = settings.JSON_MAX_DEPTH
-    stack: list[tuple[Any, str, int]] = [(document, path, 1)]
+    stack: list[tuple[Any, Trail | None, int]] = [(document, None, 1)]
     while stack:
-        value, where, depth = stack.pop()
+        value, trail, depth = stack.pop()
+        if isinstance(value, (dict, list)) and depth > limit:
+            raise JSONDocumentError(f"nested deeper than {limit} levels", _path(trail))
         if isinstance(value, dict):
-            if depth > limit:
-                raise JSONDocumentError(f"nested deeper than {limit} levels", where)
             for key, item in value.items():
-                if "\x00" in key:
-                    raise JSONDocumentError("a key contains the NUL character (\\u0000)", where)
-                stack.append((item, _child_path(where, key), depth + 1))
+                if nul_possible and "\x00" in key:
+                    raise JSONDocumentError("a key contains the NUL character (\\u0000)", _path(trail))
+                if nul_possible or isinstance(item, (dict, list)):
+                    stack.append((item, (trail, key), depth + 1))
         elif isinstance(value, list):
-            if depth > limit:
-                raise JSONDocumentError(f"nested deeper than {limit} levels", where)
-            stack.extend((item, _child_path(where, index), depth + 1) for index, item in enumerate(value))
-        elif isinstance(value, str):
-            if "\x00" in value:
-                raise JSONDocumentError("contains the NUL character (\\u0000)", where)
+            for index, item in enumerate(value):
+                if nul_possible or isinstance(item, (dict, list)):
+                    stack.append((item, (trail, index), depth + 1))
+        elif isinstance(value, str) and "\x00" in value:
+            raise JSONDocumentError("contains the NUL character (\\u0000)", _path(trail))
         elif isinstance(value, float) and not math.isfinite(value):
-            raise JSONDocumentError("is not a finite number", where)
+            raise JSONDocumentError("is not a finite number", _path(trail))
