@@ -7,7 +7,7 @@ every project; superusers are organisation admins. Use cases ask ``require()``; 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -18,7 +18,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 
 from .choices import ORGANISATION_ROLE_CAPABILITIES, ROLE_CAPABILITIES, Capability, OrganisationRole
-from .errors import Forbidden
+from .errors import Forbidden, Invalid
 from .models import (
     ApprovalPolicy,
     Deployment,
@@ -225,6 +225,16 @@ def visible_policies(user: AbstractBaseUser) -> QuerySet[ApprovalPolicy]:
     return ApprovalPolicy.objects.filter(
         held.reaching_filter("projects__") | Q(templates__in=templates)
     ).distinct()
+
+
+def check_policies_visible(user: AbstractBaseUser, policies: Iterable[ApprovalPolicy]) -> None:
+    """Attaching a policy shows it to everyone where it is attached: only a policy the user already sees
+    may be attached; another one "does not exist" for them."""
+    wanted = {policy.pk for policy in policies}
+    visible = set(visible_policies(user).filter(pk__in=wanted).values_list("pk", flat=True))
+    hidden = sorted(wanted - visible)
+    if hidden:
+        raise Invalid({"approval_policies": [f'Invalid pk "{pk}" - object does not exist.' for pk in hidden]})
 
 
 def visible_templates(user: AbstractBaseUser) -> QuerySet[Template]:

@@ -34,15 +34,6 @@ def _check_name_free(name: str, parent: Project | None, project: Project | None 
         raise Invalid({"name": ["A sibling project already has this name."]})
 
 
-def _check_policies_visible(user: AbstractBaseUser, policies: Iterable[ApprovalPolicy]) -> None:
-    """Attaching a policy shows it to everyone on the project: only a policy the user sees may be attached."""
-    wanted = {policy.pk for policy in policies}
-    visible = set(access.visible_policies(user).filter(pk__in=wanted).values_list("pk", flat=True))
-    hidden = sorted(wanted - visible)
-    if hidden:
-        raise Invalid({"approval_policies": [f'Invalid pk "{pk}" - object does not exist.' for pk in hidden]})
-
-
 def create_project(
     user: AbstractBaseUser,
     *,
@@ -58,7 +49,7 @@ def create_project(
     if parent is not None and parent.lineage.count("/") >= MAX_DEPTH:
         raise Invalid({"parent": [f"Projects may be nested at most {MAX_DEPTH} levels deep."]})
     approval_policies = list(approval_policies)
-    _check_policies_visible(user, approval_policies)
+    access.check_policies_visible(user, approval_policies)
     with transaction.atomic():
         project = Project.objects.create(name=name, parent=parent, description=description)
         tree = ProjectTree.around([project])
@@ -100,7 +91,7 @@ def update_project(
         if approval_policies is not None:
             approval_policies = list(approval_policies)
             current = {attachment.policy_id: attachment for attachment in tree.own_attachments(project)}
-            _check_policies_visible(user, [p for p in approval_policies if p.pk not in current])
+            access.check_policies_visible(user, [p for p in approval_policies if p.pk not in current])
             _detach(
                 held, tree, [a for pk, a in current.items() if pk not in {p.pk for p in approval_policies}]
             )

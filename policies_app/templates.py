@@ -32,14 +32,6 @@ def _snapshot(template: Template) -> dict[str, Any]:
     }
 
 
-def _check_policies_visible(user: AbstractBaseUser, policies: list[ApprovalPolicy]) -> None:
-    wanted = {policy.pk for policy in policies}
-    visible = set(access.visible_policies(user).filter(pk__in=wanted).values_list("pk", flat=True))
-    hidden = sorted(wanted - visible)
-    if hidden:
-        raise Invalid({"approval_policies": [f'Invalid pk "{pk}" - object does not exist.' for pk in hidden]})
-
-
 def save_template(
     user: AbstractBaseUser,
     template: Template | None = None,
@@ -60,7 +52,7 @@ def save_template(
         raise Invalid({"name": ["A template of this name already exists."]})
     if approval_policies is not None:
         approval_policies = list(approval_policies)
-        _check_policies_visible(user, approval_policies)
+        access.check_policies_visible(user, approval_policies)
     with transaction.atomic():
         before = _snapshot(template) if template is not None else None
         template = template or Template()

@@ -7,9 +7,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
-from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from django.db import connection, connections
@@ -18,6 +15,7 @@ from policies_app import deployments
 from policies_app.errors import DomainError
 from policies_app.models import Deployment, DeploymentEvent
 from tests.builders import make_policy, make_user
+from tests.processes import ROOT, celery_worker, platform_environment, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -86,15 +84,6 @@ def test_more_concurrent_approvals_than_needed_release_once_and_late_ones_are_re
     assert DeploymentEvent.objects.filter(deployment=deployment, kind="released").count() == 1
 
 
-def _database_url() -> str:
-    settings = connection.settings_dict
-    password = f":{quote(settings['PASSWORD'])}" if settings.get("PASSWORD") else ""
-    return (
-        f"postgres://{quote(settings['USER'] or '')}{password}@{settings['HOST'] or 'localhost'}:"
-        f"{settings['PORT'] or 5432}/{settings['NAME']}"
-    )
-
-
 @pytest.fixture
 def redis_url():
     url = os.environ.get("TEST_REDIS_URL")
@@ -106,35 +95,7 @@ def redis_url():
 def test_a_real_celery_worker_evaluates_a_deployment_taken_from_redis(world, redis_url, tmp_path):
     needs_postgresql()
     world.platform.approval_policies.add(make_policy("two approvers", TWO_APPROVERS))
-    environment = {
-        **os.environ,
-        "DATABASE_URL": _database_url(),
-        "CELERY_BROKER_URL": redis_url,
-        "PLATFORM_VAR_DIR": str(tmp_path),
-    }
-    root = Path(__file__).resolve().parents[1]
-    log = open(tmp_path / "worker.log", "w")
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "policy_platform",
-            "worker",
-            "--pool=solo",
-            "--concurrency=1",
-            "--loglevel=INFO",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ],
-        cwd=root,
-        env=environment,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
+    with celery_worker(tmp_path, redis_url):
         # The trigger runs in its own process configured like production: the broker comes from the
         # environment, so the task is published to Redis instead of running in-process.
         trigger = (
@@ -145,24 +106,21 @@ def test_a_real_celery_worker_evaluates_a_deployment_taken_from_redis(world, red
         )
         published = subprocess.run(
             [sys.executable, "manage.py", "shell", "-c", trigger],
-            cwd=root,
-            env=environment,
+            cwd=ROOT,
+            env=platform_environment(tmp_path, CELERY_BROKER_URL=redis_url),
             capture_output=True,
             text=True,
             timeout=60,
         )
         assert published.returncode == 0, published.stderr
         deployment = Deployment.objects.get(pk=int(published.stdout.split()[-1]))
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            deployment.refresh_from_db()
-            if deployment.status not in ("queued", "evaluating"):
-                break
-            time.sleep(0.2)
+        wait_until(
+            lambda: Deployment.objects.get(pk=deployment.pk).status not in ("queued", "evaluating"),
+            60,
+            interval=0.2,
+            what="the worker's verdict",
+        )
+        deployment.refresh_from_db()
         assert deployment.status == "pending_approval", (tmp_path / "worker.log").read_text()[-3000:]
         assert deployment.evaluations.get().engine == "regorus"
         assert "evaluate_deployment_task" in (tmp_path / "worker.log").read_text()
-    finally:
-        worker.terminate()
-        worker.wait(20)
-        log.close()
