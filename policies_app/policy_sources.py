@@ -15,15 +15,18 @@ import hmac
 import json
 import logging
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from . import audit
+from . import access, audit
 from .choices import RegoVersion
 from .errors import Forbidden, Invalid
 from .models import ApprovalPolicy, PolicyRepository, PolicyRevision
@@ -353,7 +356,7 @@ class WebhookReply:
     body: dict[str, Any]
 
 
-def signature_matches(secret: str, headers: dict[str, str], body: bytes) -> bool:
+def signature_matches(secret: str, headers: Mapping[str, str], body: bytes) -> bool:
     """GitHub signs the body with the secret (X-Hub-Signature-256: sha256=<hex>); GitLab sends the
     secret itself as a token (X-Gitlab-Token). Either must match; without a secret nothing does."""
     if not secret:
@@ -366,7 +369,7 @@ def signature_matches(secret: str, headers: dict[str, str], body: bytes) -> bool
     return bool(token) and hmac.compare_digest(secret.encode(), token.encode())
 
 
-def receive_push(policy_id: int, headers: dict[str, str], body: bytes) -> WebhookReply:
+def receive_push(policy_id: Any, headers: Mapping[str, str], body: bytes) -> WebhookReply:
     """A push webhook for a policy's repository: checked, then a sync is queued (after commit)."""
     policy = (
         ApprovalPolicy.objects.filter(pk=policy_id, repository__isnull=False)
@@ -398,6 +401,8 @@ def receive_push(policy_id: int, headers: dict[str, str], body: bytes) -> Webhoo
 
 
 def _pushed_ref(body: bytes) -> str:
+    if body.startswith(b"payload="):  # GitHub's form-encoded deliveries
+        body = (parse_qs(body.decode("utf-8", "replace")).get("payload") or [""])[0].encode()
     try:
         document = json.loads(body or b"{}")
     except ValueError:
@@ -405,3 +410,10 @@ def _pushed_ref(body: bytes) -> str:
     return (
         document.get("ref", "") if isinstance(document, dict) and isinstance(document.get("ref"), str) else ""
     )
+
+
+def visible_repositories(user: AbstractBaseUser) -> QuerySet[PolicyRepository]:
+    """Repositories are organisation-wide, like policies: policy authors and organisation roles see them."""
+    if access.may_author_policies(user) or access.grants(user).sees_everything:
+        return PolicyRepository.objects.all()
+    return PolicyRepository.objects.none()

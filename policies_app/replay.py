@@ -21,8 +21,8 @@ from django.db import transaction
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
-from . import rego
-from .errors import Invalid
+from . import access, rego
+from .errors import Forbidden, Invalid
 from .models import (
     ApprovalPolicy,
     Deployment,
@@ -72,6 +72,34 @@ def recorded_deployments(policy: ApprovalPolicy, limit: int, deployments: QueryS
         .filter(latest_evaluation__isnull=False)
         .order_by("-created_at", "-id")[:limit]
     )
+
+
+def recorded_input(user: AbstractBaseUser, deployment_id: Any) -> str:
+    """The exact input of a deployment's latest evaluation, for a user who may see the deployment
+    (else Invalid: it "does not exist", as for any reference to an unseen object)."""
+    evaluation = (
+        Evaluation.objects.filter(
+            deployment__in=access.visible_deployments(user), deployment_id=deployment_id
+        )
+        .exclude(input_json="null")
+        .order_by("-created_at", "-id")
+        .only("input_json")
+        .first()
+        if str(deployment_id).isdigit()
+        else None
+    )
+    if evaluation is None:
+        raise Invalid(
+            {"deployment": [f"Deployment {deployment_id} does not exist or has no recorded input."]}
+        )
+    return evaluation.input_json
+
+
+def require_replay_reader(user: AbstractBaseUser) -> None:
+    """Replays show decisions of deployments across every environment a policy applies to: policy
+    authors and organisation roles read them."""
+    if not (access.may_author_policies(user) or access.grants(user).sees_everything):
+        raise Forbidden("Only policy authors and organisation roles may read replays.")
 
 
 def start_replay(
