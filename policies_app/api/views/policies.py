@@ -10,6 +10,7 @@ from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.reverse import reverse
 
 from ... import access, catalog, policies, policy_sources, policy_tests, replay
 from ...errors import Invalid, NotFound
@@ -148,7 +149,11 @@ class PolicyViewSet(UpdateViewSet):
         )
         return Response(s.PolicySerializer(self.get_queryset().get(pk=policy.pk)).data)
 
-    @extend_schema(request=ps.ReplayRequestSerializer, responses={202: ps.PolicyReplaySerializer})
+    @extend_schema(
+        request=ps.ReplayRequestSerializer,
+        responses={201: ps.PolicyReplaySerializer},
+        description="Starts a replay (a Celery task); follow its progress at the Location it answers with.",
+    )
     @action(detail=True, methods=["post"])
     def replay(self, request: Request, pk: str | None = None) -> Response:
         policy = self.get_object()
@@ -164,10 +169,15 @@ class PolicyViewSet(UpdateViewSet):
             data=data["data"] if "data" in data else ...,
             limit=data.get("limit"),
         )
-        started.refresh_from_db()
+        started.refresh_from_db()  # without a broker the replay has already run
         context = {"with_result": False}
+        location = reverse(
+            "policy-replay-detail", kwargs={"pk": policy.pk, "replay_id": started.pk}, request=request
+        )
         return Response(
-            ps.PolicyReplaySerializer(started, context=context).data, status=status.HTTP_202_ACCEPTED
+            ps.PolicyReplaySerializer(started, context=context).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Location": location},
         )
 
     @extend_schema(responses=ps.PolicyReplaySerializer(many=True))
