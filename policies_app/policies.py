@@ -356,6 +356,26 @@ def activation_refusal(revision: PolicyRevision) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class RevisionState:
+    """Where a revision stands, as the pages show it."""
+
+    label: str
+    tone: str  # the colour (platform_tags.tone): good, bad, waiting, neutral
+    reason: str = ""
+
+
+def revision_state(revision: PolicyRevision, active_revision_id: int | None) -> RevisionState:
+    if revision.pk == active_revision_id:
+        return RevisionState("active", "allow")
+    refusal = activation_refusal(revision)
+    if refusal:
+        return RevisionState("not activated", "deny", f"Recorded but not activated: {refusal}.")
+    if revision.draft:
+        return RevisionState("draft", "pending", "Saved as a draft: try it, replay it, then publish it.")
+    return RevisionState("inactive", "neutral")
+
+
 def _revision_summary(revision: PolicyRevision) -> dict[str, Any]:
     """A revision as the audit log keeps it: enough to see what changed, the sources in full."""
     return {
