@@ -72,7 +72,7 @@ def recorded(policy, environment, deployer, diffs, other_policy_pending=lambda i
                         "policy": "other",
                         "revision": 1,
                         "decision": other,
-                        "pending": ["look"],
+                        "pending": ["look"] if other == "pending" else [],
                     },
                 ],
                 engine="regorus",
