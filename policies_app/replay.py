@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from operator import or_
 from typing import Any
@@ -189,35 +190,41 @@ def replay_revision(revision: PolicyRevision, limit: int, progress: Any = None) 
     source = policy_source(revision)
     enforcement = {revision_key(revision): str(revision.enforcement)}
     settings_ = engine_settings()
+
+    def evaluate(input_json: str) -> rego.PolicyOutcome:
+        result = rego.evaluate_policies([source], input_json, **settings_)
+        return apply_enforcement(result, enforcement).outcomes[0]
+
     before_counts: Counter[str] = Counter()
     after_counts: Counter[str] = Counter()
     changed: list[dict[str, Any]] = []
     errors = 0
-    for start in range(0, len(rows), _CHUNK):
-        chunk = rows[start : start + _CHUNK]
-        evaluations = Evaluation.objects.in_bulk([row[1] for row in chunk])
-        for offset, (deployment_id, evaluation_id, environment, kind, created_at) in enumerate(chunk):
-            evaluation = evaluations[evaluation_id]
-            result = apply_enforcement(
-                rego.evaluate_policies([source], evaluation.input_json, **settings_), enforcement
-            )
-            entry = _compare(policy.pk, evaluation, result.outcomes[0])
-            before_counts[entry["before"]] += 1
-            after_counts[entry["after"]] += 1
-            errors += entry["after_policy"]["decision"] == "error"
-            if entry["before"] != entry["after"]:
-                changed.append(
-                    {
-                        "deployment": deployment_id,
-                        "environment": environment,
-                        "type": kind,
-                        "created_at": created_at.isoformat(),
-                        **entry,
-                    }
-                )
-            done = start + offset + 1
-            if progress is not None and (done % _PROGRESS_EVERY == 0 or done == len(rows)):
-                progress(done, len(rows))
+    # Each evaluation runs in an engine worker process: as many at once as the pool has workers.
+    with ThreadPoolExecutor(max_workers=settings.POLICY_REPLAY_CONCURRENCY) as workers:
+        for start in range(0, len(rows), _CHUNK):
+            chunk = rows[start : start + _CHUNK]
+            evaluations = Evaluation.objects.in_bulk([row[1] for row in chunk])
+            outcomes = workers.map(evaluate, [evaluations[row[1]].input_json for row in chunk])
+            for offset, ((deployment_id, evaluation_id, environment, kind, created_at), outcome) in enumerate(
+                zip(chunk, outcomes, strict=True)
+            ):
+                entry = _compare(policy.pk, evaluations[evaluation_id], outcome)
+                before_counts[entry["before"]] += 1
+                after_counts[entry["after"]] += 1
+                errors += entry["after_policy"]["decision"] == "error"
+                if entry["before"] != entry["after"]:
+                    changed.append(
+                        {
+                            "deployment": deployment_id,
+                            "environment": environment,
+                            "type": kind,
+                            "created_at": created_at.isoformat(),
+                            **entry,
+                        }
+                    )
+                done = start + offset + 1
+                if progress is not None and (done % _PROGRESS_EVERY == 0 or done == len(rows)):
+                    progress(done, len(rows))
     return {
         "revision": revision.number,
         "replayed": len(rows),

@@ -280,6 +280,10 @@ POLICY_GIT_TIMEOUT_SECONDS = env_number("POLICY_GIT_TIMEOUT_SECONDS", 120)
 POLICY_TEST_TIMEOUT_SECONDS = env_number("POLICY_TEST_TIMEOUT_SECONDS", 60)
 POLICY_REPLAY_LIMIT = int(env_number("POLICY_REPLAY_LIMIT", 500))  # deployments replayed by default
 POLICY_REPLAY_MAX_LIMIT = int(env_number("POLICY_REPLAY_MAX_LIMIT", 5000))
+# Evaluations a replay runs at once, each in an engine worker: at most POLICY_ENGINE_WORKERS.
+POLICY_REPLAY_CONCURRENCY = int(
+    env_number("POLICY_REPLAY_CONCURRENCY", env_number("POLICY_ENGINE_WORKERS", 2))
+)
 # The policy editor checks the modules as one types (debounced): its own, generous, rate.
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["editor_check"] = os.environ.get(
     "API_THROTTLE_EDITOR_CHECK", "240/minute"

@@ -43,7 +43,9 @@ def _revisions(policy: ApprovalPolicy) -> list[PolicyRevision]:
     revisions = list(policy.revisions.select_related("created_by").prefetch_related(modules))
     for revision in revisions:
         revision.state = revision_state(revision, policy.active_revision_id)
-        revision.data_json = "" if revision.data is None else json.dumps(revision.data, indent=2, sort_keys=True)
+        revision.data_json = (
+            "" if revision.data is None else json.dumps(revision.data, indent=2, sort_keys=True)
+        )
     return revisions
 
 

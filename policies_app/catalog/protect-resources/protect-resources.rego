@@ -4,10 +4,7 @@ import rego.v1
 
 # Parameters (data.policyData): types (resource types never to destroy), tag_key and tag_value (a tag
 # that protects the resource carrying it; an empty value protects whatever the value).
-destroyed contains change if {
-	some change in input.plan.resource_changes
-	"delete" in change.change.actions
-}
+destroys(change) if "delete" in change.change.actions
 
 tags(change) := object.union(object.get(change.change.before, "tags_all", {}), object.get(change.change.before, "tags", {})) if {
 	is_object(change.change.before)
@@ -19,19 +16,25 @@ protected_by_tag(change) if {
 	data.policyData.tag_value in {"", value}
 }
 
-deny contains sprintf("%s would be destroyed, and %s resources are protected", [change.address, change.type]) if {
-	some change in destroyed
+protected_type contains change.address if {
+	some change in input.plan.resource_changes
+	destroys(change)
 	change.type in data.policyData.types
 }
 
-deny contains sprintf("%s would be destroyed, and its tag %s protects it", [change.address, data.policyData.tag_key]) if {
-	some change in destroyed
+protected_tag contains change.address if {
+	some change in input.plan.resource_changes
+	destroys(change)
 	protected_by_tag(change)
 }
 
+deny contains sprintf("%s would be destroyed, and its type is protected", [address]) if some address in protected_type
+
+deny contains sprintf("%s would be destroyed, and its tag %s protects it", [address, data.policyData.tag_key]) if {
+	some address in protected_tag
+}
+
 allow contains "no protected resource is destroyed" if {
-	every change in destroyed {
-		not change.type in data.policyData.types
-		not protected_by_tag(change)
-	}
+	count(protected_type) == 0
+	count(protected_tag) == 0
 }

@@ -15,7 +15,7 @@ change(address, type, actions, tags) := {
 plan(changes) := {"plan": {"resource_changes": changes}}
 
 test_destroying_a_protected_type_is_denied if {
-	env0.deny["aws_db_instance.main would be destroyed, and aws_db_instance resources are protected"] with input as plan([change("aws_db_instance.main", "aws_db_instance", ["delete"], {})])
+	env0.deny["aws_db_instance.main would be destroyed, and its type is protected"] with input as plan([change("aws_db_instance.main", "aws_db_instance", ["delete"], {})])
 		with data.policyData as settings
 }
 
