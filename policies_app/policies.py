@@ -4,7 +4,6 @@ revision; a revision whose tests pass becomes the active one, unless it was save
 from __future__ import annotations
 
 import dataclasses
-import json
 import posixpath
 from dataclasses import dataclass
 from typing import Any
@@ -447,24 +446,6 @@ def _dry_run(source: rego.PolicySource, enforcement: str, input_json: str) -> re
     except rego.EngineUnavailableError as problem:
         raise Unavailable(f"The policy engine cannot run now: {problem}") from None
     return apply_enforcement(result, {source.key: enforcement})
-
-
-def dry_run_policy(policy: ApprovalPolicy | PolicyRevision, input_document: Any) -> dict[str, Any]:
-    """Evaluate one policy on a given input without storing anything: the active revision of a
-    policy (else its newest), or the revision given.
-
-    Dry runs have a small engine pool of their own: a burst of them answers "busy" (429) instead of
-    queueing in the web process or taking the workers that deployments need."""
-    if isinstance(policy, ApprovalPolicy):
-        revision = policy.active_revision or policy.latest_revision
-    else:
-        revision = policy
-    result = _dry_run(policy_source(revision), str(revision.enforcement), json.dumps(input_document))
-    return {
-        "decision": result.decision,
-        **{kind: result.messages[kind] for kind in ("deny", "pending", "warn", "allow")},
-        "error": str(result.error) if result.error else None,
-    }
 
 
 def try_revision(revision: PolicyRevision, input_json: str) -> dict[str, Any]:

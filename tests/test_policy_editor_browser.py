@@ -79,7 +79,9 @@ def test_the_editor_checks_the_syntax_as_one_types_and_saves_a_new_revision(live
     added.locator("input.filename").fill("lib/limits.rego")
     added.locator("textarea").fill("package limits\n\nimport rego.v1\n\nsize := \n")
     page.locator("#syntax-problems li").first.wait_for()
-    assert page.locator("#syntax-problems li").first.inner_text() == "lib/limits.rego:6:1: expecting expression"
+    assert (
+        page.locator("#syntax-problems li").first.inner_text() == "lib/limits.rego:6:1: expecting expression"
+    )
 
     added.locator("textarea").fill("package limits\n\nimport rego.v1\n\nsize := 3\n")
     status.filter(has_text="no problems").wait_for()
