@@ -448,10 +448,21 @@ def _dry_run(source: rego.PolicySource, enforcement: str, input_json: str) -> re
     return apply_enforcement(result, {source.key: enforcement})
 
 
-def try_revision(revision: PolicyRevision, input_json: str) -> dict[str, Any]:
-    """A dry run that also names the rules that fired ("Try it" on the policy page)."""
+def try_revision(revision: PolicyRevision, input_json: str, *, explain: bool = False) -> dict[str, Any]:
+    """Evaluate one revision on an input without storing anything; ``explain`` also names the rules that
+    fired ("Try it" on the policy page), which costs a second evaluation, on OPA.
+
+    Dry runs have a small engine pool of their own: a burst of them answers "busy" (429) instead of
+    queueing in the web process or taking the workers that deployments need."""
     source = policy_source(revision)
     result = _dry_run(source, str(revision.enforcement), input_json)
+    answer = {
+        "decision": result.decision,
+        **{kind: result.messages[kind] for kind in ("deny", "pending", "warn", "allow")},
+        "error": str(result.error) if result.error else None,
+    }
+    if not explain:
+        return answer
     fired: list[rego.FiredRule] = []
     explanation_error = ""
     if not result.error:
@@ -462,9 +473,7 @@ def try_revision(revision: PolicyRevision, input_json: str) -> dict[str, Any]:
         except (rego.EngineBusyError, rego.EngineUnavailableError) as problem:
             explanation_error = f"which rules fired is unknown: {problem}"
     return {
-        "decision": result.decision,
-        **{kind: result.messages[kind] for kind in ("deny", "pending", "warn", "allow")},
-        "error": str(result.error) if result.error else None,
+        **answer,
         "fired": [dataclasses.asdict(rule) for rule in fired],
         "explanation_error": explanation_error,
     }

@@ -168,7 +168,9 @@ def test_try_it_through_the_api_on_a_recorded_deployment_names_the_rules_that_fi
         engine="regorus",
     )
     response = api(world.vera).post(
-        f"/api/v1/policies/{policy.pk}/evaluate/", {"deployment": deployment.pk}, format="json"
+        f"/api/v1/policies/{policy.pk}/evaluate/",
+        {"deployment": deployment.pk, "explain": True},
+        format="json",
     )
     body = response.json()
     assert (body["decision"], body["deny"], body["fired"]) == (

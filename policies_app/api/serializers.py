@@ -355,6 +355,11 @@ class DryRunSerializer(serializers.Serializer):
     revision = serializers.IntegerField(
         required=False, help_text="The revision to try (default: the active one, else the newest)."
     )
+    explain = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Also name the rules that fired (fired: [{rule, file, line}]).",
+    )
 
     def validate_input(self, value):
         if not isinstance(value, dict):

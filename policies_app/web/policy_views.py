@@ -84,7 +84,7 @@ def policy_detail(request: HttpRequest, pk: int) -> HttpResponse:
             input_json = replay.recorded_input(request.user, form.cleaned_data["deployment"])
         else:
             input_json = json.dumps(form.cleaned_data["input_json"])
-        result = try_revision(revision, input_json)
+        result = try_revision(revision, input_json, explain=True)
     except DomainError as refusal:
         return _render_policy(request, policy, revisions=revisions, form=form, try_error=refusal.message)
     return _render_policy(request, policy, revisions=revisions, form=form, result=result)

@@ -82,7 +82,7 @@ class PolicyViewSet(UpdateViewSet):
 
     @extend_schema(
         request=s.DryRunSerializer,
-        responses=OpenApiResponse(description="{decision, deny, pending, warn, allow, error, fired}"),
+        responses=OpenApiResponse(description="{decision, deny, pending, warn, allow, error[, fired]}"),
     )
     @action(detail=True, methods=["post"], throttle_scope="dry_run")
     def evaluate(self, request: Request, pk: str | None = None) -> Response:
@@ -95,7 +95,7 @@ class PolicyViewSet(UpdateViewSet):
             input_json = replay.recorded_input(request.user, data["deployment"])
         else:
             input_json = json.dumps(data["input"])
-        return Response(policies.try_revision(revision, input_json))
+        return Response(policies.try_revision(revision, input_json, explain=data["explain"]))
 
     @extend_schema(
         request=ps.PolicyTestRunSerializer,
