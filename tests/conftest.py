@@ -40,3 +40,10 @@ def api(world):
     from tests.builders import api_client_for
 
     return lambda user: api_client_for(user)
+
+
+@pytest.fixture
+def repository_cache(settings, tmp_path):
+    """The cache of policy repositories, in the test's own folder."""
+    settings.POLICY_REPOSITORY_CACHE_DIR = str(tmp_path / "cache")
+    return Path(settings.POLICY_REPOSITORY_CACHE_DIR)

@@ -10,17 +10,10 @@ from django.urls import reverse
 from policies_app import policies
 from policies_app.models import ApprovalPolicy, Deployment, Evaluation
 from tests.builders import make_policy
+from tests.test_policy_tests import POLICY as COST
 
 pytestmark = pytest.mark.django_db
 
-COST = """package env0
-
-import rego.v1
-
-deny contains "too expensive" if input.costEstimation.monthlyCostDiff > 100
-
-allow contains "cheap" if input.costEstimation.monthlyCostDiff <= 100
-"""
 COST_TEST = """package env0_test
 
 import rego.v1

@@ -12,14 +12,9 @@ from tests.git_http import GitHttpServer
 from tests.git_repos import GitRepo
 from tests.test_policy_sync import DATA, MAIN
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("repository_cache")]
 
 TOKEN = "s3cr3t-t0ken-value"
-
-
-@pytest.fixture(autouse=True)
-def repository_cache(settings, tmp_path):
-    settings.POLICY_REPOSITORY_CACHE_DIR = str(tmp_path / "cache")
 
 
 @pytest.fixture

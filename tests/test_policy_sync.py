@@ -3,7 +3,6 @@ branches, tags, a force-push), synced by the platform from a bare "origin" on di
 
 import json
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +12,7 @@ from policies_app.models import ApprovalPolicy, PolicyRepository
 from policies_app.tasks import sync_policy_repositories_task
 from tests.git_repos import GitRepo
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("repository_cache")]
 
 MAIN = """package env0
 
@@ -40,12 +39,6 @@ test_a_small_rise_is_allowed if {
 }
 """
 DATA = json.dumps({"limits": {"cost": 100}})
-
-
-@pytest.fixture(autouse=True)
-def repository_cache(settings, tmp_path):
-    settings.POLICY_REPOSITORY_CACHE_DIR = str(tmp_path / "cache")
-    return Path(settings.POLICY_REPOSITORY_CACHE_DIR)
 
 
 @pytest.fixture

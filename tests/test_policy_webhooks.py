@@ -12,14 +12,9 @@ from policies_app import policy_sources
 from tests.git_repos import GitRepo
 from tests.test_policy_sync import DATA, MAIN
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("repository_cache")]
 
 SECRET = "webhook-secret"
-
-
-@pytest.fixture(autouse=True)
-def repository_cache(settings, tmp_path):
-    settings.POLICY_REPOSITORY_CACHE_DIR = str(tmp_path / "cache")
 
 
 @pytest.fixture

@@ -90,28 +90,10 @@ def _save(
     modules: list[dict[str, str]],
     request: HttpRequest,
 ) -> ApprovalPolicy:
-    draft = "draft" in request.POST
+    fields = {name: cleaned[name] for name in ("name", "description", "rego_version", "enforcement", "data")}
     if policy is None:
-        return create_policy(
-            name=cleaned["name"],
-            description=cleaned["description"],
-            rego_version=cleaned["rego_version"],
-            enforcement=cleaned["enforcement"],
-            modules=modules,
-            data=cleaned["data"],
-            user=request.user,
-        )
-    revise_policy(
-        policy,
-        name=cleaned["name"],
-        description=cleaned["description"],
-        rego_version=cleaned["rego_version"],
-        enforcement=cleaned["enforcement"],
-        modules=modules,
-        data=cleaned["data"],
-        draft=draft,
-        user=request.user,
-    )
+        return create_policy(**fields, modules=modules, user=request.user)
+    revise_policy(policy, **fields, modules=modules, draft="draft" in request.POST, user=request.user)
     return policy
 
 
