@@ -315,3 +315,22 @@ def test_an_inline_edit_of_a_repository_policy_is_refused(world, repo):
     with pytest.raises(Invalid) as refused:
         revise_policy(policy, modules=[{"filename": "main.rego", "source": MAIN}], user=world.admin)
     assert "synced from the repository infra" in refused.value.errors["modules"][0]
+
+
+def test_the_page_syncs_now_or_a_branch_as_a_draft(client, world, repo):
+    policy = follow(repo, world)
+    repo.commit({"policies/cost/data.json": json.dumps({"limits": {"cost": 40}})})
+    client.force_login(world.admin)
+    assert client.post(f"/policies/{policy.pk}/sync/").status_code == 302
+    repo.checkout("try", create=True)
+    repo.commit({"policies/cost/data.json": json.dumps({"limits": {"cost": 30}})})
+    assert client.post(f"/policies/{policy.pk}/sync/", {"revision": "try"}).status_code == 302
+    missing = client.post(f"/policies/{policy.pk}/sync/", {"revision": "gone"})
+    assert missing.status_code == 400 and "Syncing gone failed: revision:" in missing.content.decode()
+    policy.refresh_from_db()
+    assert [(r.number, r.draft) for r in policy.revisions.order_by("number")] == [
+        (1, False),
+        (2, False),
+        (3, True),
+    ]
+    assert policy.active_revision.number == 2

@@ -185,12 +185,18 @@ def _refused(request: HttpRequest, policy: ApprovalPolicy, refusal: DomainError)
 @login_required
 @require_POST
 def policy_sync(request: HttpRequest, pk: int) -> HttpResponse:
-    """Sync now; a failed sync is recorded on the policy, and its page shows why."""
+    """Sync now; a failed sync is recorded on the policy, and its page shows why. With a branch, tag or
+    commit, that revision is synced as a draft of the policy instead (its failure is only shown)."""
     policy = _visible_policy(request, pk)
+    branch = request.POST.get("revision", "").strip()
     try:
-        policy_sources.sync_policy(policy, user=request.user)
+        outcomes = policy_sources.sync_policy(policy, user=request.user, revision=branch or None)
     except DomainError as refusal:
         return _refused(request, policy, refusal)
+    mine = next(outcome for outcome in outcomes if outcome.policy.pk == policy.pk)
+    if branch and mine.errors:
+        problems = "; ".join(f"{field}: {' '.join(texts)}" for field, texts in mine.errors.items())
+        return _render_policy(request, policy, error=f"Syncing {branch} failed: {problems}", status=400)
     return redirect("web:policy-detail", pk=policy.pk)
 
 
