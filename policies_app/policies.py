@@ -360,7 +360,7 @@ class RevisionState:
     """Where a revision stands, as the pages show it."""
 
     label: str
-    tone: str  # the colour (platform_tags.tone): good, bad, waiting, neutral
+    tone: str  # a decision whose colour it takes (the tone filter): allow, deny, pending; or neutral
     reason: str = ""
 
 

@@ -151,6 +151,7 @@ class GitMirror:
                 GIT_CONFIG_KEY_0=f"http.{self.url}.extraHeader",
                 GIT_CONFIG_VALUE_0=f"Authorization: Basic {token}",
             )
+        self.directory.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="policy-git-") as private:
             known_hosts = Path(f"{self.directory}.known_hosts")
             checking = "accept-new"  # the first host key seen is kept and required from then on
