@@ -7,12 +7,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import OuterRef, Subquery
-
 from . import rego
 from .choices import ApprovalDecision, Decision, RequestType
 from .models import ApprovalPolicy, Deployment, Environment, PolicyRevision
-from .policies import engine_settings, policy_source
+from .policies import apply_enforcement, enforcement_of, engine_settings, policy_source
 from .policy_input import build_policy_input
 
 logger = logging.getLogger(__name__)
@@ -26,11 +24,9 @@ def approves_automatically(environment: Environment, applying: list[ApprovalPoli
 
 
 def latest_revisions(policies: list[ApprovalPolicy]) -> list[PolicyRevision]:
-    """The revision in force of each policy, in one query."""
-    newest = PolicyRevision.objects.filter(policy=OuterRef("policy")).order_by("-number").values("number")[:1]
-    return list(
-        PolicyRevision.objects.filter(policy__in=policies, number=Subquery(newest)).order_by("policy_id")
-    )
+    """The revision in force of each policy (its active revision, which a newer draft or a revision whose
+    tests failed does not replace), in one query. A policy that never had an active revision has none."""
+    return list(PolicyRevision.objects.filter(active_for__in=policies).order_by("policy_id"))
 
 
 @dataclass
@@ -74,6 +70,7 @@ def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevis
         return _verdict_without_policies(deployment, request_type, input_json)
     revision_by_key = {f"{r.policy_id}@{r.number}": r for r in revisions}
     result = rego.evaluate_policies([policy_source(r) for r in revisions], input_json, **engine_settings())
+    result = apply_enforcement(result, enforcement_of(revisions))
     outcomes = []
     for outcome in result.outcomes:
         revision = revision_by_key.get(outcome.key)

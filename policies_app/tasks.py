@@ -4,7 +4,9 @@ from celery import shared_task
 from django.db import DatabaseError
 
 from .deployments import evaluate_deployment, resend_lost_evaluations
-from .models import Deployment
+from .models import ApprovalPolicy, Deployment
+from .policy_sources import sync_all_repository_policies, sync_policy
+from .replay import run_replay
 
 
 @shared_task(acks_late=True, autoretry_for=(DatabaseError,), retry_backoff=True, max_retries=8)
@@ -17,3 +19,21 @@ def evaluate_deployment_task(deployment_id: int, resume: bool = False) -> None:
 @shared_task
 def resend_lost_evaluations_task() -> list[int]:
     return resend_lost_evaluations()
+
+
+@shared_task(acks_late=True, autoretry_for=(DatabaseError,), retry_backoff=True, max_retries=8)
+def sync_policy_task(policy_id: int) -> None:
+    policy = ApprovalPolicy.objects.filter(pk=policy_id, repository__isnull=False).first()
+    if policy is None:
+        return
+    sync_policy(policy)
+
+
+@shared_task
+def sync_policy_repositories_task() -> int:
+    return len(sync_all_repository_policies())
+
+
+@shared_task(acks_late=True, autoretry_for=(DatabaseError,), retry_backoff=True, max_retries=8)
+def replay_task(replay_id: int) -> None:
+    run_replay(replay_id)

@@ -270,6 +270,29 @@ POLICY_MESSAGE_MAX_COUNT = int(env_number("POLICY_MESSAGE_MAX_COUNT", 100))  # p
 POLICY_MESSAGE_MAX_LENGTH = int(env_number("POLICY_MESSAGE_MAX_LENGTH", 10_000))  # characters
 POLICY_MESSAGE_MAX_TOTAL = int(env_number("POLICY_MESSAGE_MAX_TOTAL", 1_000))  # per evaluation
 
+# Policies as code (docs/policies-as-code.md): policies synced from git repositories, their tests, and
+# replays of drafts over recorded deployments.
+POLICY_REPOSITORY_CACHE_DIR = os.environ.get(
+    "POLICY_REPOSITORY_CACHE_DIR", str(VAR_DIR / "cache" / "policy-repositories")
+)
+POLICY_SYNC_INTERVAL_SECONDS = env_number("POLICY_SYNC_INTERVAL_SECONDS", 300)
+POLICY_GIT_TIMEOUT_SECONDS = env_number("POLICY_GIT_TIMEOUT_SECONDS", 120)
+POLICY_TEST_TIMEOUT_SECONDS = env_number("POLICY_TEST_TIMEOUT_SECONDS", 60)
+POLICY_REPLAY_LIMIT = int(env_number("POLICY_REPLAY_LIMIT", 500))  # deployments replayed by default
+POLICY_REPLAY_MAX_LIMIT = int(env_number("POLICY_REPLAY_MAX_LIMIT", 5000))
+# Evaluations a replay runs at once, each in an engine worker: at most POLICY_ENGINE_WORKERS.
+POLICY_REPLAY_CONCURRENCY = int(
+    env_number("POLICY_REPLAY_CONCURRENCY", env_number("POLICY_ENGINE_WORKERS", 2))
+)
+# The policy editor checks the modules as one types (debounced): its own, generous, rate.
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["editor_check"] = os.environ.get(
+    "API_THROTTLE_EDITOR_CHECK", "240/minute"
+)
+CELERY_BEAT_SCHEDULE["sync-policy-repositories"] = {
+    "task": "policies_app.tasks.sync_policy_repositories_task",
+    "schedule": POLICY_SYNC_INTERVAL_SECONDS,
+}
+
 # The IaC engine's caches: parsed files by content hash, template checkouts by commit.
 IAC_PARSE_CACHE_DIR = os.environ.get("IAC_PARSE_CACHE_DIR", str(VAR_DIR / "cache" / "parse"))
 TEMPLATE_CHECKOUT_DIR = os.environ.get("TEMPLATE_CHECKOUT_DIR", str(VAR_DIR / "cache" / "templates"))

@@ -64,3 +64,10 @@ def commits_run_on_commit_callbacks(monkeypatch):
         return result
 
     monkeypatch.setattr(transaction.Atomic, "__exit__", exit_and_commit)
+
+
+@pytest.fixture
+def repository_cache(settings, tmp_path):
+    """The cache of policy repositories, in the test's own folder."""
+    settings.POLICY_REPOSITORY_CACHE_DIR = str(tmp_path / "cache")
+    return Path(settings.POLICY_REPOSITORY_CACHE_DIR)

@@ -22,6 +22,8 @@ from policies_app.models import (
     EnvironmentState,
     Evaluation,
     OrganisationMembership,
+    PolicyReplay,
+    PolicyRepository,
     ProjectMembership,
 )
 from tests.builders import api_client_for, make_policy, make_user
@@ -42,6 +44,8 @@ ADMINS_WRITE = row(A, F, A, F, F, F, N)
 ORG_WRITE = row(A, F, F, F, F, F, N)
 DEPLOYERS = row(A, F, A, A, A, F, N)
 APPROVERS = row(A, F, A, A, F, F, N)
+AUTHORS = row(A, F, F, F, F, F, F)  # organisation-wide writes, not about one visible object
+ORG_READ = row(A, A, F, F, F, F, N)
 
 # (method, path) -> (expectations, body). Bodies may name objects with {placeholders} (see objects()).
 MATRIX = {
@@ -79,6 +83,30 @@ MATRIX = {
     ("patch", "/api/v1/policies/{id}/"): (ORG_WRITE, {"description": "changed"}),
     ("get", "/api/v1/policies/{id}/revisions/"): (MEMBERS_READ, None),
     ("post", "/api/v1/policies/{id}/evaluate/"): (MEMBERS_READ, {"input": {}}),
+    ("post", "/api/v1/policies/{id}/test/"): (MEMBERS_READ, {}),
+    # An inline policy has no repository to sync from: the one who may sync gets a field error.
+    ("post", "/api/v1/policies/{id}/sync/"): (row(I, F, F, F, F, F, N), {}),
+    ("post", "/api/v1/policies/{id}/publish/"): (ORG_WRITE, {"revision": 1}),
+    ("post", "/api/v1/policies/{id}/replay/"): (ORG_WRITE, {"revision": 1, "limit": 5}),
+    ("get", "/api/v1/policies/{id}/replays/"): (ORG_READ, None),
+    ("get", "/api/v1/policies/{id}/replays/{replay_id}/"): (ORG_READ, None),
+    ("post", "/api/v1/policies/check/"): (
+        AUTHORS,
+        {"modules": [{"filename": "main.rego", "source": "package env0\n"}]},
+    ),
+    ("get", "/api/v1/policies/catalog/"): (EVERYONE, None),
+    ("post", "/api/v1/policies/install/"): (
+        AUTHORS,
+        {"entry": "require-approvers", "name": "two approvers", "parameters": {"count": 2}},
+    ),
+    ("get", "/api/v1/policy-repositories/"): (EVERYONE, None),
+    ("post", "/api/v1/policy-repositories/"): (AUTHORS, {"name": "new", "url": "https://example.com/p.git"}),
+    ("get", "/api/v1/policy-repositories/{id}/"): (row(A, A, N, N, N, N, N), None),
+    ("put", "/api/v1/policy-repositories/{id}/"): (
+        row(A, F, N, N, N, N, N),
+        {"name": "policies", "url": "https://example.com/policies.git"},
+    ),
+    ("patch", "/api/v1/policy-repositories/{id}/"): (row(A, F, N, N, N, N, N), {"username": "bot"}),
     ("get", "/api/v1/environments/"): (EVERYONE, None),
     ("post", "/api/v1/environments/"): (
         row(A, F, A, F, F, F, I),
@@ -120,6 +148,7 @@ OBJECT_OF_PATH = {
     "policies": "policy",
     "environments": "environment",
     "deployments": "deployment",
+    "policy-repositories": "repository",
 }
 STATUS = {A: {200, 201}, F: {403}, N: {404}, I: {400}}
 
@@ -153,6 +182,8 @@ def objects(world) -> dict:
         deployment=pending, request_type="deploy", input_json="{}", decision="pending", engine="x"
     )
     approved = Deployment.objects.create(environment=world.environment, deployer=world.bob, status="approved")
+    replay = PolicyReplay.objects.create(revision=policy.latest_revision, limit=5, status="done")
+    repository = PolicyRepository.objects.create(name="policies", url="https://example.com/policies.git")
     EnvironmentState.objects.create(
         environment=world.environment, document={"version": 4}, serial=1, lineage="l"
     )
@@ -175,6 +206,8 @@ def objects(world) -> dict:
         "environment": world.environment.pk,
         "deployment": pending.pk,
         "approved": approved.pk,
+        "replay": replay.pk,
+        "repository": repository.pk,
     }
 
 
@@ -205,7 +238,7 @@ def test_each_persona_is_allowed_forbidden_or_not_found_as_expected(world, metho
     ids = objects(world)
     resource = path.split("/")[3]
     target = ids["approved"] if path.endswith("/complete/") else ids[OBJECT_OF_PATH[resource]]
-    url = path.replace("{id}", str(target))
+    url = path.replace("{id}", str(target)).replace("{replay_id}", str(ids["replay"]))
     client = api_client_for(ids["personas"][persona])
     if body == "archive":
         response = client.post(url, {"archive": archive()}, format="multipart")

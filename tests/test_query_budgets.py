@@ -14,11 +14,14 @@ from policies_app.models import (
     Deployment,
     Environment,
     Evaluation,
+    PolicyReplay,
+    PolicyRepository,
     Project,
     ProjectMembership,
     Team,
     Template,
 )
+from policies_app.policies import revise_policy
 from tests.builders import make_policy
 
 pytestmark = pytest.mark.django_db
@@ -62,14 +65,24 @@ def count_queries(fetch) -> int:
     return len(queries)
 
 
-def api_get(api, world, path):
-    client = api(world.alice)  # creates Alice's token outside the counted requests
+def api_get(api, user, path):
+    client = api(user)  # creates the user's token outside the counted requests
     return lambda: client.get(path)
 
 
-def page_get(client, world, path):
-    client.force_login(world.alice)
+def page_get(client, user, path):
+    client.force_login(user)
     return lambda: client.get(path)
+
+
+def policy_with_history(world) -> tuple[int, int]:
+    """A policy that applies to every environment grow() adds, with two revisions and a replay."""
+    policy = make_policy("budget policy", PENDING)
+    revise_policy(policy, data={"x": 1})
+    world.platform.approval_policies.add(policy)
+    replay = PolicyReplay.objects.create(revision=policy.latest_revision, limit=5, status="done", result={})
+    PolicyRepository.objects.create(name="policies", url="https://example.com/policies.git")
+    return policy.pk, replay.pk
 
 
 ENDPOINTS = {
@@ -86,6 +99,14 @@ ENDPOINTS = {
     "page projects": ("page", "/projects/"),
     "page policies": ("page", "/policies/"),
     "page environment": ("page", "/environments/{environment}/"),
+    "page policy": ("page", "/policies/{policy}/"),
+    "page policy revision": ("page", "/policies/{policy}/revisions/1/"),
+    "page policy diff": ("page", "/policies/{policy}/diff/?old=1&new=2"),
+    "page policy edit": ("page", "/policies/{policy}/edit/", "admin"),
+    "page policy replay": ("page", "/policies/{policy}/replays/{replay}/", "admin"),
+    "page policy catalog": ("page", "/policies/catalog/"),
+    "api policy replays": ("api", "/api/v1/policies/{policy}/replays/", "admin"),
+    "api policy repositories": ("api", "/api/v1/policy-repositories/", "admin"),
 }
 
 
@@ -95,9 +116,11 @@ def test_every_endpoint_has_a_budget():
 
 @pytest.mark.parametrize("name", sorted(ENDPOINTS))
 def test_queries_do_not_grow_with_rows_and_stay_within_budget(world, api, client, name):
-    kind, path = ENDPOINTS[name]
-    path = path.format(environment=world.environment.pk)
-    fetch = api_get(api, world, path) if kind == "api" else page_get(client, world, path)
+    kind, path, *who = ENDPOINTS[name]
+    policy, replay = policy_with_history(world) if "{policy}" in path or "policy" in name else (None, None)
+    path = path.format(environment=world.environment.pk, policy=policy, replay=replay)
+    user = getattr(world, who[0] if who else "alice")
+    fetch = api_get(api, user, path) if kind == "api" else page_get(client, user, path)
     grow(world, 2, 0)
     few = count_queries(fetch)
     grow(world, 6, 2)

@@ -15,14 +15,17 @@ from ..models import (
     Approval,
     ApprovalPolicy,
     Deployment,
+    Enforcement,
     Environment,
     Evaluation,
+    PolicyRepository,
     PolicyRevision,
     Project,
     ProjectMembership,
     Team,
     Template,
 )
+from ..policies import activation_refusal
 from ..tree import ProjectTree
 
 User = get_user_model()
@@ -209,27 +212,62 @@ class EnvironmentSerializer(TreeSerializerMixin, serializers.ModelSerializer):
 
 
 class PolicyModuleSerializer(serializers.Serializer):
-    filename = serializers.CharField(max_length=200)
+    filename = serializers.CharField(max_length=500, help_text="A path such as main.rego or lib/cost.rego.")
     source = serializers.CharField(trim_whitespace=False)
 
 
 class PolicyRevisionSerializer(serializers.ModelSerializer):
+    """A revision, with whether it is the one in force and, if it could not be, why."""
+
     modules = PolicyModuleSerializer(many=True, read_only=True)
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
 
     class Meta:
         model = PolicyRevision
-        fields = ["id", "number", "rego_version", "data", "modules", "created_by", "created_at"]
+        fields = [
+            "id",
+            "number",
+            "rego_version",
+            "enforcement",
+            "data",
+            "modules",
+            "draft",
+            "commit",
+            "tests_status",
+            "tests_report",
+            "created_by",
+            "created_at",
+        ]
+
+    def to_representation(self, revision: PolicyRevision) -> dict:
+        data = super().to_representation(revision)
+        data["active"] = revision.pk == self.context.get("active_revision_id")
+        data["not_activated_because"] = activation_refusal(revision) or None
+        return data
 
 
 class PolicySerializer(serializers.ModelSerializer):
-    """Create or revise a policy: every write becomes a new immutable revision."""
+    """Create or revise a policy: every write becomes a new immutable revision, active when its tests
+    pass (unless saved as a draft). A policy follows either inline modules or a repository folder."""
 
     rego_version = serializers.ChoiceField(
         choices=RegoVersion.choices, default=RegoVersion.V1, write_only=True
     )
+    enforcement = serializers.ChoiceField(choices=Enforcement.choices, required=False, write_only=True)
     modules = PolicyModuleSerializer(many=True, write_only=True, required=False)
     data = serializers.JSONField(required=False, allow_null=True, write_only=True)
+    draft = serializers.BooleanField(
+        required=False,
+        default=False,
+        write_only=True,
+        help_text="Save without activating (to try or replay).",
+    )
+    repository = serializers.PrimaryKeyRelatedField(
+        queryset=PolicyRepository.objects.all(), required=False, write_only=True
+    )
+    repository_path = serializers.CharField(required=False, allow_blank=True, write_only=True)
+    repository_revision = serializers.CharField(required=False, allow_blank=True, write_only=True)
+    declared_name = serializers.CharField(required=False, allow_blank=True, write_only=True)
     latest_revision = PolicyRevisionSerializer(read_only=True)
     revision_count = serializers.IntegerField(read_only=True)
 
@@ -240,8 +278,14 @@ class PolicySerializer(serializers.ModelSerializer):
             "name",
             "description",
             "rego_version",
+            "enforcement",
             "modules",
             "data",
+            "draft",
+            "repository",
+            "repository_path",
+            "repository_revision",
+            "declared_name",
             "latest_revision",
             "revision_count",
             "created_at",
@@ -252,12 +296,37 @@ class PolicySerializer(serializers.ModelSerializer):
     def to_representation(self, policy: ApprovalPolicy) -> dict:
         # Read from the prefetched revisions, never with a query per policy.
         revisions = sorted(policy.revisions.all(), key=lambda revision: -revision.number)
+        active = next((r for r in revisions if r.pk == policy.active_revision_id), None)
+        context = {"active_revision_id": policy.active_revision_id}
+        source: dict[str, Any] = {"kind": "inline"}
+        if policy.repository_id is not None:
+            source = {
+                "kind": "repository",
+                "repository": {
+                    "id": policy.repository_id,
+                    "name": policy.repository.name,
+                    "url": policy.repository.url,
+                },
+                "path": policy.repository_path,
+                "revision": policy.repository_revision,
+                "declared_name": policy.declared_name,
+                "synced_commit": policy.synced_commit,
+                "synced_at": serializers.DateTimeField().to_representation(policy.synced_at)
+                if policy.synced_at
+                else None,
+                "sync_error": policy.sync_error or None,
+            }
         return {
             "id": policy.pk,
             "name": policy.name,
             "description": policy.description,
-            "latest_revision": PolicyRevisionSerializer(revisions[0]).data if revisions else None,
+            "active_revision": active.number if active else None,
+            "latest_revision": PolicyRevisionSerializer(revisions[0], context=context).data
+            if revisions
+            else None,
             "revision_count": len(revisions),
+            "source": source,
+            "catalog_entry": policy.catalog_entry or None,
             "created_at": serializers.DateTimeField().to_representation(policy.created_at),
         }
 
@@ -267,13 +336,30 @@ class PolicySerializer(serializers.ModelSerializer):
         return value
 
     def validate(self, attrs: dict) -> dict:
-        if self.instance is None and not attrs.get("modules"):
-            raise serializers.ValidationError({"modules": "At least one Rego module is required."})
+        if self.instance is None and bool(attrs.get("modules")) == ("repository" in attrs):
+            raise serializers.ValidationError(
+                {
+                    "modules": "Give either modules or a repository (with repository_path and repository_revision)."
+                }
+            )
         return attrs
 
 
 class DryRunSerializer(serializers.Serializer):
-    input = serializers.JSONField()
+    """An input to try a policy on: pasted, or the recorded input of a past deployment."""
+
+    input = serializers.JSONField(required=False)
+    deployment = serializers.IntegerField(
+        required=False, help_text="Use the recorded input of this deployment's latest evaluation instead."
+    )
+    revision = serializers.IntegerField(
+        required=False, help_text="The revision to try (default: the active one, else the newest)."
+    )
+    explain = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Also name the rules that fired (fired: [{rule, file, line}]).",
+    )
 
     def validate_input(self, value):
         if not isinstance(value, dict):
@@ -281,6 +367,11 @@ class DryRunSerializer(serializers.Serializer):
                 "The input must be a JSON object, like a deployment's policy input."
             )
         return value
+
+    def validate(self, attrs: dict) -> dict:
+        if ("input" in attrs) == ("deployment" in attrs):
+            raise serializers.ValidationError({"input": "Give either an input or a deployment."})
+        return attrs
 
 
 class TeamSerializer(serializers.ModelSerializer):

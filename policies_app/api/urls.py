@@ -7,6 +7,7 @@ router.register("projects", projects.ProjectViewSet, basename="project")
 router.register("templates", templates.TemplateViewSet, basename="template")
 router.register("environments", environments.EnvironmentViewSet, basename="environment")
 router.register("policies", policies.PolicyViewSet, basename="policy")
+router.register("policy-repositories", policies.PolicyRepositoryViewSet, basename="policy-repository")
 router.register("teams", projects.TeamViewSet, basename="team")
 router.register("deployments", deployments.DeploymentViewSet, basename="deployment")
 

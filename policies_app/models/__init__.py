@@ -1,7 +1,9 @@
 from .audit import AuditEntry
 from .deployments import Approval, Deployment, DeploymentEvent, Evaluation
 from .environments import Environment, EnvironmentState
-from .policies import ApprovalPolicy, PolicyModule, PolicyRevision
+from .policies import ApprovalPolicy, Enforcement, PolicyModule, PolicyRevision, RevisionTestsStatus
+from .policy_replays import PolicyReplay, ReplayStatus
+from .policy_repositories import PolicyRepository
 from .projects import OrganisationMembership, Project, ProjectMembership, ProjectPolicy, Team
 from .templates import ConfigurationView, Template
 
@@ -14,11 +16,16 @@ __all__ = [
     "DeploymentEvent",
     "Environment",
     "EnvironmentState",
+    "Enforcement",
     "OrganisationMembership",
     "Evaluation",
     "PolicyModule",
+    "PolicyReplay",
+    "PolicyRepository",
     "PolicyRevision",
     "Project",
+    "ReplayStatus",
+    "RevisionTestsStatus",
     "ProjectMembership",
     "ProjectPolicy",
     "Team",

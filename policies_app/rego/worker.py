@@ -17,6 +17,7 @@ from typing import Any
 from policies_app.rego.decisions import MessageLimits, limit_messages, truncate_message
 from policies_app.rego.engines import LRUCache, OpaAdapter, PolicyRuntimeError, RegorusAdapter
 from policies_app.rego.prepare import PreparedPolicy, library_modules, prepare_policy
+from policies_app.rego.testing import WORKER_OPERATIONS
 from policies_app.rego.types import PolicyCompileError
 
 _MB = 1024 * 1024
@@ -117,6 +118,8 @@ class Worker:
             return self.check(request)
         if op == "evaluate":
             return self.evaluate(request)
+        if op in WORKER_OPERATIONS:  # policy tests and explanations, on OPA (testing.py)
+            return WORKER_OPERATIONS[op](self._prepare, request)
         return {"type": "done", "error": {"message": f"unknown request {op!r}"}}
 
 

@@ -1,63 +1,257 @@
-"""Pages of approval policies: the list, a policy with its revisions, and a dry run."""
+"""Pages of approval policies: the list, a policy (its source, revisions, tests, "Try it" and replays),
+a revision with its test coverage, two revisions side by side, a replay's result; syncing and
+publishing. The editor and the catalog are in policy_editor_views.py."""
 
 import json
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Prefetch
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import access
+from .. import access, policy_sources, replay
 from ..choices import Capability
 from ..errors import DomainError
-from ..models import PolicyModule
-from ..policies import dry_run_policy
-from .forms import DryRunForm
+from ..models import ApprovalPolicy, PolicyModule, PolicyReplay, PolicyRevision, ReplayStatus
+from ..policies import PolicyContent, publish_revision, revision_state, try_revision
+from ..revision_diff import diff_contents
+from .policy_forms import DiffForm, DryRunForm, ReplayForm
+
+RECENT_DEPLOYMENTS = 50  # offered to "Try it"
 
 
 @login_required
 @require_GET
 def policy_list(request: HttpRequest) -> HttpResponse:
-    policies = access.visible_policies(request.user).prefetch_related("projects", "templates", "revisions")
-    return render(request, "web/policy_list.html", {"policies": policies})
+    policies = (
+        access.visible_policies(request.user)
+        .select_related("active_revision", "repository")
+        .prefetch_related("projects", "templates", "revisions")
+    )
+    context = {"policies": policies, "may_author": access.may_author_policies(request.user)}
+    return render(request, "web/policy_list.html", context)
+
+
+def _visible_policy(request: HttpRequest, pk: int) -> ApprovalPolicy:
+    return get_object_or_404(access.visible_policies(request.user).select_related("repository"), pk=pk)
+
+
+def _revisions(policy: ApprovalPolicy) -> list[PolicyRevision]:
+    modules = Prefetch("modules", queryset=PolicyModule.objects.order_by("filename"))
+    revisions = list(policy.revisions.select_related("created_by").prefetch_related(modules))
+    for revision in revisions:
+        revision.state = revision_state(revision, policy.active_revision_id)
+        revision.data_json = (
+            "" if revision.data is None else json.dumps(revision.data, indent=2, sort_keys=True)
+        )
+    return revisions
+
+
+def _try_choices(request: HttpRequest, policy: ApprovalPolicy) -> list[tuple[int, str]]:
+    """Recent deployments the user may see, of environments the policy applies to: their recorded
+    inputs can be tried."""
+    deployments = replay.recorded_deployments(
+        policy, RECENT_DEPLOYMENTS, access.visible_deployments(request.user).select_related("environment")
+    )
+    return [
+        (
+            deployment.pk,
+            f"#{deployment.pk} {deployment.environment.name} {deployment.type} "
+            f"({deployment.decision or deployment.status}, {deployment.created_at:%Y-%m-%d %H:%M})",
+        )
+        for deployment in deployments
+    ]
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def policy_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    policy = get_object_or_404(access.visible_policies(request.user), pk=pk)
-    held = access.grants(request.user)
-    revisions = list(
-        policy.revisions.select_related("created_by").prefetch_related(
-            Prefetch("modules", queryset=PolicyModule.objects.order_by("filename"))
-        )
+    """The policy, and "Try it": a revision on a pasted input or on a past deployment's recorded input."""
+    policy = _visible_policy(request, pk)
+    if request.method != "POST":
+        return _render_policy(request, policy)
+    revisions = _revisions(policy)
+    form = DryRunForm(
+        request.POST, revisions=[r.number for r in revisions], deployments=_try_choices(request, policy)
     )
-    for revision in revisions:
-        revision.data_json = (
-            "" if revision.data is None else json.dumps(revision.data, indent=2, sort_keys=True)
-        )
+    if not form.is_valid():
+        return _render_policy(request, policy, revisions=revisions, form=form, status=400)
+    revision = next(r for r in revisions if r.number == form.cleaned_data["revision"])
+    try:
+        if form.cleaned_data.get("deployment"):
+            input_json = replay.recorded_input(request.user, form.cleaned_data["deployment"])
+        else:
+            input_json = json.dumps(form.cleaned_data["input_json"])
+        result = try_revision(revision, input_json, explain=True)
+    except DomainError as refusal:
+        return _render_policy(request, policy, revisions=revisions, form=form, try_error=refusal.message)
+    return _render_policy(request, policy, revisions=revisions, form=form, result=result)
+
+
+def _render_policy(
+    request: HttpRequest,
+    policy: ApprovalPolicy,
+    *,
+    revisions: list[PolicyRevision] | None = None,
+    form: DryRunForm | None = None,
+    result: dict[str, Any] | None = None,
+    try_error: str = "",
+    error: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    revisions = revisions if revisions is not None else _revisions(policy)
     numbers = [revision.number for revision in revisions]
-    result: dict[str, Any] | None = None
-    dry_run_error = ""
-    if request.method == "POST":
-        form = DryRunForm(request.POST, revisions=numbers)
-        if form.is_valid():
-            revision = next(r for r in revisions if r.number == form.cleaned_data["revision"])
-            try:
-                result = dry_run_policy(revision, form.cleaned_data["input_json"])
-            except DomainError as refusal:
-                dry_run_error = refusal.message
-    else:
-        form = DryRunForm(initial={"revision": numbers[0] if numbers else None}, revisions=numbers)
+    active = next((r for r in revisions if r.pk == policy.active_revision_id), None)
+    newest = revisions[0] if revisions else None
+    if form is None:
+        initial = {"revision": (active or newest).number if newest else None}
+        form = DryRunForm(initial=initial, revisions=numbers, deployments=_try_choices(request, policy))
+    held = access.grants(request.user)
+    may_author = access.may_author_policies(request.user)
     context = {
         "policy": policy,
         "revisions": revisions,
+        "active": active,
+        "newest": newest,
         "projects": [p for p in policy.projects.all() if held.can(Capability.READ, p)],
         "templates": policy.templates.all(),
         "form": form,
         "result": result,
-        "dry_run_error": dry_run_error,
+        "dry_run_error": try_error,
+        "error": error,
+        "may_author": may_author,
+        "diff_form": DiffForm(revisions=numbers, initial=_diff_initial(numbers)),
+        "replay_form": ReplayForm(revisions=numbers, initial={"revision": numbers[0] if numbers else None}),
+        "replays": _replays(policy) if may_author or held.sees_everything else None,
     }
-    return render(request, "web/policy_detail.html", context, status=400 if form.errors else 200)
+    return render(request, "web/policy_detail.html", context, status=status)
+
+
+def _diff_initial(numbers: list[int]) -> dict[str, int]:
+    return {"old": numbers[1], "new": numbers[0]} if len(numbers) > 1 else {}
+
+
+def _replays(policy: ApprovalPolicy) -> list[PolicyReplay]:
+    replays = PolicyReplay.objects.filter(revision__policy=policy).select_related("revision", "requested_by")
+    return list(replays[:10])
+
+
+@login_required
+@require_GET
+def policy_revision(request: HttpRequest, pk: int, number: int) -> HttpResponse:
+    """One revision: its modules with the lines its tests covered, its data and its tests."""
+    policy = _visible_policy(request, pk)
+    revision = next((r for r in _revisions(policy) if r.number == number), None)
+    if revision is None:
+        raise Http404("No such revision.")
+    coverage = {
+        item["file"]: (set(item["covered"]), set(item["not_covered"]))
+        for item in ((revision.tests_report or {}).get("coverage") or {}).get("files", [])
+    }
+    modules = []
+    for module in revision.modules.all():
+        covered, missed = coverage.get(module.filename, (set(), set()))
+        lines = [
+            (number, text, "covered" if number in covered else "missed" if number in missed else "")
+            for number, text in enumerate(module.source.splitlines(), start=1)
+        ]
+        modules.append({"filename": module.filename, "is_test": module.is_test, "lines": lines})
+    data = None if revision.data is None else json.dumps(revision.data, indent=2, sort_keys=True)
+    context = {"policy": policy, "revision": revision, "modules": modules, "data": data}
+    return render(request, "web/policy_revision.html", context)
+
+
+@login_required
+@require_GET
+def policy_diff(request: HttpRequest, pk: int) -> HttpResponse:
+    policy = _visible_policy(request, pk)
+    revisions = {revision.number: revision for revision in _revisions(policy)}
+    form = DiffForm(request.GET, revisions=sorted(revisions, reverse=True))
+    if not form.is_valid():
+        return render(request, "web/policy_diff.html", {"policy": policy, "form": form}, status=400)
+    old, new = revisions[form.cleaned_data["old"]], revisions[form.cleaned_data["new"]]
+    files = diff_contents(PolicyContent.of_revision(old), PolicyContent.of_revision(new))
+    context = {"policy": policy, "form": form, "old": old, "new": new, "files": files}
+    return render(request, "web/policy_diff.html", context)
+
+
+def _refused(request: HttpRequest, policy: ApprovalPolicy, refusal: DomainError) -> HttpResponse:
+    """A refused action on a policy: its page again, saying why, with the refusal's status."""
+    return _render_policy(request, policy, error=refusal.message, status=refusal.http_status)
+
+
+@login_required
+@require_POST
+def policy_sync(request: HttpRequest, pk: int) -> HttpResponse:
+    """Sync now; a failed sync is recorded on the policy, and its page shows why. With a branch, tag or
+    commit, that revision is synced as a draft of the policy instead (its failure is only shown)."""
+    policy = _visible_policy(request, pk)
+    branch = request.POST.get("revision", "").strip()
+    try:
+        outcomes = policy_sources.sync_policy(policy, user=request.user, revision=branch or None)
+    except DomainError as refusal:
+        return _refused(request, policy, refusal)
+    mine = next(outcome for outcome in outcomes if outcome.policy.pk == policy.pk)
+    if branch and mine.errors:
+        problems = "; ".join(f"{field}: {' '.join(texts)}" for field, texts in mine.errors.items())
+        return _render_policy(request, policy, error=f"Syncing {branch} failed: {problems}", status=400)
+    return redirect("web:policy-detail", pk=policy.pk)
+
+
+@login_required
+@require_POST
+def policy_publish(request: HttpRequest, pk: int) -> HttpResponse:
+    policy = _visible_policy(request, pk)
+    revision = policy.revisions.filter(number=request.POST.get("revision") or 0).first()
+    if revision is None:
+        raise Http404("No such revision.")
+    try:
+        publish_revision(policy, revision, request.user)
+    except DomainError as refusal:
+        return _refused(request, policy, refusal)
+    return redirect("web:policy-detail", pk=policy.pk)
+
+
+@login_required
+@require_POST
+def policy_replay_start(request: HttpRequest, pk: int) -> HttpResponse:
+    policy = _visible_policy(request, pk)
+    numbers = list(policy.revisions.order_by("-number").values_list("number", flat=True))
+    form = ReplayForm(request.POST, revisions=numbers)
+    if not form.is_valid():
+        problems = "; ".join(problem for problems in form.errors.values() for problem in problems)
+        return _render_policy(request, policy, error=problems, status=400)
+    try:
+        started = replay.start_replay(
+            policy,
+            user=request.user,
+            revision_number=form.cleaned_data["revision"],
+            limit=form.cleaned_data["limit"],
+        )
+    except DomainError as refusal:
+        return _refused(request, policy, refusal)
+    return redirect("web:policy-replay", pk=policy.pk, replay_pk=started.pk)
+
+
+@login_required
+@require_GET
+def policy_replay(request: HttpRequest, pk: int, replay_pk: int) -> HttpResponse:
+    policy = _visible_policy(request, pk)
+    try:
+        replay.require_replay_reader(request.user)
+    except DomainError as refusal:
+        return _refused(request, policy, refusal)
+    found = get_object_or_404(
+        PolicyReplay.objects.select_related("revision", "requested_by"), pk=replay_pk, revision__policy=policy
+    )
+    context = {
+        "policy": policy,
+        "replay": found,
+        "result": found.result,
+        "running": found.status in (ReplayStatus.QUEUED, ReplayStatus.RUNNING),
+        "state": revision_state(found.revision, policy.active_revision_id),
+        "may_author": access.may_author_policies(request.user),
+    }
+    return render(request, "web/policy_replay.html", context)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import deployment_views, policy_views, project_views
+from . import deployment_views, policy_editor_views, policy_views, project_views
 
 app_name = "web"
 urlpatterns = [
@@ -16,5 +16,14 @@ urlpatterns = [
     path("projects/", project_views.project_tree, name="project-tree"),
     path("environments/<int:pk>/", project_views.environment_detail, name="environment-detail"),
     path("policies/", policy_views.policy_list, name="policy-list"),
+    path("policies/new/", policy_editor_views.policy_edit, name="policy-new"),
+    path("policies/catalog/", policy_editor_views.policy_catalog, name="policy-catalog"),
     path("policies/<int:pk>/", policy_views.policy_detail, name="policy-detail"),
+    path("policies/<int:pk>/edit/", policy_editor_views.policy_edit, name="policy-edit"),
+    path("policies/<int:pk>/revisions/<int:number>/", policy_views.policy_revision, name="policy-revision"),
+    path("policies/<int:pk>/diff/", policy_views.policy_diff, name="policy-diff"),
+    path("policies/<int:pk>/sync/", policy_views.policy_sync, name="policy-sync"),
+    path("policies/<int:pk>/publish/", policy_views.policy_publish, name="policy-publish"),
+    path("policies/<int:pk>/replays/", policy_views.policy_replay_start, name="policy-replay-start"),
+    path("policies/<int:pk>/replays/<int:replay_pk>/", policy_views.policy_replay, name="policy-replay"),
 ]

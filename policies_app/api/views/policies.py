@@ -1,37 +1,61 @@
-"""Approval policies: every write a new revision, and dry runs."""
+"""Approval policies: every write a new revision; dry runs, tests, syncs from git (and their push
+webhooks), replays of drafts, publishing, the editor's check, the catalog; policy repositories."""
+
+import json
 
 from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
 from rest_framework.decorators import action
+from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.reverse import reverse
 
-from ... import access, policies
-from ...models import PolicyRevision
+from ... import access, catalog, policies, policy_sources, policy_tests, replay
+from ...errors import Invalid, NotFound
+from ...models import Enforcement, PolicyReplay, PolicyRevision
+from .. import policy_serializers as ps
 from .. import serializers as s
 from .common import UpdateViewSet
 
 
 class PolicyViewSet(UpdateViewSet):
     serializer_class = s.PolicySerializer
-    throttle_scope: str | None = None  # the dry run (evaluate) sets its own, scarcer, rate
+    throttle_scope: str | None = None  # the dry run (evaluate) and tests set their own, scarcer, rate
 
     def get_queryset(self):
         revisions = PolicyRevision.objects.select_related("created_by").prefetch_related("modules")
-        return access.visible_policies(self.request.user).prefetch_related(
-            Prefetch("revisions", queryset=revisions)
+        return (
+            access.visible_policies(self.request.user)
+            .select_related("repository")
+            .prefetch_related(Prefetch("revisions", queryset=revisions))
         )
 
     def perform_create(self, serializer):
         data = serializer.validated_data
-        serializer.instance = policies.create_policy(
-            name=data["name"],
-            description=data.get("description", ""),
-            rego_version=data["rego_version"],
-            modules=data["modules"],
-            data=data.get("data"),
-            user=self.request.user,
-        )
+        if "repository" in data:
+            serializer.instance = policy_sources.create_synced_policy(
+                name=data["name"],
+                repository=data["repository"],
+                path=data.get("repository_path", ""),
+                revision=data.get("repository_revision", ""),
+                declared_name=data.get("declared_name", ""),
+                rego_version=data["rego_version"],
+                description=data.get("description", ""),
+                user=self.request.user,
+            )
+        else:
+            serializer.instance = policies.create_policy(
+                name=data["name"],
+                description=data.get("description", ""),
+                rego_version=data["rego_version"],
+                modules=data["modules"],
+                data=data.get("data"),
+                enforcement=data.get("enforcement", Enforcement.HARD_MANDATORY),
+                user=self.request.user,
+            )
+        serializer.instance = self.get_queryset().get(pk=serializer.instance.pk)
 
     def perform_update(self, serializer):
         data = serializer.validated_data
@@ -42,6 +66,8 @@ class PolicyViewSet(UpdateViewSet):
             rego_version=data.get("rego_version") if "rego_version" in self.request.data else None,
             modules=data.get("modules"),
             data=data["data"] if "data" in data else ...,
+            enforcement=data.get("enforcement"),
+            draft=data.get("draft", False),
             user=self.request.user,
         )
         serializer.instance = self.get_queryset().get(pk=serializer.instance.pk)
@@ -51,15 +77,203 @@ class PolicyViewSet(UpdateViewSet):
     def revisions(self, request: Request, pk: str | None = None) -> Response:
         policy = self.get_object()
         revisions = policy.revisions.select_related("created_by").prefetch_related("modules")
-        return Response(s.PolicyRevisionSerializer(revisions, many=True).data)
+        context = {"active_revision_id": policy.active_revision_id}
+        return Response(s.PolicyRevisionSerializer(revisions, many=True, context=context).data)
 
     @extend_schema(
         request=s.DryRunSerializer,
-        responses=OpenApiResponse(description="{decision, deny, pending, warn, allow}"),
+        responses=OpenApiResponse(description="{decision, deny, pending, warn, allow, error[, fired]}"),
     )
     @action(detail=True, methods=["post"], throttle_scope="dry_run")
     def evaluate(self, request: Request, pk: str | None = None) -> Response:
         policy = self.get_object()
         serializer = s.DryRunSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        return Response(policies.dry_run_policy(policy, serializer.validated_data["input"]))
+        data = serializer.validated_data
+        revision = _revision(policy, data.get("revision"))
+        if "deployment" in data:
+            input_json = replay.recorded_input(request.user, data["deployment"])
+        else:
+            input_json = json.dumps(data["input"])
+        return Response(policies.try_revision(revision, input_json, explain=data["explain"]))
+
+    @extend_schema(
+        request=ps.PolicyTestRunSerializer,
+        responses=OpenApiResponse(description="{passed, results: [...], coverage: {percent, files}}"),
+    )
+    @action(detail=True, methods=["post"], throttle_scope="dry_run")
+    def test(self, request: Request, pk: str | None = None) -> Response:
+        policy = self.get_object()
+        serializer = ps.PolicyTestRunSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        revision = policy_tests.revision_to_test(policy, serializer.validated_data.get("revision"))
+        report = policy_tests.run_revision_tests(revision, pool_name="dry-run")
+        return Response(policy_tests.report_view(revision, report))
+
+    @extend_schema(
+        request=ps.SyncRequestSerializer,
+        responses={
+            200: OpenApiResponse(
+                description="{synced: [{policy, commit, revision, activated, tests, errors}]}"
+            ),
+            202: OpenApiResponse(description="A push webhook: the sync is queued."),
+        },
+        description="A policy author syncs the policy now (token or session), or GitHub / GitLab call it as a "
+        "push webhook, signed with the repository's webhook secret (X-Hub-Signature-256, or X-Gitlab-Token).",
+    )
+    @action(detail=True, methods=["post"], permission_classes=[AllowAny])
+    def sync(self, request: Request, pk: str | None = None) -> Response:
+        if not request.user.is_authenticated:
+            reply = policy_sources.receive_push(pk, request.headers, request.body)
+            return Response(reply.body, status=reply.status)
+        policy = self.get_object()
+        serializer = ps.SyncRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        outcomes = policy_sources.sync_policy(
+            policy, user=request.user, revision=data.get("revision"), draft=data.get("draft", False)
+        )
+        mine = next(outcome for outcome in outcomes if outcome.policy.pk == policy.pk)
+        if mine.errors:
+            raise Invalid(mine.errors)
+        return Response({"synced": [outcome.as_dict() for outcome in outcomes]})
+
+    @extend_schema(request=ps.PublishSerializer, responses=s.PolicySerializer)
+    @action(detail=True, methods=["post"])
+    def publish(self, request: Request, pk: str | None = None) -> Response:
+        policy = self.get_object()
+        serializer = ps.PublishSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        policies.publish_revision(
+            policy, _revision(policy, serializer.validated_data["revision"]), request.user
+        )
+        return Response(s.PolicySerializer(self.get_queryset().get(pk=policy.pk)).data)
+
+    @extend_schema(
+        request=ps.ReplayRequestSerializer,
+        responses={201: ps.PolicyReplaySerializer},
+        description="Starts a replay (a Celery task); follow its progress at the Location it answers with.",
+    )
+    @action(detail=True, methods=["post"])
+    def replay(self, request: Request, pk: str | None = None) -> Response:
+        policy = self.get_object()
+        serializer = ps.ReplayRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        started = replay.start_replay(
+            policy,
+            user=request.user,
+            revision_number=data.get("revision"),
+            modules=data.get("modules"),
+            rego_version=data.get("rego_version"),
+            data=data["data"] if "data" in data else ...,
+            limit=data.get("limit"),
+        )
+        started.refresh_from_db()  # without a broker the replay has already run
+        context = {"with_result": False}
+        location = reverse(
+            "policy-replay-detail", kwargs={"pk": policy.pk, "replay_id": started.pk}, request=request
+        )
+        return Response(
+            ps.PolicyReplaySerializer(started, context=context).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Location": location},
+        )
+
+    @extend_schema(responses=ps.PolicyReplaySerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def replays(self, request: Request, pk: str | None = None) -> Response:
+        policy = self.get_object()
+        replay.require_replay_reader(request.user)
+        replays = PolicyReplay.objects.filter(revision__policy=policy).select_related(
+            "revision", "requested_by"
+        )
+        context = {"with_result": False}
+        return Response(ps.PolicyReplaySerializer(replays[:100], many=True, context=context).data)
+
+    @extend_schema(responses=ps.PolicyReplaySerializer)
+    @action(detail=True, methods=["get"], url_path=r"replays/(?P<replay_id>\d+)")
+    def replay_detail(
+        self, request: Request, pk: str | None = None, replay_id: str | None = None
+    ) -> Response:
+        policy = self.get_object()
+        replay.require_replay_reader(request.user)
+        found = (
+            PolicyReplay.objects.filter(revision__policy=policy, pk=replay_id)
+            .select_related("revision", "requested_by")
+            .first()
+        )
+        if found is None:
+            raise NotFound("No such replay of this policy.")
+        return Response(ps.PolicyReplaySerializer(found).data)
+
+    @extend_schema(
+        request=ps.CheckSerializer,
+        responses=OpenApiResponse(
+            description="{problems: [{file, line, column, message}]}; empty: it compiles"
+        ),
+    )
+    @action(detail=False, methods=["post"], throttle_scope="editor_check")
+    def check(self, request: Request) -> Response:
+        policies.require_author(request.user)
+        serializer = ps.CheckSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        problems = policies.check_draft_syntax(data["rego_version"], data["modules"], data.get("data"))
+        return Response({"problems": problems})
+
+    @extend_schema(
+        responses=OpenApiResponse(description="[{entry, title, description, parameters_schema, ...}]")
+    )
+    @action(detail=False, methods=["get"], url_path="catalog")
+    def catalog_entries(self, request: Request) -> Response:
+        return Response([ps.catalog_entry_view(entry) for entry in catalog.catalog().values()])
+
+    @extend_schema(request=ps.InstallSerializer, responses={201: s.PolicySerializer})
+    @action(detail=False, methods=["post"])
+    def install(self, request: Request) -> Response:
+        policies.require_author(request.user)
+        serializer = ps.InstallSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        installed = catalog.install(
+            data["entry"],
+            name=data["name"],
+            parameters=data.get("parameters"),
+            description=data.get("description"),
+            user=request.user,
+        )
+        return Response(
+            s.PolicySerializer(self.get_queryset().get(pk=installed.pk)).data, status=status.HTTP_201_CREATED
+        )
+
+
+def _revision(policy, number: int | None) -> PolicyRevision:
+    """A revision of the policy by number; default: the active one, else the newest."""
+    revisions = policy.revisions.select_related("policy").prefetch_related("modules")
+    if number is None:
+        revision = (
+            revisions.filter(pk=policy.active_revision_id).first() or revisions.order_by("-number").first()
+        )
+    else:
+        revision = revisions.filter(number=number).first()
+    if revision is None:
+        raise Invalid({"revision": [f"{policy.name} has no revision {number}."]})
+    return revision
+
+
+class PolicyRepositoryViewSet(UpdateViewSet):
+    """Git repositories that policies are synced from. Their secrets are write-only."""
+
+    serializer_class = ps.PolicyRepositorySerializer
+
+    def get_queryset(self):
+        return policy_sources.visible_repositories(self.request.user)
+
+    def perform_create(self, serializer):
+        serializer.instance = policy_sources.save_repository(
+            None, self.request.user, **serializer.validated_data
+        )
+
+    def perform_update(self, serializer):
+        policy_sources.save_repository(serializer.instance, self.request.user, **serializer.validated_data)

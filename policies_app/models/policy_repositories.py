@@ -1,0 +1,29 @@
+from django.db import models
+
+
+class PolicyRepository(models.Model):
+    """A git repository that policies are synced from, with the secrets that reach it.
+
+    The secrets are write-only: the API and the pages say whether one is set, never what it is.
+    ``webhook_secret`` checks push webhooks: GitHub signs the body with it (X-Hub-Signature-256),
+    GitLab sends it as a token (X-Gitlab-Token)."""
+
+    name = models.CharField(max_length=200, unique=True)
+    url = models.CharField(
+        max_length=1000, help_text="https://…, ssh://…, git@host:owner/repo.git, or a local path."
+    )
+    username = models.CharField(max_length=200, blank=True, help_text="For https; with the password.")
+    password = models.TextField(blank=True, help_text="An https password or access token.")
+    ssh_private_key = models.TextField(blank=True)
+    ssh_known_hosts = models.TextField(
+        blank=True, help_text="The server's host keys; empty: the key seen first is kept and required."
+    )
+    webhook_secret = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "policy repositories"
+
+    def __str__(self) -> str:
+        return self.name
