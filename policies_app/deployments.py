@@ -32,7 +32,7 @@ from .choices import (
     EventKind,
 )
 from .errors import Conflict, Forbidden, Invalid
-from .evaluation import Verdict, judge, latest_revisions, request_type_for
+from .evaluation import Verdict, active_revisions, judge, request_type_for
 from .iac.plan_formats import PlanFormatError, check_plan
 from .models import Approval, Deployment, DeploymentEvent, Environment, Evaluation
 from .tree import tree_for
@@ -237,7 +237,7 @@ def evaluate_deployment(deployment_id: int, resume: bool = False) -> None:
             # Pin the revisions in force now: later edits to a policy do not change a running deployment.
             with transaction.atomic():
                 applying = tree_for(deployment.environment.project).effective_policies(deployment.environment)
-                deployment.policy_revisions.set(latest_revisions(applying))
+                deployment.policy_revisions.set(active_revisions(applying))
                 Deployment.objects.filter(pk=deployment.pk).update(policies_pinned=True)
         revisions = list(deployment.policy_revisions.select_related("policy").order_by("policy__name"))
         verdict = judge(deployment, request_type_for(deployment, resume), revisions)

@@ -23,10 +23,22 @@ def approves_automatically(environment: Environment, applying: list[ApprovalPoli
     return environment.approve_plans_automatically and not applying
 
 
-def latest_revisions(policies: list[ApprovalPolicy]) -> list[PolicyRevision]:
+class PolicyWithoutActiveRevision(Exception):
+    """A policy applies but has no revision in force: the deployment fails closed rather than skip it."""
+
+
+def active_revisions(policies: list[ApprovalPolicy]) -> list[PolicyRevision]:
     """The revision in force of each policy (its active revision, which a newer draft or a revision whose
-    tests failed does not replace), in one query. A policy that never had an active revision has none."""
-    return list(PolicyRevision.objects.filter(active_for__in=policies).order_by("policy_id"))
+    tests failed does not replace), in one query. Raises PolicyWithoutActiveRevision when one has none
+    (its tests never passed): skipping it would let deployments through that it was attached to stop."""
+    revisions = list(PolicyRevision.objects.filter(active_for__in=policies).order_by("policy_id"))
+    covered = {revision.policy_id for revision in revisions}
+    missing = sorted(policy.name for policy in policies if policy.pk not in covered)
+    if missing:
+        raise PolicyWithoutActiveRevision(
+            f"policy {', '.join(missing)} applies but has no active revision (its tests have never passed)"
+        )
+    return revisions
 
 
 @dataclass

@@ -126,6 +126,20 @@ def test_a_new_policy_whose_tests_fail_has_no_active_revision(world):
     assert policy.active_revision is None and policy.latest_revision.tests_status == "failed"
 
 
+def test_a_policy_without_an_active_revision_fails_deployments_closed_instead_of_being_skipped(
+    world, django_capture_on_commit_callbacks
+):
+    # Skipped, it would leave no policy at all, and this environment approves plans automatically.
+    world.environment.approve_plans_automatically = True
+    world.environment.save()
+    world.platform.approval_policies.add(with_tests(source=POLICY.replace("> 100", "> 1000")))
+    with django_capture_on_commit_callbacks(execute=True):
+        deployment, _ = trigger_deployment(world.environment, world.bob, plan=None, monthly_cost_diff=5000)
+    deployment.refresh_from_db()
+    assert deployment.status == "error"
+    assert "has no active revision" in deployment.error
+
+
 def test_the_editor_check_answers_file_line_and_column(world, api):
     client = api(world.admin)
     broken = client.post(

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('policies_app', '0002_tree_controls_outbox_audit'),
+        ('policies_app', '0003_policies_code_models'),
     ]
 
     operations = [
