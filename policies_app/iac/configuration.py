@@ -90,8 +90,11 @@ class ConfigurationEvaluator:
         parse_hcl_file: Callable[[str], ast.File] | None = None,
         parse_expression: Callable[[str, str], ast.Expr] | None = None,
         cwd: str | None = None,
+        source_root: str | None = None,
     ) -> None:
         self.root_dir = os.path.abspath(root_dir)
+        # The template's files: local modules and file functions may not reach outside it.
+        self.source_root = os.path.abspath(source_root or self.root_dir)
         # Terraform runs in the root module's directory: relative paths in file() and friends, and
         # path.cwd, are relative to it, not to wherever this process happens to run.
         self.cwd = os.path.abspath(cwd or self.root_dir)
@@ -115,7 +118,7 @@ class ConfigurationEvaluator:
             self.reporter.add(problem)
         self.variables = VariableEvaluator(self, root_values, parse_expression)
         self.modules: dict[tuple[str, ...], Module] = load_module_tree(
-            self.root_dir, loader or default_loader(cache_dir), self.reporter
+            self.root_dir, self.source_root, loader or default_loader(cache_dir), self.reporter
         )
         self.root = self.modules[()]
         for problem in undeclared_value_diagnostics(root_values, self.root.variables):
@@ -231,11 +234,14 @@ def evaluate_configuration(
     variables: dict[str, Any] | None = None,
     var_files: Iterable[str] = (),
     cache_dir: str | None = None,
+    source_root: str | None = None,
 ) -> dict:
     """The statically known values of a configuration: outputs, resources and diagnostics.
 
     Never raises for problems in the configuration: they are diagnostics. ``variables`` are -var
     values (a ``str`` is read as Terraform reads a -var string, by the variable's type).
+    ``source_root`` is the template's whole source (a checkout, holding ``directory``): local modules
+    and file functions may read anything inside it and nothing outside; by default, ``directory``.
     """
     # The parsed trees are hundreds of thousands of small objects that live until the end: without this,
     # the cyclic garbage collector rescans them again and again and doubles the evaluation time. The
@@ -244,7 +250,7 @@ def evaluate_configuration(
     gc.disable()
     try:
         evaluator = ConfigurationEvaluator(
-            directory, variables=variables, var_files=var_files, cache_dir=cache_dir
+            directory, variables=variables, var_files=var_files, cache_dir=cache_dir, source_root=source_root
         )
         return evaluator.document()
     except (RecursionError, MemoryError, LookupError, TypeError, ValueError, AttributeError) as error:

@@ -8,7 +8,7 @@ from typing import Any
 from policies_app.iac import ast, types
 from policies_app.iac.diagnostics import Reporter
 from policies_app.iac.expressions import EvalError, Scope, to_number
-from policies_app.iac.values import UNKNOWN, Sensitive, TfSet, unmark_deep
+from policies_app.iac.values import UNKNOWN, Sensitive, TfSet, contains_unknown, unmark_deep
 
 ModuleKey = tuple  # ((call name, index), ...) from the root: one module instance
 
@@ -111,7 +111,7 @@ def _for_each(for_each: ast.Attribute, scope: Scope, what: str, reporter: Report
     if value is None:
         problem = "the given for_each argument value is null; a map, or set of strings, is allowed"
     elif isinstance(value, TfSet):
-        if any(v is UNKNOWN for v in value):
+        if any(contains_unknown(v) for v in value):
             return _UNKNOWN_EXPANSION
         if not all(isinstance(v, str) for v in value):
             problem = (

@@ -144,51 +144,7 @@ class _Namespace:
         return f"{self.prefix}" if self.prefix else self.kind
 
 
-# Every builtin of Terraform 1.11 (`terraform metadata functions -json`, without the core:: aliases),
-# plus OpenTofu's own: a call to a name outside this set (and not provider::...) is an error; a name
-# in it that our library lacks is only unsupported.
-TERRAFORM_FUNCTIONS = frozenset(
-    """
-    abs abspath alltrue anytrue base64decode base64encode base64gzip base64sha256 base64sha512 basename
-    bcrypt can ceil chomp chunklist cidrhost cidrnetmask cidrsubnet cidrsubnets coalesce coalescelist
-    compact concat contains csvdecode dirname distinct element endswith ephemeralasnull file filebase64
-    filebase64sha256 filebase64sha512 fileexists filemd5 fileset filesha1 filesha256 filesha512 flatten
-    floor format formatdate formatlist indent index issensitive join jsondecode jsonencode keys length log
-    lookup lower matchkeys max md5 merge min nonsensitive one parseint pathexpand plantimestamp pow range
-    regex regexall replace reverse rsadecrypt sensitive setintersection setproduct setsubtract setunion
-    sha1 sha256 sha512 signum slice sort split startswith strcontains strrev substr sum templatefile
-    templatestring textdecodebase64 textencodebase64 timeadd timecmp timestamp title tobool tolist tomap
-    tonumber toset tostring transpose trim trimprefix trimspace trimsuffix try upper urlencode uuid uuidv5
-    values yamldecode yamlencode zipmap
-    base64gunzip cidrcontains urldecode
-""".split()
-)
-
 _MODULE_KINDS = frozenset({"module_call", "module_instance"})
-
-# Functions that work on marks themselves and get their argument as it is.
-_MARK_FUNCTIONS = frozenset({"sensitive", "nonsensitive", "issensitive"})
-# Functions that move elements around without looking into them: as in Terraform, the marks of the
-# elements stay on the elements (concat([var.secret], ["a"]) is a list whose first element is
-# sensitive, not a sensitive list). Every other function sees its arguments without any mark, and its
-# result is sensitive when any argument held a mark (jsonencode({a = var.secret}) is sensitive).
-_MARK_PRESERVING_FUNCTIONS = frozenset(
-    {
-        "length",
-        "keys",
-        "values",
-        "concat",
-        "merge",
-        "element",
-        "lookup",
-        "reverse",
-        "slice",
-        "chunklist",
-        "zipmap",
-        "one",
-        "coalescelist",
-    }
-)
 
 _RESERVED_UNBOUND = {
     "count": "count.index can only be used in a block that sets count",
@@ -340,6 +296,7 @@ def to_string(value: Any, pos: ast.Pos | None, what: str = "value") -> str:
 
 
 values_equal = types.values_equal  # Terraform's ==: no conversion between types ("1" == 1 is false)
+equal_with_unknowns = types.equal_with_unknowns
 
 
 def iterate_collection(collection: Any, pos: ast.Pos | None) -> list[tuple[Any, Any]]:
@@ -597,20 +554,32 @@ class Evaluator:
     # -- operators -----------------------------------------------------------------------------------
 
     def _conditional(self, expr: ast.Conditional, scope: Scope) -> Any:
+        # HCL evaluates both results (their types decide the result's type) but reports only the
+        # chosen one's errors, and neither's when the condition is unknown: `var.x == null ? true :
+        # contains(["a"], var.x)` is how real modules guard a call that fails on null.
+        true_value, true_error = self._attempt(expr.true_expr, scope)
+        false_value, false_error = self._attempt(expr.false_expr, scope)
         condition = self.evaluate(expr.condition, scope)
-        # Terraform checks both branches' types, so both are evaluated and their errors reported.
-        true_value = self.evaluate(expr.true_expr, scope)
-        false_value = self.evaluate(expr.false_expr, scope)
         marked = condition.__class__ is Sensitive
         if marked:  # a result chosen by a sensitive condition is sensitive
             condition = condition.value
         if condition is UNKNOWN:
             return mark(UNKNOWN) if marked else UNKNOWN
-        chosen, other = (
-            (true_value, false_value) if to_bool(condition, expr.condition.pos) else (false_value, true_value)
-        )
+        if to_bool(condition, expr.condition.pos):
+            chosen, error, other = true_value, true_error, false_value
+        else:
+            chosen, error, other = false_value, false_error, true_value
+        if error is not None:
+            raise error
         result = self._unify(chosen, other, expr.pos)
         return mark(result) if marked else result
+
+    def _attempt(self, expr: ast.Expr, scope: Scope) -> tuple[Any, EvalError | None]:
+        """The value and no error, or UNKNOWN (a value of any type, as HCL's DynamicVal) and the error."""
+        try:
+            return self.evaluate(expr, scope), None
+        except EvalError as error:
+            return UNKNOWN, error
 
     def _unify(self, chosen: Any, other: Any, pos: ast.Pos) -> Any:
         """Both results of a conditional share one type: a number or bool beside a string becomes a
@@ -659,9 +628,9 @@ class Evaluator:
     def _binary_values(self, expr: ast.BinaryOp, left: Any, right: Any) -> Any:
         op = expr.op
         if op == "==" or op == "!=":
-            if contains_unknown(left) or contains_unknown(right):
+            equal = equal_with_unknowns(left, right)
+            if equal is UNKNOWN:
                 return UNKNOWN
-            equal = values_equal(left, right)
             return equal if op == "==" else not equal
         if op == "&&" or op == "||":
             # No short-circuit: both sides are evaluated (and their errors raised) as in Terraform,
@@ -850,41 +819,22 @@ class Evaluator:
                     "the expanding argument (indicated by ...) must be a list, tuple or set",
                 )
             args.extend(last)
-        if name not in _MARK_FUNCTIONS:
-            preserving = name in _MARK_PRESERVING_FUNCTIONS
-            for position, arg in enumerate(args):
-                if arg.__class__ is Sensitive:
-                    arg = args[position] = arg.value
-                    marked = True
-                if not preserving and contains_sensitive(arg):
-                    args[position] = unmark_deep(arg)
-                    marked = True
-        if marked:
-            return mark(self._call(name, args, expr, scope))
-        return self._call(name, args, expr, scope)
-
-    def _call(self, name: str, args: list[Any], expr: ast.FunctionCall, scope: Scope) -> Any:
-        # Unknown arguments are the library's business: length([unknown]) is still 1.
+        # Unknown and sensitive arguments are the library's business: length([unknown]) is still 1.
         try:
-            return call_function(name, args, scope.function_context)
+            result = call_function(name, args, scope.function_context)
         except UnsupportedFunction as error:
             return self._unsupported(getattr(error, "name", name), expr.pos, scope)
         except FunctionError as error:
             raise EvalError(
                 "Error in function call", expr.pos, f"call to function {name!r} failed: {error}"
             ) from None
-        except EvalError:
-            raise
-        except (TypeError, ValueError, KeyError, IndexError, AttributeError, ArithmeticError) as error:
-            # A library bug or an input it did not expect must not stop the rest of the configuration.
-            raise EvalError(
-                "Error in function call", expr.pos, f"call to function {name!r} failed: {error}"
-            ) from None
+        return mark(result) if marked else result
 
     def _unsupported(self, name: str, pos: ast.Pos, scope: Scope) -> Any:
-        if not name.startswith("provider::") and name not in TERRAFORM_FUNCTIONS:
-            # Not a function of Terraform at all: terraform refuses the configuration, so do we.
+        if not name.startswith("provider::"):
+            # Not a function of Terraform or OpenTofu at all: terraform refuses the configuration.
             raise EvalError("Call to unknown function", pos, f"there is no function named {name!r}")
+        # Provider functions run inside provider plugins, which a static evaluation never starts.
         scope.warnings.append(
             Diagnostic.at(
                 "warning",

@@ -29,14 +29,22 @@ def _failure(summary: str, detail: str) -> dict[str, Any]:
 
 
 def evaluate_configuration_isolated(
-    directory: str, *, variables: dict[str, Any], cache_dir: str | None, timeout_s: float
+    directory: str,
+    *,
+    variables: dict[str, Any],
+    cache_dir: str | None,
+    timeout_s: float,
+    source_root: str | None = None,
 ) -> dict[str, Any]:
     """The same document as configuration.evaluate_configuration, computed by ``python -m policies_app.iac``.
 
     Values that are not strings are passed as their JSON text, which is also their HCL text, so they
-    are read the way terraform reads ``-var`` (a list or a number keeps its type).
+    are read the way terraform reads ``-var`` (a list or a number keeps its type). ``source_root`` is
+    the template's checkout (``directory`` is inside it): local modules and file functions may read
+    it all; by default only ``directory``.
     """
     command = [sys.executable, "-m", "policies_app.iac", directory, "--compact"]
+    command += ["--source-root", source_root or directory]
     for name, value in variables.items():
         command += ["--var", f"{name}={value if isinstance(value, str) else json.dumps(value)}"]
     if cache_dir:

@@ -2,7 +2,8 @@
 
 A module call's source is a local path (``./x``, ``../x``), or anything else that ``terraform init``
 has downloaded and recorded in ``.terraform/modules/modules.json``; a source that is neither is a
-warning, and that call's outputs are unknown.
+warning, and that call's outputs are unknown. A module directory must lie inside the template's source
+(the checkout the root module is part of): a configuration may not make us read any other directory.
 """
 
 from __future__ import annotations
@@ -50,15 +51,22 @@ def default_loader(cache_dir: str | None) -> LoadFiles:
 
 
 def load_module_tree(
-    root_dir: str, load_files: LoadFiles, reporter: Reporter
+    root_dir: str, source_root: str, load_files: LoadFiles, reporter: Reporter
 ) -> dict[tuple[str, ...], Module]:
     """Every module of the configuration by its path from the root (the root is ``()``)."""
-    return _TreeLoader(root_dir, load_files, reporter).load()
+    return _TreeLoader(root_dir, source_root, load_files, reporter).load()
+
+
+def is_inside(path: str, directory: str) -> bool:
+    """Whether ``path`` lies in ``directory`` once symbolic links are resolved."""
+    real, top = os.path.realpath(path), os.path.realpath(directory)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
 
 
 class _TreeLoader:
-    def __init__(self, root_dir: str, load_files: LoadFiles, reporter: Reporter) -> None:
+    def __init__(self, root_dir: str, source_root: str, load_files: LoadFiles, reporter: Reporter) -> None:
         self.root_dir = root_dir
+        self.source_root = source_root
         self.load_files = load_files
         self.reporter = reporter
         self.manifest = self._read_manifest()
@@ -122,6 +130,13 @@ class _TreeLoader:
             return None
         if source.startswith("./") or source.startswith("../") or source in (".", ".."):
             directory = os.path.normpath(os.path.join(module.directory, source))
+            if not is_inside(directory, self.source_root):
+                self.reporter.error(
+                    "Module outside the template",
+                    f"module {name}: the directory {source!r} is outside the template's source directory",
+                    attribute.pos,
+                )
+                return None
             if not os.path.isdir(directory):
                 self.reporter.error(
                     "Module not found",
@@ -132,7 +147,7 @@ class _TreeLoader:
             return directory
         key = ".".join((*module.path, name))
         directory = self.manifest.get(key)
-        if directory is not None and os.path.isdir(directory):
+        if directory is not None and os.path.isdir(directory) and is_inside(directory, self.source_root):
             return directory
         self.reporter.warning(
             "Module source not resolved",

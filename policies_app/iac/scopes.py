@@ -32,7 +32,9 @@ def instance_scope(evaluation: ConfigurationEvaluator, module: Module, key: Modu
 
 
 def function_context(evaluation: ConfigurationEvaluator, module: Module) -> FunctionContext:
-    context = FunctionContext(module_dir=module.directory, root_dir=evaluation.root_dir, cwd=evaluation.cwd)
+    context = FunctionContext(
+        module_dir=module.directory, source_root=evaluation.source_root, cwd=evaluation.cwd
+    )
 
     def render_template(text: str, filename: str, variables: dict) -> Any:
         return _render_template(evaluation, text, filename, variables, context)

@@ -333,7 +333,7 @@ class VariableEvaluator:
                 reporter.error("Invalid value for variable", f"variable {name!r}: {error}", pos)
                 return UNKNOWN
             if plain is not raw:
-                same = type(value) is type(plain) and types.values_equal(value, plain)
+                same = _same_kind(value, plain) and types.values_equal(value, plain)
                 value = raw if same else mark(value)
         if marked or declared_sensitive(reporter, block):
             value = mark(value)
@@ -366,3 +366,8 @@ class VariableEvaluator:
                     condition.pos,
                 )
         del evaluation.values[node][key]
+
+
+def _same_kind(a: Any, b: Any) -> bool:
+    # A map type's value is a TfMap: still the same value as the dict it was converted from.
+    return type(a) is type(b) or (isinstance(a, dict) and isinstance(b, dict))

@@ -40,6 +40,8 @@ from pathlib import Path
 MIRRORS = Path(os.environ.get("IAC_MODULE_MIRRORS", "/work/.mirror"))
 UNKNOWN_LOCAL = "local.corpus_unknown"
 _BUILTIN_RESOURCE_TYPES = {"terraform_data"}
+_META_ARGUMENTS = {"count", "for_each", "depends_on", "provider", "lifecycle", "provisioner", "connection"}
+_NAMESPACES = {"var", "local", "module", "each", "count", "path", "terraform", "data", "ephemeral"}
 _MAX_COPIED_FILE = 512 * 1024
 
 # --------------------------------------------------------------------------------------------------
@@ -351,6 +353,12 @@ class _ModuleTransform:
                     if len(item.labels) == 2 and _is_transformed(item.type, item.labels[0]):
                         self.resources[(item.type, *item.labels)] = item
         self.read_attributes: dict[tuple[str, str, str], set[str]] = {}
+        # (resource key, nested block type) -> attributes read from that block's objects
+        self.read_nested: dict[tuple[tuple[str, str, str], str], set[str]] = {}
+        # Every attribute name read anywhere in the module from something other than a namespace
+        # (var.x, local.x, each.value...): resource objects also reach for-expression variables,
+        # locals and function results, where no reference says which resource they are.
+        self.names_read: set[str] = set()
         self.edits: dict[int, list[tuple[int, int, str]]] = {}  # per file: (start, end, text)
         self.module_outputs_read: dict[str, set[str]] = {}
 
@@ -360,6 +368,12 @@ class _ModuleTransform:
         file = self.files[file_index]
         code = [t for t in file.tokens if t.kind not in ("comment", "newline")]
         edits = []
+        for n in range(2, len(code)):
+            before, dot, name = code[n - 2], code[n - 1], code[n]
+            if name.kind == "ident" and dot.kind == "punct" and dot.text == ".":
+                if not (before.kind == "ident" and before.text in _NAMESPACES):
+                    self.names_read.add(name.text)
+        self._for_expressions(code)
         n = 0
         while n < len(code):
             token = code[n]
@@ -383,18 +397,65 @@ class _ModuleTransform:
                 n += 1
                 continue
             edits.append((token.start, code[n + span - 1].end, "local.corpus_" + _alias(*key)))
-            attribute = self._attribute_after(code, n + span)
-            if attribute is not None:
-                self.read_attributes.setdefault(key, set()).add(attribute)
+            path = self._path_after(code, n + span)
+            if path:
+                self.read_attributes.setdefault(key, set()).add(path[0])
+            if len(path) > 1:
+                self.read_nested.setdefault((key, path[0]), set()).add(path[1])
             n += span
         self.edits[file_index] = edits
+
+    def _resource_at(self, code: list[Token], n: int) -> tuple[tuple[str, str, str] | None, int]:
+        """The resource referred to at n, and the index after the reference."""
+        if not (code[n].kind == "ident" and self._dot(code, n + 1) and n + 2 < len(code)):
+            return None, n
+        if code[n].text in ("data", "ephemeral") and self._dot(code, n + 3) and n + 4 < len(code):
+            key = (code[n].text, code[n + 2].text, code[n + 4].text)
+            return (key, n + 5) if key in self.resources else (None, n)
+        key = ("resource", code[n].text, code[n + 2].text)
+        return (key, n + 3) if key in self.resources else (None, n)
+
+    def _for_expressions(self, code: list[Token]) -> None:
+        """``[for x in aws_x.y.block : x.name]``: the names read from the loop variable are attributes
+        of the resource (or of its nested block's objects)."""
+        for n in range(1, len(code) - 3):
+            if not (code[n].text == "for" and code[n - 1].kind == "punct" and code[n - 1].text in "[{"):
+                continue
+            names = [code[n + 1].text]
+            i = n + 2
+            if code[i].text == ",":
+                names.append(code[i + 1].text)
+                i += 2
+            if code[i].text != "in":
+                continue
+            key, after = self._resource_at(code, i + 1)
+            if key is None:
+                continue
+            path = self._path_after(code, after)
+            variable = names[-1]
+            depth, j, read = 0, after, set()
+            while j < len(code):
+                token = code[j]
+                if token.kind == "punct" and token.text in "[({":
+                    depth += 1
+                elif token.kind == "punct" and token.text in "])}":
+                    if depth == 0:
+                        break
+                    depth -= 1
+                elif token.text == variable and self._dot(code, j + 1) and j + 2 < len(code):
+                    read.add(code[j + 2].text)
+                j += 1
+            if not path:
+                self.read_attributes.setdefault(key, set()).update(read)
+            elif len(path) == 1:
+                self.read_nested.setdefault((key, path[0]), set()).update(read)
 
     @staticmethod
     def _dot(code: list[Token], n: int) -> bool:
         return n < len(code) and code[n].kind == "punct" and code[n].text == "."
 
-    def _attribute_after(self, code: list[Token], n: int) -> str | None:
-        """The attribute read after a reference: ``.x``, ``[i].x``, ``[*].x`` or ``.*.x``."""
+    def _skip_index(self, code: list[Token], n: int) -> int:
+        """After ``[...]``, ``[*]`` or ``.*`` at n (or n itself when there is none)."""
         if n < len(code) and code[n].kind == "punct" and code[n].text == "[":
             depth = 0
             while n < len(code):
@@ -405,12 +466,21 @@ class _ModuleTransform:
                     if depth == 0:
                         break
                 n += 1
-            n += 1
-        elif self._dot(code, n) and n + 1 < len(code) and code[n + 1].text == "*":
+            return n + 1
+        if self._dot(code, n) and n + 1 < len(code) and code[n + 1].text == "*":
+            return n + 2
+        return n
+
+    def _path_after(self, code: list[Token], n: int) -> list[str]:
+        """The attributes read after a reference, two levels deep: ``[i].block[0].x`` -> [block, x]."""
+        path = []
+        while len(path) < 2:
+            n = self._skip_index(code, n)
+            if not (self._dot(code, n) and n + 1 < len(code) and code[n + 1].kind == "ident"):
+                break
+            path.append(code[n + 1].text)
             n += 2
-        if self._dot(code, n) and n + 1 < len(code) and code[n + 1].kind == "ident":
-            return code[n + 1].text
-        return None
+        return path
 
     def _note_module_output(self, code: list[Token], n: int) -> None:
         name = code[n + 2].text
@@ -464,15 +534,24 @@ class _ModuleTransform:
                     edits.append((token.start, token.end, "self.input"))
         return edits
 
-    def _object_of(self, file_index: int, block: Block, top_level: bool, read: set[str] = frozenset()) -> str:
+    def _object_of(
+        self,
+        file_index: int,
+        block: Block,
+        key: tuple[str, str, str],
+        top_level: bool = False,
+        computed: set[str] = frozenset(),
+    ) -> str:
         """A block body as an object constructor: attributes, and nested blocks as lists.
 
         Write-only attributes (``*_wo``) never reach a plan, and may hold ephemeral values that a
-        terraform_data cannot: they are left out. An attribute that the module reads back (``read``)
-        is optional and computed, as a provider's would be: null in the configuration reads as unknown.
+        terraform_data cannot: they are left out. ``computed`` are the attributes that the module
+        reads back: those the block does not set are added as unknown, as a provider computes them,
+        and at the top level null in the configuration reads as unknown (optional and computed).
         """
         entries: dict[str, list[str]] = {}
         order: list[str] = []
+        read_directly = self.read_attributes.get(key, set()) if top_level else set()
         for item in block.items:
             if isinstance(item, Attribute):
                 if top_level and item.name in ("count", "for_each", "depends_on", "provider"):
@@ -481,24 +560,25 @@ class _ModuleTransform:
                     continue
                 order.append(item.name)
                 value = self._range_text(file_index, item.expr)
-                if item.name in read:
+                if item.name in read_directly:
                     value = f"(({value}) != null ? ({value}) : {UNKNOWN_LOCAL})"
                 entries[item.name] = [value]
                 continue
             if top_level and item.type in ("lifecycle", "provisioner", "connection"):
                 continue
+            name = item.labels[0] if item.type == "dynamic" and item.labels else item.type
+            nested_computed = self.read_nested.get((key, name), set()) if top_level else set()
             if item.type == "dynamic" and item.labels:
-                name = item.labels[0]
-                rendered = self._dynamic(file_index, item)
-                kind = "dynamic"
+                rendered = self._dynamic(file_index, item, key, nested_computed)
             else:
-                name = item.type
-                rendered = "[" + self._object_of(file_index, item, False) + "]"
-                kind = "static"
+                rendered = "[" + self._object_of(file_index, item, key, computed=nested_computed) + "]"
             if name not in entries:
                 order.append(name)
                 entries[name] = []
-            entries[name].append(rendered if kind == "dynamic" else rendered)
+            entries[name].append(rendered)
+        for name in sorted(set(computed) - set(entries)):
+            order.append(name)
+            entries[name] = [UNKNOWN_LOCAL]
         lines = []
         for name in order:
             values = entries[name]
@@ -506,14 +586,14 @@ class _ModuleTransform:
             lines.append(f"{json.dumps(name)} = {value}")
         return "{\n" + "\n".join(lines) + "\n}"
 
-    def _dynamic(self, file_index: int, block: Block) -> str:
+    def _dynamic(self, file_index: int, block: Block, key: tuple[str, str, str], computed: set[str]) -> str:
         attributes = block.attributes()
         iterator = block.labels[0]
         if "iterator" in attributes:
             iterator = self._range_text(file_index, attributes["iterator"].expr).strip()
         collection = self._range_text(file_index, attributes["for_each"].expr)
         content = next((b for b in block.blocks() if b.type == "content"), None)
-        body = self._object_of(file_index, content, False) if content else "{}"
+        body = self._object_of(file_index, content, key, computed=computed) if content else "{}"
         pairs = f"[for corpus_k, corpus_v in {collection} : {{ key = corpus_k, value = corpus_v }}]"
         return f"[for {iterator} in {pairs} : {body}]"
 
@@ -542,12 +622,8 @@ class _ModuleTransform:
                 lines.append(f"  {meta} = {self._range_text(file_index, attributes[meta].expr)}")
         if "depends_on" in attributes:
             lines.append(f"  depends_on = {self._depends_on(file_index, attributes['depends_on'])}")
-        body = self._object_of(file_index, block, True, self.read_attributes.get(key, set()))
-        configured = {i.name for i in block.items if isinstance(i, Attribute)}
-        configured |= {b.labels[0] if b.type == "dynamic" and b.labels else b.type for b in block.blocks()}
-        computed = sorted(self.read_attributes.get(key, set()) - configured)
-        if computed:
-            body = body[:-1] + "".join(f"{json.dumps(name)} = {UNKNOWN_LOCAL}\n" for name in computed) + "}"
+        computed = (self.read_attributes.get(key, set()) | self.names_read) - _META_ARGUMENTS
+        body = self._object_of(file_index, block, key, top_level=True, computed=computed)
         lines.append(f"  input = {body}")
         for lifecycle in (b for b in block.blocks() if b.type == "lifecycle"):
             kept = []
@@ -785,6 +861,9 @@ def transform_tree(tree: Path, sources: ModuleSources) -> list[str]:
     return problems
 
 
+_COUNT_LIKE = re.compile(r"size|count|num|number|port|min|max|capacity|replicas|instances")
+
+
 def root_variable_values(root: Path) -> dict:
     """A value of its type for every root variable without a default (as tfvars JSON)."""
     from policies_app.iac.types import (
@@ -801,7 +880,9 @@ def root_variable_values(root: Path) -> dict:
 
     def value_for(name: str, constraint) -> object:
         if constraint is None or isinstance(constraint, AnyType):
-            return f"corpus-{name}".replace("_", "-")
+            # Without a type, the name is all there is: a count-like name gets a number, as text
+            # (which also converts to a number wherever one is needed).
+            return "1" if _COUNT_LIKE.search(name) else f"corpus-{name}".replace("_", "-")
         if isinstance(constraint, PrimitiveType):
             return {"string": f"corpus-{name}".replace("_", "-"), "number": 1, "bool": True}[constraint.name]
         if isinstance(constraint, (ListType, SetType, TupleType)):

@@ -4,7 +4,8 @@ Every case is a configuration of ``terraform_data`` resources (builtin provider:
 works offline) whose ``input`` holds the values under test. For each case terraform plans it and we
 compare every planned resource's ``after``/``after_unknown``/``after_sensitive`` and every output
 with our document. A
-case may carry a ``case.json``: ``vars`` (-var flags), ``var_files`` (relative -var-file paths), or
+case may carry a ``case.json``: ``vars`` (-var flags), ``var_files`` (relative -var-file paths),
+``root`` (the root module's directory inside the case, which is the template's whole source), or
 ``expect_error`` (terraform must fail and one of our error diagnostics must contain the text).
 """
 
@@ -42,7 +43,7 @@ def _plan_case(case: str, workdir: Path) -> dict[str, Any]:
     settings = _case_settings(case)
     flags = [f"-var={name}={value}" for name, value in settings.get("vars", {}).items()]
     flags += [f"-var-file={path}" for path in settings.get("var_files", [])]
-    return terraform_plan(directory, flags)
+    return terraform_plan(directory / settings.get("root", ""), flags)
 
 
 @pytest.fixture(scope="module")
@@ -61,11 +62,12 @@ def test_the_canonical_form_tells_a_bool_from_a_number():
 
 def _ours(case: str) -> dict:
     settings = _case_settings(case)
-    directory = CORPUS / case
+    directory = CORPUS / case / settings.get("root", "")
     return evaluate_configuration(
         str(directory),
         variables=settings.get("vars"),
         var_files=[str(directory / p) for p in settings.get("var_files", [])],
+        source_root=str(CORPUS / case),
     )
 
 

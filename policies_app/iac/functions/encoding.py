@@ -1,5 +1,5 @@
-"""Encoding functions: base64decode base64encode base64gzip csvdecode jsondecode jsonencode
-textdecodebase64 textencodebase64 urlencode yamldecode yamlencode."""
+"""Encoding functions: base64decode base64encode base64gunzip base64gzip csvdecode jsondecode jsonencode
+textdecodebase64 textencodebase64 urldecode urlencode yamldecode yamlencode."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import gzip
 import io
 import json
 import math
+import re
 from typing import Any
-from urllib.parse import quote_plus
+from urllib.parse import quote_plus, unquote_plus
 
 import yaml
 
@@ -116,6 +117,30 @@ def base64decode(text: Any) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ArgumentError("the result of decoding the provided string is not valid UTF-8") from None
+
+
+_MAX_GUNZIPPED_BYTES = 64 * 1024 * 1024
+
+
+@register("base64gunzip", 1)
+def base64gunzip(text: Any) -> str:
+    # OpenTofu's inverse of base64gzip; the output is bounded so that a small input cannot fill memory.
+    s = want_string(text)
+    try:
+        compressed = base64.b64decode(s, validate=True)
+    except (binascii.Error, ValueError):
+        raise ArgumentError(f"failed to decode base64 data {s!r}") from None
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(compressed)) as stream:
+            raw = stream.read(_MAX_GUNZIPPED_BYTES + 1)
+    except (OSError, EOFError) as error:
+        raise ArgumentError(f"failed to gunzip the decoded data: {error}") from None
+    if len(raw) > _MAX_GUNZIPPED_BYTES:
+        raise ArgumentError(f"the uncompressed data is larger than {_MAX_GUNZIPPED_BYTES} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ArgumentError("the uncompressed data is not valid UTF-8") from None
 
 
 @register("base64gzip", 1)
@@ -247,6 +272,21 @@ def textdecodebase64(text: Any, encoding: Any) -> str:
 def urlencode(text: Any) -> str:
     # Go's url.QueryEscape: letters, digits and -_.~ stay; space becomes "+"; the rest %XX.
     return quote_plus(want_string(text), safe="")
+
+
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+@register("urldecode", 1)
+def urldecode(text: Any) -> str:
+    # OpenTofu's inverse of urlencode (Go's url.QueryUnescape): "+" is a space; a bad escape an error.
+    s = want_string(text)
+    if bad := _BAD_ESCAPE.search(s):
+        raise ArgumentError(f'invalid URL escape "{s[bad.start() : bad.start() + 3]}"')
+    try:
+        return unquote_plus(s, errors="strict")
+    except UnicodeDecodeError:
+        raise ArgumentError("the decoded string is not valid UTF-8") from None
 
 
 @register("csvdecode", 1)

@@ -86,7 +86,7 @@ def format_(spec: Any, *args: Any) -> Any:
     return format_values(want_string(spec, "the format string"), list(args))
 
 
-@register("formatlist", 1, None, handles_unknown=True)
+@register("formatlist", 1, None, unknowns="handled")
 def formatlist(spec: Any, *args: Any) -> Any:
     if spec is UNKNOWN:
         return UNKNOWN
@@ -120,7 +120,7 @@ def indent(spaces: Any, text: Any) -> str:
     return want_string(text).replace("\n", "\n" + " " * count)
 
 
-@register("join", 2, None, handles_unknown=True)
+@register("join", 2, None, unknowns="handled")
 def join(separator: Any, *lists: Any) -> Any:
     if separator is UNKNOWN:
         return UNKNOWN
@@ -307,8 +307,10 @@ def replace(text: Any, substring: Any, replacement: Any) -> str:
     return s.replace(old, new)
 
 
-@register("templatestring", 2, needs_context=True)
+@register("templatestring", 2, unknowns="handled", needs_context=True)
 def templatestring(ctx: FunctionContext, template: Any, variables: Any) -> Any:
+    if contains_unknown(template) or variables is UNKNOWN:
+        return UNKNOWN
     if ctx.render_template is None:
         raise ArgumentError("templates cannot be rendered here")
     return ctx.render_template(

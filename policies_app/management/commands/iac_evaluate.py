@@ -35,6 +35,7 @@ class Command(BaseCommand):
             options["compact"],
             self.stdout,
             self.stderr,
+            options["source_root"],
         )
         if status:
             raise CommandError("the configuration has errors (see the diagnostics above)", returncode=status)
