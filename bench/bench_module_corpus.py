@@ -44,7 +44,9 @@ def corpus_digest(corpus_dir: Path) -> str:
     """What terraform's plans depend on: every file of the transformed corpus (taken before planning)."""
     digest = hashlib.sha256()
     for path in sorted(corpus_dir.rglob("*")):
-        if path.is_file() and ".terraform" not in path.parts and "originals" not in path.parts:
+        if path.name in ("plan.out", ".terraform.lock.hcl") or ".terraform" in path.parts:
+            continue
+        if path.is_file() and "originals" not in path.parts:
             digest.update(str(path.relative_to(corpus_dir)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()

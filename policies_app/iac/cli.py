@@ -51,6 +51,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the template's whole source, which local modules and file functions may read (default: "
         "the git work tree holding the directory, else the directory itself)",
     )
+    parser.add_argument(
+        "--provider-schema",
+        default=None,
+        metavar="FILE",
+        help="the output of `terraform providers schema -json` for the template's providers (default: "
+        "providers-schema.json in the directory, if there is one)",
+    )
     parser.add_argument("--cache-dir", default=None, help="where parsed files are cached between runs")
     parser.add_argument("--compact", action="store_true", help="print the JSON on one line")
 
@@ -85,6 +92,7 @@ def run(
     out: TextIO,
     err: TextIO,
     source_root: str | None = None,
+    provider_schema: str | None = None,
 ) -> int:
     """Evaluate and print; returns the exit status."""
     try:
@@ -92,12 +100,21 @@ def run(
     except ValueError as error:
         err.write(f"error: {error}\n")
         return 2
+    schema = None
+    if provider_schema is not None:
+        try:
+            with open(provider_schema, encoding="utf-8") as handle:
+                schema = json.load(handle)
+        except (OSError, ValueError) as error:
+            err.write(f"error: --provider-schema {provider_schema}: {error}\n")
+            return 2
     document = evaluate_configuration(
         directory,
         variables=variables,
         var_files=list(var_file),
         cache_dir=cache_dir,
         source_root=source_root or default_source_root(directory),
+        provider_schema=schema,
     )
     # One write: Django's OutputWrapper ends every write() with a newline, and json.dump writes per token.
     out.write(json.dumps(document, indent=None if compact else 2, ensure_ascii=False) + "\n")
@@ -122,4 +139,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout,
         sys.stderr,
         arguments.source_root,
+        arguments.provider_schema,
     )

@@ -23,11 +23,17 @@ The output document (see ``document``):
   address without an index and ``expansion`` "unknown"; resources inside a module instance whose
   count/for_each is unknown are also marked ``"expansion": "unknown"`` (their module address has no
   index there);
-- sensitive values (values.Sensitive) come from variables and outputs declared ``sensitive = true``
-  and from ``sensitive()``; a root output holding one without ``sensitive = true`` is an error, as in
-  Terraform (``"sensitive"`` of an output is what it declares);
+- sensitive values (values.Sensitive) come from variables declared ``sensitive = true``, from
+  ``sensitive()`` and from provider schemas' sensitive attributes (a child module's output declared
+  sensitive does not mark the value its caller reads during a plan); a root output holding one
+  without ``sensitive = true`` is an error, as in Terraform (``"sensitive"`` of an output is what it
+  declares);
 - ``diagnostics``: errors and warnings with ``file``, ``line`` and ``column`` (1-based; null when not
   known).
+
+What a provider computes is known from its schema (provider_schemas.py: ``terraform providers schema
+-json``, handed over or found in the template); without one, a provider resource's attribute left null
+or unset reads as unknown, and a data source is unknown as a whole.
 
 Module outputs and module input variables are nodes of their own: ``module.NAME.OUTPUT`` reads (and
 depends on) that output alone, so one module's output may feed another module's input, or its own,
@@ -53,6 +59,7 @@ from policies_app.iac.expressions import Diagnostic, EvalError, Scope
 from policies_app.iac.graph import Graph, topological_order
 from policies_app.iac.module_calls import evaluate_call, evaluate_output
 from policies_app.iac.module_tree import Module, default_loader, load_module_tree
+from policies_app.iac.provider_schemas import load_provider_schemas
 from policies_app.iac.rendering import failure_document, render_document
 from policies_app.iac.resources import evaluate_resource
 from policies_app.iac.scopes import instance_scope
@@ -91,6 +98,7 @@ class ConfigurationEvaluator:
         parse_expression: Callable[[str, str], ast.Expr] | None = None,
         cwd: str | None = None,
         source_root: str | None = None,
+        provider_schema: dict[str, Any] | None = None,
     ) -> None:
         self.root_dir = os.path.abspath(root_dir)
         # The template's files: local modules and file functions may not reach outside it.
@@ -107,6 +115,9 @@ class ConfigurationEvaluator:
         self.call_children: dict[tuple[ModuleKey, str], tuple[str, list[tuple[Any, ModuleKey]]]] = {}
         self.resource_entries: list[tuple[tuple, dict]] = []  # (sort key, plan entry)
         self._scopes: dict[ModuleKey, Scope] = {}
+        self.schemas, schema_problem = load_provider_schemas(self.root_dir, provider_schema)
+        if schema_problem is not None:
+            self.reporter.error("Invalid provider schema", schema_problem, ast.Pos(self.root_dir, 0))
         self._in_progress: set[Node] = set()
 
         if parse_expression is None and loader is None:
@@ -235,6 +246,7 @@ def evaluate_configuration(
     var_files: Iterable[str] = (),
     cache_dir: str | None = None,
     source_root: str | None = None,
+    provider_schema: dict[str, Any] | None = None,
 ) -> dict:
     """The statically known values of a configuration: outputs, resources and diagnostics.
 
@@ -242,6 +254,8 @@ def evaluate_configuration(
     values (a ``str`` is read as Terraform reads a -var string, by the variable's type).
     ``source_root`` is the template's whole source (a checkout, holding ``directory``): local modules
     and file functions may read anything inside it and nothing outside; by default, ``directory``.
+    ``provider_schema`` is the parsed output of ``terraform providers schema -json`` for the template's
+    providers; by default the file provider_schemas.SCHEMA_FILE_NAME in ``directory``, if any.
     """
     # The parsed trees are hundreds of thousands of small objects that live until the end: without this,
     # the cyclic garbage collector rescans them again and again and doubles the evaluation time. The
@@ -250,7 +264,12 @@ def evaluate_configuration(
     gc.disable()
     try:
         evaluator = ConfigurationEvaluator(
-            directory, variables=variables, var_files=var_files, cache_dir=cache_dir, source_root=source_root
+            directory,
+            variables=variables,
+            var_files=var_files,
+            cache_dir=cache_dir,
+            source_root=source_root,
+            provider_schema=provider_schema,
         )
         return evaluator.document()
     except (RecursionError, MemoryError, LookupError, TypeError, ValueError, AttributeError) as error:

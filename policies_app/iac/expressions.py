@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from policies_app.iac import ast, types
-from policies_app.iac.functions import FunctionError, UnsupportedFunction, call_function
+from policies_app.iac.functions import REGISTRY, FunctionError, UnsupportedFunction, call_function
 from policies_app.iac.values import (
     UNKNOWN,
     Sensitive,
@@ -145,6 +145,7 @@ class _Namespace:
 
 
 _MODULE_KINDS = frozenset({"module_call", "module_instance"})
+_WANTS_DECLARED_TYPES = frozenset(name for name, spec in REGISTRY.items() if spec.wants_declared_types)
 
 _RESERVED_UNBOUND = {
     "count": "count.index can only be used in a block that sets count",
@@ -556,23 +557,83 @@ class Evaluator:
     def _conditional(self, expr: ast.Conditional, scope: Scope) -> Any:
         # HCL evaluates both results (their types decide the result's type) but reports only the
         # chosen one's errors, and neither's when the condition is unknown: `var.x == null ? true :
-        # contains(["a"], var.x)` is how real modules guard a call that fails on null.
+        # contains(["a"], var.x)` is how real modules guard a call that fails on null. The result
+        # carries the condition's mark and both results' own marks, whichever is chosen.
         true_value, true_error = self._attempt(expr.true_expr, scope)
         false_value, false_error = self._attempt(expr.false_expr, scope)
         condition = self.evaluate(expr.condition, scope)
-        marked = condition.__class__ is Sensitive
-        if marked:  # a result chosen by a sensitive condition is sensitive
-            condition = condition.value
+        marked = False
+        if condition.__class__ is Sensitive:
+            condition, marked = condition.value, True
+        if true_value.__class__ is Sensitive:
+            true_value, marked = true_value.value, True
+        if false_value.__class__ is Sensitive:
+            false_value, marked = false_value.value, True
         if condition is UNKNOWN:
-            return mark(UNKNOWN) if marked else UNKNOWN
+            result = None if true_value is None and false_value is None else UNKNOWN
+            return mark(result) if marked else result
         if to_bool(condition, expr.condition.pos):
-            chosen, error, other = true_value, true_error, false_value
+            chosen, error, other, other_expr = true_value, true_error, false_value, expr.false_expr
         else:
-            chosen, error, other = false_value, false_error, true_value
+            chosen, error, other, other_expr = false_value, false_error, true_value, expr.true_expr
         if error is not None:
             raise error
+        if other is None and chosen is not None and chosen is not UNKNOWN:
+            # A null of a declared type still decides the result's type (var.port != null ? var.port
+            # : 5432, with var.port a null string, is "5432"): terraform's nulls are typed, ours not.
+            other_type = self.declared_type(other_expr, scope)
+            if other_type is not None:
+                chosen = self._convert_to_common(chosen, other_type, expr.pos)
         result = self._unify(chosen, other, expr.pos)
         return mark(result) if marked else result
+
+    def _convert_to_common(self, value: Any, other_type: types.TypeConstraint, pos: ast.Pos) -> Any:
+        unified = types.unify([types.infer_type(unmark_deep(value)), other_type])
+        if unified is None:
+            raise EvalError(
+                "Inconsistent conditional result types",
+                pos,
+                f"the true and false result expressions must have consistent types "
+                f"({types.type_name(unmark_deep(value))}, {other_type})",
+            )
+        try:
+            return types.convert(value, unified)
+        except types.ConversionError as error:
+            raise EvalError("Inconsistent conditional result types", pos, str(error)) from None
+
+    def declared_type(self, expr: ast.Expr, scope: Scope) -> types.TypeConstraint | None:
+        """The type a variable's declaration gives an expression (``var.x``, ``var.x.attr``,
+        ``var.x["key"]``), when that is all that tells which type its null has; None otherwise."""
+        steps: list[Any] = []
+        node = expr
+        while True:
+            if isinstance(node, ast.GetAttr):
+                steps.append(node.name)
+                node = node.target
+            elif isinstance(node, ast.Index) and isinstance(node.key, ast.Literal):
+                steps.append(node.key.value)
+                node = node.target
+            else:
+                break
+        if not (isinstance(node, ast.Reference) and node.name == "var" and steps) or scope.lookup("var")[0]:
+            return None
+        variable_type = getattr(scope.resolver, "variable_type", None)
+        constraint = variable_type(steps.pop()) if variable_type is not None else None
+        while steps and constraint is not None:
+            step = steps.pop()
+            if isinstance(constraint, types.ObjectType) and isinstance(step, str):
+                constraint = constraint.attribute_types.get(step)
+            elif isinstance(constraint, (types.MapType, types.ListType)):
+                constraint = constraint.element
+            elif (
+                isinstance(constraint, types.TupleType)
+                and isinstance(step, int)
+                and 0 <= step < len(constraint.elements)
+            ):
+                constraint = constraint.elements[step]
+            else:
+                constraint = None
+        return None if isinstance(constraint, types.AnyType) else constraint
 
     def _attempt(self, expr: ast.Expr, scope: Scope) -> tuple[Any, EvalError | None]:
         """The value and no error, or UNKNOWN (a value of any type, as HCL's DynamicVal) and the error."""
@@ -601,8 +662,8 @@ class Evaluator:
             return chosen  # the common case, without inferring types
         unified = types.unify([types.infer_type(chosen), types.infer_type(other)])
         if unified is None and (kind is None or other_kind is None):
-            # Collections that cty still unifies where types.unify does not (a set beside an empty
-            # tuple: var.s != null ? var.s : []): keep the chosen value rather than refuse it.
+            # Collections that cty still unifies where types.unify does not: keep the chosen value
+            # rather than refuse it.
             return chosen
         if unified is None:
             raise EvalError(
@@ -820,8 +881,18 @@ class Evaluator:
                 )
             args.extend(last)
         # Unknown and sensitive arguments are the library's business: length([unknown]) is still 1.
+        declared = None
+        if name in _WANTS_DECLARED_TYPES:
+            written = expr.args[:-1] if expr.expand_final else expr.args
+            declared = [
+                types.ANY
+                if isinstance(arg, ast.Literal) and arg.value is None
+                else self.declared_type(arg, scope)
+                for arg in written
+            ]
+            declared += [None] * (len(args) - len(declared))  # the elements of an expanded list
         try:
-            result = call_function(name, args, scope.function_context)
+            result = call_function(name, args, scope.function_context, declared)
         except UnsupportedFunction as error:
             return self._unsupported(getattr(error, "name", name), expr.pos, scope)
         except FunctionError as error:

@@ -1,5 +1,5 @@
 """Resources and data sources: each instance's arguments (nested and dynamic blocks included), its
-conditions, what the plan shows of it and what expressions see when they refer to it."""
+conditions, and its entry in the plan (resource_views.py says what the plan shows of it)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ from policies_app.iac.expansion import (
     index_sort_key,
     module_address,
 )
-from policies_app.iac.expressions import Diagnostic, EvalError, ResourceObject, Scope, iterate_collection
+from policies_app.iac.expressions import Diagnostic, EvalError, Scope, iterate_collection
 from policies_app.iac.graph import keyword_of
 from policies_app.iac.module_tree import Module
+from policies_app.iac.resource_views import instance_views
 from policies_app.iac.values import (
     UNKNOWN,
     sensitive_tree,
@@ -53,7 +54,7 @@ def evaluate_resource(evaluation: ConfigurationEvaluator, module: Module, node: 
     for index, names in items:
         inner = scope.child(names) if names else scope
         values = evaluate_body(reporter, block.body, inner, top_level=True)
-        values, reference = instance_views(kind, resource_type, values)
+        values, reference = instance_views(kind, block, values, evaluation.schemas, reporter, what)
         check_conditions(reporter, conditions, inner, what, ("precondition",))
         self_scope = inner.child({"self": reference})
         check_conditions(reporter, conditions, self_scope, what, ("postcondition",))
@@ -160,25 +161,3 @@ def _expand_dynamic(reporter: Reporter, block: ast.Block, scope: Scope) -> Any:
         evaluate_body(reporter, content.body, scope.child({iterator: {"key": k, "value": v}}))
         for k, v in pairs
     ]
-
-
-def instance_views(kind: str, resource_type: str, values: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-    """What the plan shows for an instance, and what expressions see when they refer to it.
-
-    Attributes not set in the configuration exist only after apply (ResourceObject reads them as
-    unknown). Everything a data source returns is known only once it is read.
-    """
-    if kind == "data":
-        return values, ResourceObject()
-    if resource_type == "terraform_data":
-        # The builtin provider's schema: output mirrors input but is only known after apply.
-        values = {
-            "id": UNKNOWN,
-            "input": values.get("input"),
-            "output": None,
-            "triggers_replace": values.get("triggers_replace"),
-            **{k: v for k, v in values.items() if k not in ("input", "triggers_replace")},
-        }
-        values["output"] = None if unmark(values["input"])[0] is None else UNKNOWN
-        values["id"] = UNKNOWN
-    return values, ResourceObject(values)

@@ -94,6 +94,12 @@ class InstanceResolver:
             f"an input variable with the name {name!r} has not been declared",
         )
 
+    def variable_type(self, name: str) -> Any:
+        """The declared type of a variable of this module (None without one, or with no such variable)."""
+        if name not in self._module.variables:
+            return None
+        return self._evaluation.variables.type_of(self._module, name)
+
     def local(self, name: str, pos: ast.Pos) -> Any:
         return self._get(
             (self._path, "local", name),

@@ -602,8 +602,9 @@ def unify(types: list[TypeConstraint]) -> TypeConstraint | None:
             return None if None in unified else TupleType(tuple(unified))
         element = unify([e for t in concrete for e in _element_types(t)])
         return None if element is None else ListType(element)
-    if all(isinstance(t, (SetType,)) for t in concrete):
-        element = unify([t.element for t in concrete])
+    if all(isinstance(t, (SetType, ListType, TupleType)) for t in concrete):
+        # A set beside lists or tuples (cond ? var.names_set : []): they all convert to a set.
+        element = unify([e for t in concrete for e in _element_types(t)])
         return None if element is None else SetType(element)
     if all(isinstance(t, (MapType, ObjectType)) for t in concrete):
         if all(isinstance(t, ObjectType) for t in concrete):

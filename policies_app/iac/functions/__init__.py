@@ -33,7 +33,7 @@ from policies_app.iac.functions.base import (
     FunctionSpec,
     UnsupportedFunction,
 )
-from policies_app.iac.types import ConversionError
+from policies_app.iac.types import ANY, ConversionError
 from policies_app.iac.values import (
     UNKNOWN,
     Sensitive,
@@ -47,10 +47,14 @@ from policies_app.iac.values import (
 SUPPORTED_FUNCTIONS: frozenset[str] = frozenset(REGISTRY)
 
 
-def call_function(name: str, args: list[Any], ctx: FunctionContext) -> Any:
+def call_function(
+    name: str, args: list[Any], ctx: FunctionContext, declared_types: list[Any] | None = None
+) -> Any:
     """The result of the built-in ``name`` applied to ``args``; raises FunctionError on bad arguments.
 
-    What the function does with unknown and sensitive arguments is declared with it (``register``)."""
+    What the function does with unknown and sensitive arguments is declared with it (``register``).
+    ``declared_types`` are the types the arguments' declarations give them, for the functions that
+    want them."""
     spec = REGISTRY.get(name)
     if spec is None:
         # provider::aws::arn_parse and friends run inside provider plugins, which we never start.
@@ -76,17 +80,20 @@ def call_function(name: str, args: list[Any], ctx: FunctionContext) -> Any:
                 marked = True
     if spec.unknowns == "propagate" and any(contains_unknown(a) for a in args):
         return mark(UNKNOWN) if marked else UNKNOWN
-    result = _call(spec, args, ctx)
+    extra = {}
+    if spec.wants_declared_types:  # without declarations, arguments are literals: their nulls untyped
+        extra["declared_types"] = declared_types or [ANY] * len(args)
+    result = _call(spec, args, ctx, extra)
     if spec.marks == "elements" and isinstance(result, TfSet) and contains_sensitive(result):
         result, marked = unmark_deep(result), True
     return mark(result) if marked else result
 
 
-def _call(spec: FunctionSpec, args: list[Any], ctx: FunctionContext) -> Any:
+def _call(spec: FunctionSpec, args: list[Any], ctx: FunctionContext, extra: dict[str, Any]) -> Any:
     try:
         if spec.needs_context:
-            return spec.implementation(ctx, *args)
-        return spec.implementation(*args)
+            return spec.implementation(ctx, *args, **extra)
+        return spec.implementation(*args, **extra)
     except UnsupportedFunction:
         raise
     except (ArgumentError, ConversionError) as exc:

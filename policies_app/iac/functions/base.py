@@ -67,6 +67,10 @@ class FunctionSpec:
     unknowns: Unknowns
     marks: Marks
     needs_context: bool
+    # True: the implementation also gets ``declared_types``, one per argument: the type a variable's
+    # declaration gives it, ANY when nothing types it (the literal null), None when unknown (a null
+    # read from an attribute, typed in terraform): terraform's nulls are typed, ours are not.
+    wants_declared_types: bool
 
 
 REGISTRY: dict[str, FunctionSpec] = {}
@@ -80,13 +84,16 @@ def register(
     unknowns: Unknowns = "propagate",
     marks: Marks = "whole",
     needs_context: bool = False,
+    wants_declared_types: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a built-in; ``max_args`` defaults to ``min_args`` (fixed arity), None means variadic.
     Measured against terraform: iac_corpus/functions_over_unknowns and functions_over_sensitive."""
 
     def decorate(implementation: Callable[..., Any]) -> Callable[..., Any]:
         upper = min_args if max_args == -1 else max_args
-        REGISTRY[name] = FunctionSpec(name, implementation, min_args, upper, unknowns, marks, needs_context)
+        REGISTRY[name] = FunctionSpec(
+            name, implementation, min_args, upper, unknowns, marks, needs_context, wants_declared_types
+        )
         return implementation
 
     return decorate

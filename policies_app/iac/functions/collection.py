@@ -140,25 +140,35 @@ def lookup(mapping: Any, key: Any, *default: Any) -> Any:
     raise ArgumentError(f'the given key "{name}" does not exist in the map, and no default was given')
 
 
-@register("coalesce", 1, None, unknowns="handled")
-def coalesce(*args: Any) -> Any:
-    known = [a for a in args if a is not UNKNOWN]
-    candidates = _unified(known, "arguments") if known else []
-    by_position = iter(candidates)
+@register("coalesce", 1, None, unknowns="handled", wants_declared_types=True)
+def coalesce(*args: Any, declared_types: list[Any]) -> Any:
+    # The result has the type all arguments unify to, a typed null's included: coalesce(var.port,
+    # 5432) with var.port a null string is "5432".
+    inferred = [infer_type(a) for a in args if a is not UNKNOWN and a is not None]
+    common = unify(inferred + [t for t in declared_types if t is not None and t is not ANY])
+    if common is None:
+        raise ArgumentError("all arguments must have the same type")
     for arg in args:
         if arg is UNKNOWN:
             return UNKNOWN
-        converted = next(by_position)
-        if converted is not None and converted != "":
+        if arg is None:
+            continue
+        try:
+            converted = convert(arg, common)
+        except ConversionError as exc:
+            raise ArgumentError(str(exc)) from None
+        if converted != "":
             return converted
     raise ArgumentError("no non-null, non-empty-string arguments")
 
 
-@register("coalescelist", 1, None, unknowns="handled")
-def coalescelist(*lists: Any) -> Any:
+@register("coalescelist", 1, None, unknowns="handled", wants_declared_types=True)
+def coalescelist(*lists: Any, declared_types: list[Any]) -> Any:
     for position, items in enumerate(lists):
         if items is UNKNOWN:
             return UNKNOWN
+        if items is None and declared_types[position] is not ANY:
+            continue  # a list-typed null, such as a module's optional list attribute
         if items is None:
             raise ArgumentError(f"argument {position + 1} must not be null")
         if not is_sequence(items) or isinstance(items, TfSet):

@@ -36,6 +36,7 @@ class Command(BaseCommand):
             self.stdout,
             self.stderr,
             options["source_root"],
+            options["provider_schema"],
         )
         if status:
             raise CommandError("the configuration has errors (see the diagnostics above)", returncode=status)
