@@ -47,6 +47,7 @@ import gc
 import os
 import traceback
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -56,6 +57,7 @@ from policies_app.iac.config_graph import Node, build_graph, node_name, node_pos
 from policies_app.iac.diagnostics import Reporter
 from policies_app.iac.expansion import ModuleKey
 from policies_app.iac.expressions import Diagnostic, EvalError, Scope
+from policies_app.iac.functions.dates import format_rfc3339
 from policies_app.iac.graph import Graph, topological_order
 from policies_app.iac.module_calls import evaluate_call, evaluate_output
 from policies_app.iac.module_tree import Module, default_loader, load_module_tree
@@ -107,6 +109,8 @@ class ConfigurationEvaluator:
         # path.cwd, are relative to it, not to wherever this process happens to run.
         self.cwd = os.path.abspath(cwd or self.root_dir)
         self.reporter = Reporter()
+        # What plantimestamp() answers: an evaluation stands for a plan made now.
+        self.plan_timestamp = format_rfc3339(datetime.now(UTC).replace(microsecond=0))
         self.evaluation_count = 0  # nodes evaluated: each node at most once
         self.values: dict[Node, dict[ModuleKey, Any]] = {}
         self.instances: dict[tuple[str, ...], list[ModuleKey]] = {(): [()]}

@@ -602,8 +602,9 @@ class Evaluator:
             raise EvalError("Inconsistent conditional result types", pos, str(error)) from None
 
     def declared_type(self, expr: ast.Expr, scope: Scope) -> types.TypeConstraint | None:
-        """The type a variable's declaration gives an expression (``var.x``, ``var.x.attr``,
-        ``var.x["key"]``), when that is all that tells which type its null has; None otherwise."""
+        """The type a declaration gives an expression (a variable's: ``var.x``, ``var.x.attr``,
+        ``var.x["key"]``; a conversion function's: ``toset(...)``), when that is all that tells which
+        type its null has; None otherwise."""
         steps: list[Any] = []
         node = expr
         while True:
@@ -615,6 +616,8 @@ class Evaluator:
                 node = node.target
             else:
                 break
+        if isinstance(node, ast.FunctionCall) and not steps and node.name in REGISTRY:
+            return REGISTRY[node.name].result_type
         if not (isinstance(node, ast.Reference) and node.name == "var" and steps) or scope.lookup("var")[0]:
             return None
         variable_type = getattr(scope.resolver, "variable_type", None)

@@ -33,7 +33,10 @@ def instance_scope(evaluation: ConfigurationEvaluator, module: Module, key: Modu
 
 def function_context(evaluation: ConfigurationEvaluator, module: Module) -> FunctionContext:
     context = FunctionContext(
-        module_dir=module.directory, source_root=evaluation.source_root, cwd=evaluation.cwd
+        module_dir=module.directory,
+        source_root=evaluation.source_root,
+        cwd=evaluation.cwd,
+        plan_timestamp=evaluation.plan_timestamp,
     )
 
     def render_template(text: str, filename: str, variables: dict) -> Any:

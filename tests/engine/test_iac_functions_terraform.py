@@ -982,3 +982,22 @@ def test_every_function_terraform_has_is_registered_with_its_facts() -> None:
     names = {n for n in json.loads(listed.stdout)["function_signatures"] if not n.startswith("core::")}
     # try and can evaluate their arguments themselves: the evaluator has them, not the library.
     assert names - {"try", "can"} <= SUPPORTED_FUNCTIONS
+
+
+def test_plantimestamp_is_known_during_the_plan_as_in_terraform(tmp_path: Path) -> None:
+    # terraform-aws-modules' kms example: valid_to = timeadd(plantimestamp(), "4380h").
+    if shutil.which("terraform") is None:
+        pytest.skip("terraform is not on PATH: the oracle cannot run")
+    from policies_app.iac.configuration import evaluate_configuration
+    from policies_app.iac.functions.dates import parse_timestamp
+    from tests.engine.plan_compare import terraform_plan
+
+    (tmp_path / "main.tf").write_text(
+        'output "now" {\n  value = plantimestamp()\n}\noutput "same" {\n  value = plantimestamp() == plantimestamp()\n}\n'
+    )
+    theirs = terraform_plan(tmp_path)["output_changes"]
+    ours = evaluate_configuration(str(tmp_path))["outputs"]
+    assert theirs["now"]["after_unknown"] is False and ours["now"]["unknown"] is False
+    assert ours["same"]["value"] is theirs["same"]["after"] is True
+    apart = parse_timestamp(ours["now"]["value"]) - parse_timestamp(theirs["now"]["after"])
+    assert abs(apart.total_seconds()) < 600

@@ -26,6 +26,7 @@ class FunctionContext:
     cwd: str
     # (template_text, filename, vars) -> str; supplied by the evaluator for templatefile()/templatestring()
     render_template: Callable[[str, str, dict], Any] | None = None
+    plan_timestamp: str | None = None  # plantimestamp(): when the evaluation (the "plan") started
 
 
 class FunctionError(ValueError):
@@ -71,6 +72,9 @@ class FunctionSpec:
     # declaration gives it, ANY when nothing types it (the literal null), None when unknown (a null
     # read from an attribute, typed in terraform): terraform's nulls are typed, ours are not.
     wants_declared_types: bool
+    # The type of the result whatever the arguments, when it has one that a null result keeps
+    # (toset(null) is a null set: `cond ? toset(x) : []` is a set either way).
+    result_type: Any
 
 
 REGISTRY: dict[str, FunctionSpec] = {}
@@ -85,6 +89,7 @@ def register(
     marks: Marks = "whole",
     needs_context: bool = False,
     wants_declared_types: bool = False,
+    result_type: Any = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a built-in; ``max_args`` defaults to ``min_args`` (fixed arity), None means variadic.
     Measured against terraform: iac_corpus/functions_over_unknowns and functions_over_sensitive."""
@@ -92,7 +97,15 @@ def register(
     def decorate(implementation: Callable[..., Any]) -> Callable[..., Any]:
         upper = min_args if max_args == -1 else max_args
         REGISTRY[name] = FunctionSpec(
-            name, implementation, min_args, upper, unknowns, marks, needs_context, wants_declared_types
+            name,
+            implementation,
+            min_args,
+            upper,
+            unknowns,
+            marks,
+            needs_context,
+            wants_declared_types,
+            result_type,
         )
         return implementation
 

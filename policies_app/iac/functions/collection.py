@@ -435,9 +435,16 @@ def setproduct(*args: Any) -> Any:
         return UNKNOWN
     if any(isinstance(a, TfSet) and contains_unknown(a) for a in args):
         return UNKNOWN  # the size of a set holding unknowns is not known yet
-    collections = [want_sequence(a, f"argument {i + 1}") for i, a in enumerate(args)]
     if len(args) < 2:
         raise ArgumentError("at least two arguments are required")
+    # A tuple's elements are converted to the one type they unify to, as cty does: routes written as
+    # objects of different attributes become maps of strings.
+    collections = [
+        want_sequence(a, f"argument {i + 1}")
+        if isinstance(a, TfSet)
+        else _unified(want_sequence(a, f"argument {i + 1}"))
+        for i, a in enumerate(args)
+    ]
     size = 1
     for items in collections:
         size *= len(items)

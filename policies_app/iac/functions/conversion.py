@@ -30,35 +30,35 @@ def _to(value: Any, constraint: Any, name: str) -> Any:
         raise ArgumentError(f"cannot convert to {name}: {exc}") from None
 
 
-@register("tostring", 1, unknowns="handled")
+@register("tostring", 1, unknowns="handled", result_type=STRING)
 def tostring(value: Any) -> Any:
     if isinstance(value, (list, tuple, dict)):
         raise ArgumentError(f"cannot convert {_kind(value)} to string")
     return _to(value, STRING, "string")
 
 
-@register("tonumber", 1, unknowns="handled")
+@register("tonumber", 1, unknowns="handled", result_type=NUMBER)
 def tonumber(value: Any) -> Any:
     return _to(value, NUMBER, "number")
 
 
-@register("tobool", 1, unknowns="handled")
+@register("tobool", 1, unknowns="handled", result_type=BOOL)
 def tobool(value: Any) -> Any:
     return _to(value, BOOL, "bool")
 
 
-@register("tolist", 1, unknowns="handled", marks="elements")
+@register("tolist", 1, unknowns="handled", marks="elements", result_type=ListType(ANY))
 def tolist(value: Any) -> Any:
     return _to(value, ListType(ANY), "list")
 
 
-@register("toset", 1, unknowns="handled")
+@register("toset", 1, unknowns="handled", result_type=SetType(ANY))
 def toset(value: Any) -> Any:
     # Elements holding unknowns stay in the set, after the known ones; its length is then unknown.
     return _to(value, SetType(ANY), "set")
 
 
-@register("tomap", 1, unknowns="handled", marks="elements")
+@register("tomap", 1, unknowns="handled", marks="elements", result_type=MapType(ANY))
 def tomap(value: Any) -> Any:
     return _to(value, MapType(ANY), "map")
 

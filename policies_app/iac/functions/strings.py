@@ -93,7 +93,7 @@ def formatlist(spec: Any, *args: Any) -> Any:
     template = want_string(spec, "the format string")
     length = None
     for position, arg in enumerate(args):
-        if arg is UNKNOWN or arg is None:
+        if arg is None:
             return UNKNOWN  # null as for format()
         if is_sequence(arg):
             if length is not None and len(arg) != length:
@@ -103,7 +103,11 @@ def formatlist(spec: Any, *args: Any) -> Any:
                 )
             length = len(arg)
     if length is None:
+        if any(a is UNKNOWN for a in args):
+            return UNKNOWN  # an unknown argument may be a list: the length is not known yet
         length = 1
+    # With a known list deciding the length, an unknown argument only makes its elements unknown
+    # (were it a list of another length, terraform would refuse the call once it is known).
     columns = [list(a) if is_sequence(a) else None for a in args]
     results: list[Any] = []
     for i in range(length):

@@ -30,3 +30,15 @@ resource "terraform_data" "r" {
     from_a_for   = [for s in var.sources : coalescelist(s.account_ids, ["b"])]
   }
 }
+
+variable "names" {
+  type    = list(string)
+  default = null
+}
+
+# toset(null) is a null set, so the empty tuple beside it becomes an empty set: for_each accepts it
+# (aws-ia's ipam: `local.enabled ? toset(var.principals) : []`).
+resource "terraform_data" "each" {
+  for_each = var.names != null ? toset(var.names) : []
+  input    = each.key
+}
