@@ -56,8 +56,9 @@ def length(value: Any) -> Any:
         return UNKNOWN
     if isinstance(value, str):
         return len(graphemes(value))
-    if isinstance(value, TfSet) and any(contains_unknown(v) for v in value):
-        return UNKNOWN  # elements holding unknowns may turn out equal to others
+    if isinstance(value, TfSet) and len(value) > 1 and any(contains_unknown(v) for v in value):
+        # Elements holding unknowns may turn out equal to others and merge; a lone element cannot.
+        return UNKNOWN
     if isinstance(value, (list, tuple, dict)):
         return len(value)
     if value is None:

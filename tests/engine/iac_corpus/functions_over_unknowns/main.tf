@@ -57,6 +57,7 @@ resource "terraform_data" "conversions" {
     tolist     = tolist(local.list)
     toset      = toset(local.list)
     toset_one  = toset([local.u])
+    set_length = length(toset([local.u]))
     tomap      = tomap(local.object)
     jsonencode = jsonencode(local.object)
     yamlencode = yamlencode(local.list)
