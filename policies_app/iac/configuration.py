@@ -57,12 +57,13 @@ from policies_app.iac.config_graph import Node, build_graph, node_name, node_pos
 from policies_app.iac.diagnostics import Reporter
 from policies_app.iac.expansion import ModuleKey
 from policies_app.iac.expressions import Diagnostic, EvalError, Scope
+from policies_app.iac.failures import failure_document
 from policies_app.iac.functions.dates import format_rfc3339
 from policies_app.iac.graph import Graph, topological_order
 from policies_app.iac.module_calls import evaluate_call, evaluate_output
 from policies_app.iac.module_tree import Module, default_loader, load_module_tree
 from policies_app.iac.provider_schemas import load_provider_schemas
-from policies_app.iac.rendering import failure_document, render_document
+from policies_app.iac.rendering import render_document
 from policies_app.iac.resources import evaluate_resource
 from policies_app.iac.scopes import instance_scope
 from policies_app.iac.values import UNKNOWN

@@ -317,14 +317,21 @@ def iterate_collection(collection: Any, pos: ast.Pos | None) -> list[tuple[Any, 
     )
 
 
-def _primitive_kind(value: Any) -> str | None:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return None
+_primitive_kind = types.primitive_kind
+
+
+def _conditional_result(value: Any, unified: types.TypeConstraint | None, pos: ast.Pos, kinds: str) -> Any:
+    """A conditional's chosen value converted to the type both results unify to."""
+    if unified is None:
+        raise EvalError(
+            "Inconsistent conditional result types",
+            pos,
+            f"the true and false result expressions must have consistent types ({kinds})",
+        )
+    try:
+        return types.convert(value, unified)
+    except types.ConversionError as error:
+        raise EvalError("Inconsistent conditional result types", pos, str(error)) from None
 
 
 class Evaluator:
@@ -589,17 +596,9 @@ class Evaluator:
 
     def _convert_to_common(self, value: Any, other_type: types.TypeConstraint, pos: ast.Pos) -> Any:
         unified = types.unify([types.infer_type(unmark_deep(value)), other_type])
-        if unified is None:
-            raise EvalError(
-                "Inconsistent conditional result types",
-                pos,
-                f"the true and false result expressions must have consistent types "
-                f"({types.type_name(unmark_deep(value))}, {other_type})",
-            )
-        try:
-            return types.convert(value, unified)
-        except types.ConversionError as error:
-            raise EvalError("Inconsistent conditional result types", pos, str(error)) from None
+        return _conditional_result(
+            value, unified, pos, f"{types.type_name(unmark_deep(value))}, {other_type}"
+        )
 
     def declared_type(self, expr: ast.Expr, scope: Scope) -> types.TypeConstraint | None:
         """The type a declaration gives an expression (a variable's: ``var.x``, ``var.x.attr``,
@@ -668,17 +667,9 @@ class Evaluator:
             # Collections that cty still unifies where types.unify does not: keep the chosen value
             # rather than refuse it.
             return chosen
-        if unified is None:
-            raise EvalError(
-                "Inconsistent conditional result types",
-                pos,
-                f"the true and false result expressions must have consistent types "
-                f"({types.type_name(chosen)}, {types.type_name(other)})",
-            )
-        try:
-            return types.convert(chosen, unified)
-        except types.ConversionError as error:
-            raise EvalError("Inconsistent conditional result types", pos, str(error)) from None
+        return _conditional_result(
+            chosen, unified, pos, f"{types.type_name(chosen)}, {types.type_name(other)}"
+        )
 
     def _binary(self, expr: ast.BinaryOp, scope: Scope) -> Any:
         left = self.evaluate(expr.left, scope)

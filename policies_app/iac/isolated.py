@@ -14,19 +14,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from policies_app.iac.failures import failure_document
+
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
-
-
-def _failure(summary: str, detail: str) -> dict[str, Any]:
-    diagnostic = {
-        "severity": "error",
-        "summary": summary,
-        "detail": detail,
-        "file": None,
-        "line": None,
-        "column": None,
-    }
-    return {"outputs": {}, "resources": [], "diagnostics": [diagnostic]}
 
 
 def evaluate_configuration_isolated(
@@ -63,13 +53,13 @@ def evaluate_configuration_isolated(
                 command, cwd=_PROJECT_ROOT, capture_output=True, text=True, timeout=timeout_s, check=False
             )
         except subprocess.TimeoutExpired:
-            return _failure(
+            return failure_document(
                 "Configuration evaluation timed out", f"the evaluation took longer than {timeout_s:g} s"
             )
     if finished.returncode not in (0, 1):  # 1 means error diagnostics, which the document carries
         detail = (finished.stderr.strip().splitlines() or [f"exit status {finished.returncode}"])[-1]
-        return _failure("Configuration evaluation failed", detail)
+        return failure_document("Configuration evaluation failed", detail)
     try:
         return json.loads(finished.stdout)
     except json.JSONDecodeError:
-        return _failure("Configuration evaluation failed", "the evaluator printed no document")
+        return failure_document("Configuration evaluation failed", "the evaluator printed no document")

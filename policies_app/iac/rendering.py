@@ -51,19 +51,6 @@ def render_document(evaluation: ConfigurationEvaluator) -> dict:
     }
 
 
-def failure_document(summary: str, detail: str) -> dict[str, Any]:
-    """The document of an evaluation that could not be done at all: one error, nothing else."""
-    diagnostic = {
-        "severity": "error",
-        "summary": summary,
-        "detail": detail,
-        "file": None,
-        "line": None,
-        "column": None,
-    }
-    return {"outputs": {}, "resources": [], "diagnostics": [diagnostic]}
-
-
 def finite_json(value: Any) -> tuple[Any, bool]:
     """``value`` with infinite numbers (1/0) replaced by null, and whether it had none: JSON has no
     infinity, and terraform refuses to write a plan holding one."""

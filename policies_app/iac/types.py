@@ -518,9 +518,9 @@ def _same_shape(left: Any, right: Any) -> bool:
     """Whether the two could be of one type: an unknown part fits any."""
     if left is UNKNOWN or right is UNKNOWN or left is None or right is None:
         return True
-    kind = _kind_of(left)
+    kind = primitive_kind(left)
     if kind is not None:
-        return kind == _kind_of(right)
+        return kind == primitive_kind(right)
     if isinstance(left, (list, tuple)):
         return (
             isinstance(right, (list, tuple))
@@ -551,7 +551,8 @@ def _equal_elements(left: Any, right: Any) -> Any:
     return True
 
 
-def _kind_of(value: Any) -> str | None:
+def primitive_kind(value: Any) -> str | None:
+    """ "bool", "number" or "string" for a primitive value, else None."""
     if isinstance(value, bool):
         return "bool"
     if _is_number(value):

@@ -484,18 +484,7 @@ class _ModuleTransform:
 
     def _note_module_output(self, code: list[Token], n: int) -> None:
         name = code[n + 2].text
-        after = n + 3
-        if after < len(code) and code[after].kind == "punct" and code[after].text == "[":
-            depth = 0
-            while after < len(code):
-                if code[after].kind == "punct" and code[after].text in "[({":
-                    depth += 1
-                elif code[after].kind == "punct" and code[after].text in "])}":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                after += 1
-            after += 1
+        after = self._skip_index(code, n + 3)
         if self._dot(code, after) and after + 1 < len(code) and code[after + 1].kind == "ident":
             self.module_outputs_read.setdefault(name, set()).add(code[after + 1].text)
 

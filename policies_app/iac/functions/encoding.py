@@ -103,13 +103,17 @@ def base64encode(text: Any) -> str:
     return base64.b64encode(want_string(text).encode("utf-8")).decode("ascii")
 
 
-@register("base64decode", 1)
-def base64decode(text: Any) -> str:
+def _from_base64(text: Any) -> bytes:
     s = want_string(text)
     try:
-        raw = base64.b64decode(s, validate=True)
+        return base64.b64decode(s, validate=True)
     except (binascii.Error, ValueError):
         raise ArgumentError(f"failed to decode base64 data {s!r}") from None
+
+
+@register("base64decode", 1)
+def base64decode(text: Any) -> str:
+    raw = _from_base64(text)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -122,11 +126,7 @@ _MAX_GUNZIPPED_BYTES = 64 * 1024 * 1024
 @register("base64gunzip", 1)
 def base64gunzip(text: Any) -> str:
     # OpenTofu's inverse of base64gzip; the output is bounded so that a small input cannot fill memory.
-    s = want_string(text)
-    try:
-        compressed = base64.b64decode(s, validate=True)
-    except (binascii.Error, ValueError):
-        raise ArgumentError(f"failed to decode base64 data {s!r}") from None
+    compressed = _from_base64(text)
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(compressed)) as stream:
             raw = stream.read(_MAX_GUNZIPPED_BYTES + 1)
