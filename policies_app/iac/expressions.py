@@ -317,9 +317,6 @@ def iterate_collection(collection: Any, pos: ast.Pos | None) -> list[tuple[Any, 
     )
 
 
-_primitive_kind = types.primitive_kind
-
-
 def _conditional_result(value: Any, unified: types.TypeConstraint | None, pos: ast.Pos, kinds: str) -> Any:
     """A conditional's chosen value converted to the type both results unify to."""
     if unified is None:
@@ -659,7 +656,7 @@ class Evaluator:
             ):
                 return chosen
             return mark(unified_value)
-        kind, other_kind = _primitive_kind(chosen), _primitive_kind(other)
+        kind, other_kind = types.primitive_kind(chosen), types.primitive_kind(other)
         if kind is not None and kind == other_kind:
             return chosen  # the common case, without inferring types
         unified = types.unify([types.infer_type(chosen), types.infer_type(other)])

@@ -7,6 +7,7 @@ that builds the policy input.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -43,8 +44,11 @@ def evaluate_configuration_isolated(
         command += ["--var", f"{name}={value if isinstance(value, str) else json.dumps(value)}"]
     if cache_dir:
         command += ["--cache-dir", cache_dir]
-    with tempfile.NamedTemporaryFile("w", suffix=".json", encoding="utf-8") as schema_file:
-        if provider_schema is not None:
+    with contextlib.ExitStack() as stack:
+        if provider_schema is not None:  # handed over as a file the child reads
+            schema_file = stack.enter_context(
+                tempfile.NamedTemporaryFile("w", suffix=".json", encoding="utf-8")
+            )
             json.dump(provider_schema, schema_file)
             schema_file.flush()
             command += ["--provider-schema", schema_file.name]
