@@ -88,8 +88,9 @@ def original_address(address: str) -> str | None:
             return None
         if name.startswith(("data__", "ephemeral__")):
             return None
-        type_, _, rest = name.partition("__")
-        out += [type_, rest]
+        type_, separator, rest = name.partition("__")
+        # A built-in terraform_data of the original keeps its name; a transformed resource, TYPE__NAME.
+        out += [type_, rest] if separator else ["terraform_data", name]
         break
     return ".".join(out)
 
