@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -43,6 +44,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="a .tfvars or .tfvars.json file (repeatable, later files win)",
     )
+    parser.add_argument(
+        "--source-root",
+        default=None,
+        metavar="DIR",
+        help="the template's whole source, which local modules and file functions may read (default: "
+        "the git work tree holding the directory, else the directory itself)",
+    )
+    parser.add_argument(
+        "--provider-schema",
+        default=None,
+        metavar="FILE",
+        help="the output of `terraform providers schema -json` for the template's providers (default: "
+        "providers-schema.json in the directory, if there is one)",
+    )
     parser.add_argument("--cache-dir", default=None, help="where parsed files are cached between runs")
     parser.add_argument("--compact", action="store_true", help="print the JSON on one line")
 
@@ -56,6 +71,18 @@ def parse_var_flags(flags: Sequence[str]) -> dict[str, str]:
     return variables
 
 
+def default_source_root(directory: str) -> str:
+    """The top of the git work tree holding ``directory`` (a template's checkout), else ``directory``."""
+    current = os.path.abspath(directory)
+    while True:
+        if os.path.exists(os.path.join(current, ".git")):
+            return current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return os.path.abspath(directory)
+        current = parent
+
+
 def run(
     directory: str,
     var: Sequence[str],
@@ -64,6 +91,8 @@ def run(
     compact: bool,
     out: TextIO,
     err: TextIO,
+    source_root: str | None = None,
+    provider_schema: str | None = None,
 ) -> int:
     """Evaluate and print; returns the exit status."""
     try:
@@ -71,8 +100,21 @@ def run(
     except ValueError as error:
         err.write(f"error: {error}\n")
         return 2
+    schema = None
+    if provider_schema is not None:
+        try:
+            with open(provider_schema, encoding="utf-8") as handle:
+                schema = json.load(handle)
+        except (OSError, ValueError) as error:
+            err.write(f"error: --provider-schema {provider_schema}: {error}\n")
+            return 2
     document = evaluate_configuration(
-        directory, variables=variables, var_files=list(var_file), cache_dir=cache_dir
+        directory,
+        variables=variables,
+        var_files=list(var_file),
+        cache_dir=cache_dir,
+        source_root=source_root or default_source_root(directory),
+        provider_schema=schema,
     )
     # One write: Django's OutputWrapper ends every write() with a newline, and json.dump writes per token.
     out.write(json.dumps(document, indent=None if compact else 2, ensure_ascii=False) + "\n")
@@ -96,4 +138,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments.compact,
         sys.stdout,
         sys.stderr,
+        arguments.source_root,
+        arguments.provider_schema,
     )

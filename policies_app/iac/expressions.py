@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from policies_app.iac import ast, types
-from policies_app.iac.functions import FunctionError, UnsupportedFunction, call_function
+from policies_app.iac.functions import REGISTRY, FunctionError, UnsupportedFunction, call_function
 from policies_app.iac.values import (
     UNKNOWN,
     Sensitive,
@@ -144,51 +144,8 @@ class _Namespace:
         return f"{self.prefix}" if self.prefix else self.kind
 
 
-# Every builtin of Terraform 1.11 (`terraform metadata functions -json`, without the core:: aliases),
-# plus OpenTofu's own: a call to a name outside this set (and not provider::...) is an error; a name
-# in it that our library lacks is only unsupported.
-TERRAFORM_FUNCTIONS = frozenset(
-    """
-    abs abspath alltrue anytrue base64decode base64encode base64gzip base64sha256 base64sha512 basename
-    bcrypt can ceil chomp chunklist cidrhost cidrnetmask cidrsubnet cidrsubnets coalesce coalescelist
-    compact concat contains csvdecode dirname distinct element endswith ephemeralasnull file filebase64
-    filebase64sha256 filebase64sha512 fileexists filemd5 fileset filesha1 filesha256 filesha512 flatten
-    floor format formatdate formatlist indent index issensitive join jsondecode jsonencode keys length log
-    lookup lower matchkeys max md5 merge min nonsensitive one parseint pathexpand plantimestamp pow range
-    regex regexall replace reverse rsadecrypt sensitive setintersection setproduct setsubtract setunion
-    sha1 sha256 sha512 signum slice sort split startswith strcontains strrev substr sum templatefile
-    templatestring textdecodebase64 textencodebase64 timeadd timecmp timestamp title tobool tolist tomap
-    tonumber toset tostring transpose trim trimprefix trimspace trimsuffix try upper urlencode uuid uuidv5
-    values yamldecode yamlencode zipmap
-    base64gunzip cidrcontains urldecode
-""".split()
-)
-
 _MODULE_KINDS = frozenset({"module_call", "module_instance"})
-
-# Functions that work on marks themselves and get their argument as it is.
-_MARK_FUNCTIONS = frozenset({"sensitive", "nonsensitive", "issensitive"})
-# Functions that move elements around without looking into them: as in Terraform, the marks of the
-# elements stay on the elements (concat([var.secret], ["a"]) is a list whose first element is
-# sensitive, not a sensitive list). Every other function sees its arguments without any mark, and its
-# result is sensitive when any argument held a mark (jsonencode({a = var.secret}) is sensitive).
-_MARK_PRESERVING_FUNCTIONS = frozenset(
-    {
-        "length",
-        "keys",
-        "values",
-        "concat",
-        "merge",
-        "element",
-        "lookup",
-        "reverse",
-        "slice",
-        "chunklist",
-        "zipmap",
-        "one",
-        "coalescelist",
-    }
-)
+_WANTS_DECLARED_TYPES = frozenset(name for name, spec in REGISTRY.items() if spec.wants_declared_types)
 
 _RESERVED_UNBOUND = {
     "count": "count.index can only be used in a block that sets count",
@@ -340,6 +297,7 @@ def to_string(value: Any, pos: ast.Pos | None, what: str = "value") -> str:
 
 
 values_equal = types.values_equal  # Terraform's ==: no conversion between types ("1" == 1 is false)
+equal_with_unknowns = types.equal_with_unknowns
 
 
 def iterate_collection(collection: Any, pos: ast.Pos | None) -> list[tuple[Any, Any]]:
@@ -359,14 +317,18 @@ def iterate_collection(collection: Any, pos: ast.Pos | None) -> list[tuple[Any, 
     )
 
 
-def _primitive_kind(value: Any) -> str | None:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return None
+def _conditional_result(value: Any, unified: types.TypeConstraint | None, pos: ast.Pos, kinds: str) -> Any:
+    """A conditional's chosen value converted to the type both results unify to."""
+    if unified is None:
+        raise EvalError(
+            "Inconsistent conditional result types",
+            pos,
+            f"the true and false result expressions must have consistent types ({kinds})",
+        )
+    try:
+        return types.convert(value, unified)
+    except types.ConversionError as error:
+        raise EvalError("Inconsistent conditional result types", pos, str(error)) from None
 
 
 class Evaluator:
@@ -597,20 +559,87 @@ class Evaluator:
     # -- operators -----------------------------------------------------------------------------------
 
     def _conditional(self, expr: ast.Conditional, scope: Scope) -> Any:
+        # HCL evaluates both results (their types decide the result's type) but reports only the
+        # chosen one's errors, and neither's when the condition is unknown: `var.x == null ? true :
+        # contains(["a"], var.x)` is how real modules guard a call that fails on null. The result
+        # carries the condition's mark and both results' own marks, whichever is chosen.
+        true_value, true_error = self._attempt(expr.true_expr, scope)
+        false_value, false_error = self._attempt(expr.false_expr, scope)
         condition = self.evaluate(expr.condition, scope)
-        # Terraform checks both branches' types, so both are evaluated and their errors reported.
-        true_value = self.evaluate(expr.true_expr, scope)
-        false_value = self.evaluate(expr.false_expr, scope)
-        marked = condition.__class__ is Sensitive
-        if marked:  # a result chosen by a sensitive condition is sensitive
-            condition = condition.value
+        marked = False
+        if condition.__class__ is Sensitive:
+            condition, marked = condition.value, True
+        if true_value.__class__ is Sensitive:
+            true_value, marked = true_value.value, True
+        if false_value.__class__ is Sensitive:
+            false_value, marked = false_value.value, True
         if condition is UNKNOWN:
-            return mark(UNKNOWN) if marked else UNKNOWN
-        chosen, other = (
-            (true_value, false_value) if to_bool(condition, expr.condition.pos) else (false_value, true_value)
-        )
+            result = None if true_value is None and false_value is None else UNKNOWN
+            return mark(result) if marked else result
+        if to_bool(condition, expr.condition.pos):
+            chosen, error, other, other_expr = true_value, true_error, false_value, expr.false_expr
+        else:
+            chosen, error, other, other_expr = false_value, false_error, true_value, expr.true_expr
+        if error is not None:
+            raise error
+        if other is None and chosen is not None and chosen is not UNKNOWN:
+            # A null of a declared type still decides the result's type (var.port != null ? var.port
+            # : 5432, with var.port a null string, is "5432"): terraform's nulls are typed, ours not.
+            other_type = self.declared_type(other_expr, scope)
+            if other_type is not None:
+                chosen = self._convert_to_common(chosen, other_type, expr.pos)
         result = self._unify(chosen, other, expr.pos)
         return mark(result) if marked else result
+
+    def _convert_to_common(self, value: Any, other_type: types.TypeConstraint, pos: ast.Pos) -> Any:
+        unified = types.unify([types.infer_type(unmark_deep(value)), other_type])
+        return _conditional_result(
+            value, unified, pos, f"{types.type_name(unmark_deep(value))}, {other_type}"
+        )
+
+    def declared_type(self, expr: ast.Expr, scope: Scope) -> types.TypeConstraint | None:
+        """The type a declaration gives an expression (a variable's: ``var.x``, ``var.x.attr``,
+        ``var.x["key"]``; a conversion function's: ``toset(...)``), when that is all that tells which
+        type its null has; None otherwise."""
+        steps: list[Any] = []
+        node = expr
+        while True:
+            if isinstance(node, ast.GetAttr):
+                steps.append(node.name)
+                node = node.target
+            elif isinstance(node, ast.Index) and isinstance(node.key, ast.Literal):
+                steps.append(node.key.value)
+                node = node.target
+            else:
+                break
+        if isinstance(node, ast.FunctionCall) and not steps and node.name in REGISTRY:
+            return REGISTRY[node.name].result_type
+        if not (isinstance(node, ast.Reference) and node.name == "var" and steps) or scope.lookup("var")[0]:
+            return None
+        variable_type = getattr(scope.resolver, "variable_type", None)
+        constraint = variable_type(steps.pop()) if variable_type is not None else None
+        while steps and constraint is not None:
+            step = steps.pop()
+            if isinstance(constraint, types.ObjectType) and isinstance(step, str):
+                constraint = constraint.attribute_types.get(step)
+            elif isinstance(constraint, (types.MapType, types.ListType)):
+                constraint = constraint.element
+            elif (
+                isinstance(constraint, types.TupleType)
+                and isinstance(step, int)
+                and 0 <= step < len(constraint.elements)
+            ):
+                constraint = constraint.elements[step]
+            else:
+                constraint = None
+        return None if isinstance(constraint, types.AnyType) else constraint
+
+    def _attempt(self, expr: ast.Expr, scope: Scope) -> tuple[Any, EvalError | None]:
+        """The value and no error, or UNKNOWN (a value of any type, as HCL's DynamicVal) and the error."""
+        try:
+            return self.evaluate(expr, scope), None
+        except EvalError as error:
+            return UNKNOWN, error
 
     def _unify(self, chosen: Any, other: Any, pos: ast.Pos) -> Any:
         """Both results of a conditional share one type: a number or bool beside a string becomes a
@@ -627,25 +656,17 @@ class Evaluator:
             ):
                 return chosen
             return mark(unified_value)
-        kind, other_kind = _primitive_kind(chosen), _primitive_kind(other)
+        kind, other_kind = types.primitive_kind(chosen), types.primitive_kind(other)
         if kind is not None and kind == other_kind:
             return chosen  # the common case, without inferring types
         unified = types.unify([types.infer_type(chosen), types.infer_type(other)])
         if unified is None and (kind is None or other_kind is None):
-            # Collections that cty still unifies where types.unify does not (a set beside an empty
-            # tuple: var.s != null ? var.s : []): keep the chosen value rather than refuse it.
+            # Collections that cty still unifies where types.unify does not: keep the chosen value
+            # rather than refuse it.
             return chosen
-        if unified is None:
-            raise EvalError(
-                "Inconsistent conditional result types",
-                pos,
-                f"the true and false result expressions must have consistent types "
-                f"({types.type_name(chosen)}, {types.type_name(other)})",
-            )
-        try:
-            return types.convert(chosen, unified)
-        except types.ConversionError as error:
-            raise EvalError("Inconsistent conditional result types", pos, str(error)) from None
+        return _conditional_result(
+            chosen, unified, pos, f"{types.type_name(chosen)}, {types.type_name(other)}"
+        )
 
     def _binary(self, expr: ast.BinaryOp, scope: Scope) -> Any:
         left = self.evaluate(expr.left, scope)
@@ -659,9 +680,9 @@ class Evaluator:
     def _binary_values(self, expr: ast.BinaryOp, left: Any, right: Any) -> Any:
         op = expr.op
         if op == "==" or op == "!=":
-            if contains_unknown(left) or contains_unknown(right):
+            equal = equal_with_unknowns(left, right)
+            if equal is UNKNOWN:
                 return UNKNOWN
-            equal = values_equal(left, right)
             return equal if op == "==" else not equal
         if op == "&&" or op == "||":
             # No short-circuit: both sides are evaluated (and their errors raised) as in Terraform,
@@ -850,41 +871,32 @@ class Evaluator:
                     "the expanding argument (indicated by ...) must be a list, tuple or set",
                 )
             args.extend(last)
-        if name not in _MARK_FUNCTIONS:
-            preserving = name in _MARK_PRESERVING_FUNCTIONS
-            for position, arg in enumerate(args):
-                if arg.__class__ is Sensitive:
-                    arg = args[position] = arg.value
-                    marked = True
-                if not preserving and contains_sensitive(arg):
-                    args[position] = unmark_deep(arg)
-                    marked = True
-        if marked:
-            return mark(self._call(name, args, expr, scope))
-        return self._call(name, args, expr, scope)
-
-    def _call(self, name: str, args: list[Any], expr: ast.FunctionCall, scope: Scope) -> Any:
-        # Unknown arguments are the library's business: length([unknown]) is still 1.
+        # Unknown and sensitive arguments are the library's business: length([unknown]) is still 1.
+        declared = None
+        if name in _WANTS_DECLARED_TYPES:
+            written = expr.args[:-1] if expr.expand_final else expr.args
+            declared = [
+                types.ANY
+                if isinstance(arg, ast.Literal) and arg.value is None
+                else self.declared_type(arg, scope)
+                for arg in written
+            ]
+            declared += [None] * (len(args) - len(declared))  # the elements of an expanded list
         try:
-            return call_function(name, args, scope.function_context)
+            result = call_function(name, args, scope.function_context, declared)
         except UnsupportedFunction as error:
             return self._unsupported(getattr(error, "name", name), expr.pos, scope)
         except FunctionError as error:
             raise EvalError(
                 "Error in function call", expr.pos, f"call to function {name!r} failed: {error}"
             ) from None
-        except EvalError:
-            raise
-        except (TypeError, ValueError, KeyError, IndexError, AttributeError, ArithmeticError) as error:
-            # A library bug or an input it did not expect must not stop the rest of the configuration.
-            raise EvalError(
-                "Error in function call", expr.pos, f"call to function {name!r} failed: {error}"
-            ) from None
+        return mark(result) if marked else result
 
     def _unsupported(self, name: str, pos: ast.Pos, scope: Scope) -> Any:
-        if not name.startswith("provider::") and name not in TERRAFORM_FUNCTIONS:
-            # Not a function of Terraform at all: terraform refuses the configuration, so do we.
+        if not name.startswith("provider::"):
+            # Not a function of Terraform or OpenTofu at all: terraform refuses the configuration.
             raise EvalError("Call to unknown function", pos, f"there is no function named {name!r}")
+        # Provider functions run inside provider plugins, which a static evaluation never starts.
         scope.warnings.append(
             Diagnostic.at(
                 "warning",

@@ -74,6 +74,10 @@ def get_parser() -> tuple[Any, _Converter]:
                     "function_call : identifier (COLONS identifier COLONS identifier)? LPAR",
                     "function_call : identifier (COLONS identifier)* LPAR",
                 )
+                # HCL allows spaces after a heredoc's closing marker ("EOT  "), which its grammar
+                # does not; without them the heredoc would run on to the next marker in the file.
+                for group in ("heredoc", "heredoc_trim"):
+                    grammar = grammar.replace(f"(?P={group})\\r?\\n/", f"(?P={group})[ \\t]*\\r?\\n/")
                 # Building the LALR tables takes 1-2 s; Lark's cache makes it ~0.1 s. cache=True names
                 # the file after a hash of grammar + options, in the temp dir: it outlives any parse
                 # cache folder (a "cold" run with an empty cache_dir still skips the build), and a

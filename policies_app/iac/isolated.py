@@ -7,52 +7,63 @@ that builds the policy input.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
+
+from policies_app.iac.failures import failure_document
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _failure(summary: str, detail: str) -> dict[str, Any]:
-    diagnostic = {
-        "severity": "error",
-        "summary": summary,
-        "detail": detail,
-        "file": None,
-        "line": None,
-        "column": None,
-    }
-    return {"outputs": {}, "resources": [], "diagnostics": [diagnostic]}
-
-
 def evaluate_configuration_isolated(
-    directory: str, *, variables: dict[str, Any], cache_dir: str | None, timeout_s: float
+    directory: str,
+    *,
+    variables: dict[str, Any],
+    cache_dir: str | None,
+    timeout_s: float,
+    source_root: str | None = None,
+    provider_schema: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The same document as configuration.evaluate_configuration, computed by ``python -m policies_app.iac``.
 
     Values that are not strings are passed as their JSON text, which is also their HCL text, so they
-    are read the way terraform reads ``-var`` (a list or a number keeps its type).
+    are read the way terraform reads ``-var`` (a list or a number keeps its type). ``source_root`` is
+    the template's checkout (``directory`` is inside it): local modules and file functions may read
+    it all; by default only ``directory``. ``provider_schema`` is the parsed output of ``terraform
+    providers schema -json`` stored with the template (by default the template's own
+    providers-schema.json, if it has one).
     """
     command = [sys.executable, "-m", "policies_app.iac", directory, "--compact"]
+    command += ["--source-root", source_root or directory]
     for name, value in variables.items():
         command += ["--var", f"{name}={value if isinstance(value, str) else json.dumps(value)}"]
     if cache_dir:
         command += ["--cache-dir", cache_dir]
-    try:
-        finished = subprocess.run(
-            command, cwd=_PROJECT_ROOT, capture_output=True, text=True, timeout=timeout_s, check=False
-        )
-    except subprocess.TimeoutExpired:
-        return _failure(
-            "Configuration evaluation timed out", f"the evaluation took longer than {timeout_s:g} s"
-        )
+    with contextlib.ExitStack() as stack:
+        if provider_schema is not None:  # handed over as a file the child reads
+            schema_file = stack.enter_context(
+                tempfile.NamedTemporaryFile("w", suffix=".json", encoding="utf-8")
+            )
+            json.dump(provider_schema, schema_file)
+            schema_file.flush()
+            command += ["--provider-schema", schema_file.name]
+        try:
+            finished = subprocess.run(
+                command, cwd=_PROJECT_ROOT, capture_output=True, text=True, timeout=timeout_s, check=False
+            )
+        except subprocess.TimeoutExpired:
+            return failure_document(
+                "Configuration evaluation timed out", f"the evaluation took longer than {timeout_s:g} s"
+            )
     if finished.returncode not in (0, 1):  # 1 means error diagnostics, which the document carries
         detail = (finished.stderr.strip().splitlines() or [f"exit status {finished.returncode}"])[-1]
-        return _failure("Configuration evaluation failed", detail)
+        return failure_document("Configuration evaluation failed", detail)
     try:
         return json.loads(finished.stdout)
     except json.JSONDecodeError:
-        return _failure("Configuration evaluation failed", "the evaluator printed no document")
+        return failure_document("Configuration evaluation failed", "the evaluator printed no document")

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from policies_app.iac import ast, parse_cache
@@ -229,7 +228,8 @@ def _parse_group(group: list[tuple[str, str, str, str]], cache_dir: str | None) 
 
 
 def _parse_parallel(bins: list[list[tuple[str, str, str, str]]], cache_dir: str | None) -> dict[str, bytes]:
-    import multiprocessing
+    import multiprocessing  # only big parses need them: a run served from the cache never does
+    from concurrent.futures import ProcessPoolExecutor
 
     get_parser()  # build the grammar before forking so that the children inherit it
     results: dict[str, bytes] = {}

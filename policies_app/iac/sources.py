@@ -382,6 +382,16 @@ def _escapes(relative: str) -> bool:
 # -------------------------------------------------------------------------------------------- shared
 
 
+def template_source_root(directory: str, path: str) -> str:
+    """The checkout (or extracted archive) that ``directory``, the template's ``path`` inside it, came
+    from: what the evaluation may read (local modules in ``../modules``, files of the repository)."""
+    relative = _safe_relative_path(path)
+    root = Path(directory).resolve()
+    for _ in Path(relative).parts if relative != "." else ():
+        root = root.parent
+    return str(root)
+
+
 def _safe_relative_path(path: str) -> str:
     candidate = (path or "").replace("\\", "/").strip()
     if candidate.startswith("/"):

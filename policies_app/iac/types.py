@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from policies_app.iac.values import UNKNOWN, TfSet
+from policies_app.iac.values import UNKNOWN, Sensitive, TfMap, TfSet, contains_unknown
 
 
 class TypeSyntaxError(ValueError):
@@ -495,6 +495,73 @@ def values_equal(a: Any, b: Any) -> bool:
     return a is b
 
 
+def equal_with_unknowns(left: Any, right: Any) -> Any:
+    """Terraform's ``==`` on values that may hold unknowns (cty's Equals): true, false or UNKNOWN.
+
+    A comparison with null is decided as soon as the other side is known as a whole, whatever it holds
+    (``{a = unknown} != null`` is true); values whose known parts already differ in shape (kind,
+    length, attribute names) are unequal; otherwise elements are compared in order (map and object
+    keys sorted), and the first that is unknown makes the whole unknown.
+    """
+    if left is UNKNOWN or right is UNKNOWN:
+        return UNKNOWN
+    if left is None or right is None:
+        return left is None and right is None
+    if not (contains_unknown(left) or contains_unknown(right)):
+        return values_equal(left, right)
+    if isinstance(left, TfSet) or isinstance(right, TfSet) or not _same_shape(left, right):
+        return UNKNOWN if _same_shape(left, right) else False
+    return _equal_elements(left, right)
+
+
+def _same_shape(left: Any, right: Any) -> bool:
+    """Whether the two could be of one type: an unknown part fits any."""
+    if left is UNKNOWN or right is UNKNOWN or left is None or right is None:
+        return True
+    kind = primitive_kind(left)
+    if kind is not None:
+        return kind == primitive_kind(right)
+    if isinstance(left, (list, tuple)):
+        return (
+            isinstance(right, (list, tuple))
+            and isinstance(left, TfSet) == isinstance(right, TfSet)
+            and len(left) == len(right)
+            and all(_same_shape(a, b) for a, b in zip(left, right, strict=True))
+        )
+    if isinstance(left, dict):
+        return (
+            isinstance(right, dict)
+            and left.keys() == right.keys()
+            and all(_same_shape(left[k], right[k]) for k in left)
+        )
+    return False
+
+
+def _equal_elements(left: Any, right: Any) -> Any:
+    if isinstance(left, dict):
+        pairs = [(left[k], right[k]) for k in sorted(left)]
+    elif isinstance(left, (list, tuple)):
+        pairs = list(zip(left, right, strict=True))
+    else:
+        return values_equal(left, right)
+    for a, b in pairs:
+        equal = equal_with_unknowns(a, b)
+        if equal is not True:
+            return equal
+    return True
+
+
+def primitive_kind(value: Any) -> str | None:
+    """ "bool", "number" or "string" for a primitive value, else None."""
+    if isinstance(value, bool):
+        return "bool"
+    if _is_number(value):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return None
+
+
 # --- type inference and unification (what "any" becomes) ---------------------------------------------
 
 
@@ -536,8 +603,9 @@ def unify(types: list[TypeConstraint]) -> TypeConstraint | None:
             return None if None in unified else TupleType(tuple(unified))
         element = unify([e for t in concrete for e in _element_types(t)])
         return None if element is None else ListType(element)
-    if all(isinstance(t, (SetType,)) for t in concrete):
-        element = unify([t.element for t in concrete])
+    if all(isinstance(t, (SetType, ListType, TupleType)) for t in concrete):
+        # A set beside lists or tuples (cond ? var.names_set : []): they all convert to a set.
+        element = unify([e for t in concrete for e in _element_types(t)])
         return None if element is None else SetType(element)
     if all(isinstance(t, (MapType, ObjectType)) for t in concrete):
         if all(isinstance(t, ObjectType) for t in concrete):
@@ -585,6 +653,8 @@ def _describe(t: TypeConstraint) -> str:
 def _convert(value: Any, t: TypeConstraint, path: str) -> Any:
     if value is UNKNOWN or value is None or isinstance(t, AnyType):
         return value
+    if value.__class__ is Sensitive:  # a converted element keeps its mark (tolist, tomap)
+        return Sensitive(_convert(value.value, t, path))
     if isinstance(t, PrimitiveType):
         try:
             if t.name == "string":
@@ -617,7 +687,10 @@ def _convert(value: Any, t: TypeConstraint, path: str) -> Any:
             raise _fail(path, f"{_describe(t)} is required, got {type_name(value)}")
         keys = sorted(value)  # maps iterate in key order in terraform
         converted = _convert_elements([value[k] for k in keys], t.element, path, keys)
-        return dict(zip(keys, converted, strict=True))
+        element = t.element
+        if _has_any(element):
+            element = unify([infer_type(v) for v in converted]) or element
+        return TfMap(zip(keys, converted, strict=True), element)
     if isinstance(t, ObjectType):
         if not isinstance(value, dict):
             raise _fail(path, f"an object is required, got {type_name(value)}")

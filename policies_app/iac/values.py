@@ -5,7 +5,9 @@ this representation:
 
 - null -> ``None``; bool -> ``bool``; string -> ``str``;
 - number -> ``int`` when the value is whole, else ``float`` (``1/2`` is ``0.5``, ``4/2`` is ``2``);
-- list and tuple -> ``list``; map and object -> ``dict`` with string keys;
+- list and tuple -> ``list``; map and object -> ``dict`` with string keys; a value converted to a map
+  type (a variable's ``map(string)``, ``tomap``) is a ``TfMap``, a dict that knows its element type,
+  where terraform's result depends on it (``lookup`` converts its default to the element type);
 - set -> ``TfSet`` (elements unique, in Terraform's order: strings lexically, numbers numerically);
 - a value not known until apply -> ``UNKNOWN``; a collection may hold ``UNKNOWN`` inside it, as in
   Terraform, where a list of two elements, one unknown, still has a known length of two;
@@ -114,6 +116,8 @@ def unmark_deep(value: Any) -> Any:
         if not any(contains_sensitive(v) for v in value.values()):
             return value
         result = {k: unmark_deep(v) for k, v in value.items()}
+        if isinstance(value, TfMap):
+            return TfMap(result, value.element)
         return type(value)(result) if type(value) is not dict else result
     if isinstance(value, (list, tuple)):
         if not any(contains_sensitive(v) for v in value):
@@ -170,17 +174,31 @@ def _set_order_key(value: Any) -> tuple:
     return (3, repr(value))
 
 
+class TfMap(dict):
+    """A map: a dict whose elements all have one type, ``element`` (a types.TypeConstraint)."""
+
+    def __init__(self, items: Any = (), element: Any = None) -> None:
+        super().__init__(items)
+        self.element = element
+
+    def __repr__(self) -> str:
+        return f"TfMap({dict(self)!r}, {self.element})"
+
+
 class TfSet(tuple):
-    """A Terraform set: unique elements in Terraform's iteration order."""
+    """A Terraform set: unique elements in Terraform's iteration order. Elements holding unknowns come
+    last, each kept (two of them may still turn out different), as cty orders them."""
 
     def __new__(cls, items: Any = ()) -> TfSet:
         unique: list[Any] = []
+        pending: list[Any] = []
         for item in items:
-            if item not in unique:
+            if contains_unknown(item):
+                pending.append(item)
+            elif item not in unique:
                 unique.append(item)
-        if not any(v is UNKNOWN for v in unique):
-            unique.sort(key=_set_order_key)
-        return super().__new__(cls, unique)
+        unique.sort(key=_set_order_key)
+        return super().__new__(cls, unique + pending)
 
     def __repr__(self) -> str:
         return f"TfSet({list(self)!r})"

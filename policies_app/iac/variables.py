@@ -1,4 +1,6 @@
-"""Where root module variables get their values: -var flags, -var-file files, and the files Terraform
+"""Variables: where root module variables get their values, and each variable block's value.
+
+Root values come from -var flags, -var-file files, and the files Terraform
 loads by itself (terraform.tfvars, terraform.tfvars.json, *.auto.tfvars, *.auto.tfvars.json).
 
 Precedence follows Terraform: later sources win, in this order: terraform.tfvars,
@@ -14,10 +16,18 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from policies_app.iac import ast, types
+from policies_app.iac.config_graph import Node
+from policies_app.iac.expansion import ModuleKey, module_address
 from policies_app.iac.expressions import Diagnostic, EvalError, constant_scope, evaluate
+from policies_app.iac.module_calls import declared_sensitive
+from policies_app.iac.module_tree import Module
+from policies_app.iac.values import UNKNOWN, mark, unmark, unmark_deep
+
+if TYPE_CHECKING:
+    from policies_app.iac.configuration import ConfigurationEvaluator
 
 
 @dataclass
@@ -171,3 +181,193 @@ def collect_root_values(
     for name, value in (variables or {}).items():
         result[name] = VariableValue(value, "var", None, from_cli_string=isinstance(value, str))
     return result, diagnostics
+
+
+# --- evaluating variable blocks ------------------------------------------------------------------------
+
+_NOT_SET = object()
+
+
+def undeclared_value_diagnostics(
+    given: dict[str, VariableValue], declared: dict[str, ast.Block]
+) -> list[Diagnostic]:
+    """A value for a variable the root does not declare: an error from -var, a warning from a file."""
+    problems = []
+    for name, value in given.items():
+        if name in declared:
+            continue
+        if value.source != "var":
+            problems.append(
+                Diagnostic.at(
+                    "warning",
+                    "Value for undeclared variable",
+                    f"a variables file sets {name!r}, which is not declared",
+                    value.pos,
+                )
+            )
+        else:
+            problems.append(
+                Diagnostic(
+                    "error",
+                    "Value for undeclared variable",
+                    f"a variable named {name!r} was assigned but is not declared",
+                )
+            )
+    return problems
+
+
+def type_text(expr: ast.Expr) -> str | None:
+    """The text of a variable's type expression, whatever node the loader made of it."""
+    text = getattr(expr, "text", None)
+    if isinstance(text, str):
+        return text
+    if isinstance(expr, ast.Literal) and isinstance(expr.value, str):
+        return expr.value  # JSON syntax: "type": "list(string)"
+    if isinstance(expr, ast.Reference):
+        return expr.name
+    return None
+
+
+class VariableEvaluator:
+    """The value of each variable block of each module instance: the given value (a root's -var or
+    file, a module call's argument) or the default, converted to its type, marked when sensitive,
+    and validated."""
+
+    def __init__(
+        self,
+        evaluation: ConfigurationEvaluator,
+        root_values: dict[str, VariableValue],
+        parse_expression: Callable[[str, str], ast.Expr] | None,
+    ) -> None:
+        self.evaluation = evaluation
+        self.reporter = evaluation.reporter
+        self.root_values = root_values
+        self.parse_expression = parse_expression
+        self._types: dict[tuple, types.TypeConstraint | None] = {}
+
+    def type_of(self, module: Module, name: str) -> types.TypeConstraint | None:
+        cache_key = (module.path, name)
+        if cache_key in self._types:
+            return self._types[cache_key]
+        attribute = module.variables[name].body.attributes.get("type")
+        constraint = None
+        if attribute is not None:
+            text = type_text(attribute.expr)
+            if text is None:
+                self.reporter.error(
+                    "Invalid type specification",
+                    f"variable {name!r}: the type is not a type expression",
+                    attribute.pos,
+                )
+            else:
+                try:
+                    constraint = types.parse_type(text)
+                except types.TypeSyntaxError as error:
+                    self.reporter.error(
+                        "Invalid type specification", f"variable {name!r}: {error}", attribute.pos
+                    )
+        self._types[cache_key] = constraint
+        return constraint
+
+    def _given(self, module: Module, name: str, key: ModuleKey) -> tuple[Any, ast.Pos | None]:
+        """The value given for the variable (or _NOT_SET), and where; raises EvalError for a -var
+        string that does not read as the variable's type."""
+        block = module.variables[name]
+        if not module.path:
+            given = self.root_values.get(name)
+            if given is None:
+                return _NOT_SET, block.pos
+            raw = given.value
+            if given.from_cli_string:
+                raw = cli_string_value(raw, self.type_of(module, name), block.pos, self.parse_expression)
+            return raw, given.pos or block.pos
+        evaluation = self.evaluation
+        parent = evaluation.modules[module.path[:-1]]
+        argument = parent.calls[module.path[-1]].body.attributes.get(name)
+        if argument is None:
+            return _NOT_SET, block.pos
+        parent_scope = evaluation.scope(parent, key[:-1])
+        names = evaluation.instance_names.get(key, {})
+        scope = parent_scope.child(names) if names else parent_scope
+        return self.reporter.value(argument.expr, scope), argument.pos
+
+    def evaluate(self, module: Module, node: Node, key: ModuleKey) -> Any:
+        name = node[2]
+        block = module.variables[name]
+        reporter = self.reporter
+        constraint = self.type_of(module, name)
+        attributes = block.body.attributes
+        try:
+            raw, pos = self._given(module, name, key)
+        except EvalError as error:
+            reporter.error("Invalid value for variable", f"variable {name!r}: {error.detail}", block.pos)
+            return UNKNOWN
+        nullable = True
+        if "nullable" in attributes:
+            nullable = (
+                unmark_deep(reporter.value(attributes["nullable"].expr, constant_scope(), True)) is not False
+            )
+        if raw is _NOT_SET or (raw is None and not nullable):
+            if "default" in attributes:
+                raw = reporter.value(attributes["default"].expr, constant_scope())
+            elif raw is _NOT_SET:
+                where = f"module.{module.path[-1]}: " if module.path else ""
+                reporter.error(
+                    "No value for required variable",
+                    f"{where}the variable {name!r} is required, but no value was given",
+                    block.pos,
+                )
+                return UNKNOWN
+        # A module argument may carry marks (a parent's sensitive value): its own mark is kept; marks
+        # inside it are kept unless the value has to be converted (then the whole value is sensitive).
+        raw, marked = unmark(raw)
+        if raw is None and not nullable:
+            reporter.error("Required variable not set", f"the variable {name!r} must not be null", pos)
+            return UNKNOWN
+        value = raw
+        if constraint is not None:
+            plain = unmark_deep(raw)
+            try:
+                value = types.convert(plain, constraint)
+            except types.ConversionError as error:
+                reporter.error("Invalid value for variable", f"variable {name!r}: {error}", pos)
+                return UNKNOWN
+            if plain is not raw:
+                same = _same_kind(value, plain) and types.values_equal(value, plain)
+                value = raw if same else mark(value)
+        if marked or declared_sensitive(reporter, block):
+            value = mark(value)
+        self._validate(module, node, key, value)
+        return value
+
+    def _validate(self, module: Module, node: Node, key: ModuleKey, value: Any) -> None:
+        blocks = [b for b in module.variables[node[2]].body.blocks if b.type == "validation"]
+        if not blocks:
+            return
+        evaluation, reporter = self.evaluation, self.reporter
+        # The validation reads var.NAME: make the value visible before the node is finished.
+        evaluation.values.setdefault(node, {})[key] = value
+        scope = evaluation.scope(module, key)
+        for block in blocks:
+            condition = block.body.attributes.get("condition")
+            if condition is None:
+                continue
+            result = unmark_deep(reporter.value(condition.expr, scope))
+            if result is False:
+                message_attr = block.body.attributes.get("error_message")
+                message = unmark_deep(reporter.value(message_attr.expr, scope, "")) if message_attr else ""
+                prefix = module_address(key)
+                where = f"{prefix}.var.{node[2]}" if prefix else f"var.{node[2]}"
+                reporter.error("Invalid value for variable", f"{where}: {message}", condition.pos)
+            elif result is not True and result is not UNKNOWN:
+                reporter.error(
+                    "Invalid validation condition",
+                    f"var.{node[2]}: the condition must be a bool",
+                    condition.pos,
+                )
+        del evaluation.values[node][key]
+
+
+def _same_kind(a: Any, b: Any) -> bool:
+    # A map type's value is a TfMap: still the same value as the dict it was converted from.
+    return type(a) is type(b) or (isinstance(a, dict) and isinstance(b, dict))

@@ -357,7 +357,9 @@ def test_self_is_available_in_provisioners_and_postconditions_only(tmp_path):
     text = error_text(document)
     assert "Resource postcondition failed: terraform_data.a: input is 5, too big" in text
     assert "self can only be used" in text  # in terraform_data.b's input
-    assert len(errors(document)) == 2  # the provisioner's self.x (unknown attribute) is fine
+    # terraform_data has no such attribute: terraform refuses the provisioner's reference too.
+    assert "Unsupported attribute: this object does not have an attribute named 'nope_not_there'" in text
+    assert len(errors(document)) == 3
 
 
 def test_data_sources_are_unknown_until_read(tmp_path):

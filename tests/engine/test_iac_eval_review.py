@@ -247,15 +247,6 @@ def test_a_call_to_a_name_that_is_no_terraform_function_is_an_error(tmp_path):
     assert (problem["line"], problem["column"]) == (2, 11)
 
 
-def test_a_terraform_function_we_lack_stays_a_warning_naming_it(tmp_path, monkeypatch):
-    from policies_app.iac import functions
-
-    monkeypatch.delitem(functions.REGISTRY, "strrev")
-    document = evaluate_files(tmp_path, {"main.tf": 'output "x" { value = strrev("ab") }'})
-    assert errors(document) == []
-    assert [d["summary"] for d in document["diagnostics"]] == ["Unsupported function 'strrev'"]
-
-
 # -- division by zero as cty does it -----------------------------------------------------------------
 
 

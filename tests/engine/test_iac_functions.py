@@ -31,7 +31,7 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def ctx(root: Path) -> FunctionContext:
-    return FunctionContext(module_dir=str(root), root_dir=str(root), cwd=str(root))
+    return FunctionContext(module_dir=str(root), source_root=str(root), cwd=str(root))
 
 
 def call(name: str, *args: Any, ctx: FunctionContext | None = None) -> Any:
@@ -49,7 +49,11 @@ def test_it_makes_the_result_unknown_when_an_argument_is_unknown() -> None:
     assert call("jsonencode", {"a": [UNKNOWN]}) is UNKNOWN
     assert call("format", "%s-%s", "a", UNKNOWN) is UNKNOWN
     assert call("cidrsubnet", UNKNOWN, 4, 1) is UNKNOWN
-    assert call("sort", ["b", UNKNOWN]) is UNKNOWN
+
+
+def test_it_knows_the_length_of_a_sorted_list_holding_unknowns_but_not_its_order() -> None:
+    # As terraform plans sort([unknown, "b"]) (iac_corpus/functions_over_unknowns).
+    assert call("sort", ["b", UNKNOWN]) == [UNKNOWN, UNKNOWN]
 
 
 def test_it_knows_the_length_of_a_list_holding_unknown_elements() -> None:
@@ -93,8 +97,9 @@ def test_it_decides_alltrue_and_anytrue_when_a_known_element_settles_them() -> N
     assert call("anytrue", [False, UNKNOWN]) is UNKNOWN
 
 
-def test_it_treats_a_set_with_unknown_elements_as_of_unknown_size() -> None:
-    assert call("toset", ["a", UNKNOWN]) is UNKNOWN
+def test_it_keeps_unknown_elements_of_a_set_last_and_its_size_unknown() -> None:
+    # As terraform plans toset([unknown, unknown, "b", "a"]): two unknowns may still differ.
+    assert list(call("toset", [UNKNOWN, UNKNOWN, "b", "a"])) == ["a", "b", UNKNOWN, UNKNOWN]
     assert call("length", TfSet(["a", UNKNOWN])) is UNKNOWN
 
 
@@ -210,34 +215,34 @@ def test_it_reads_files_inside_the_root_module(ctx: FunctionContext) -> None:
 @pytest.mark.parametrize("path", ["../secret.txt", "modules/../../secret.txt", "/etc/passwd"])
 def test_it_refuses_to_read_outside_the_root_module(ctx: FunctionContext, path: str) -> None:
     for name in ("file", "filebase64", "filesha256", "fileexists"):
-        with pytest.raises(FunctionError, match="outside the root module"):
+        with pytest.raises(FunctionError, match="outside the template"):
             call(name, path, ctx=ctx)
 
 
 def test_it_refuses_a_fileset_pattern_that_reaches_outside_the_root_module(ctx: FunctionContext) -> None:
-    with pytest.raises(FunctionError, match="outside the root module"):
+    with pytest.raises(FunctionError, match="outside the template"):
         call("fileset", ".", "../*.txt", ctx=ctx)
-    with pytest.raises(FunctionError, match="outside the root module"):
+    with pytest.raises(FunctionError, match="outside the template"):
         call("fileset", "..", "*", ctx=ctx)
 
 
 def test_it_finds_files_a_module_reaches_with_dot_dot_inside_the_root(root: Path) -> None:
     module = root / "modules" / "app"
-    ctx = FunctionContext(module_dir=str(module), root_dir=str(root), cwd=str(module))
+    ctx = FunctionContext(module_dir=str(module), source_root=str(root), cwd=str(module))
     assert call("fileset", ".", "../../*.txt", ctx=ctx) == TfSet(["../../hello.txt"])
 
 
 def test_it_refuses_to_follow_a_symlink_out_of_the_root_module(ctx: FunctionContext, root: Path) -> None:
     os.symlink(root.parent / "secret.txt", root / "link.txt")
     os.symlink(root.parent, root / "up")
-    with pytest.raises(FunctionError, match="outside the root module"):
+    with pytest.raises(FunctionError, match="outside the template"):
         call("file", "link.txt", ctx=ctx)
     assert "link.txt" not in call("fileset", ".", "*", ctx=ctx)
     assert all(not p.startswith("up/") for p in call("fileset", ".", "**", ctx=ctx))
 
 
 def test_it_resolves_relative_paths_against_the_working_directory(root: Path) -> None:
-    ctx = FunctionContext(module_dir=str(root / "modules" / "app"), root_dir=str(root), cwd=str(root))
+    ctx = FunctionContext(module_dir=str(root / "modules" / "app"), source_root=str(root), cwd=str(root))
     assert call("file", "modules/app/user_data.tpl", ctx=ctx) == "name=${name}"
     assert call("abspath", "x/../y", ctx=ctx) == f"{root}/y"
 
@@ -307,3 +312,50 @@ def test_it_returns_maps_in_key_order_as_terraform_iterates_them() -> None:
     assert list(call("jsondecode", '{"b": 1, "a": {"d": 1, "c": 2}}')["a"]) == ["c", "d"]
     assert list(call("yamldecode", "b: 1\na: 2\n")) == ["a", "b"]
     assert list(call("tomap", {"b": 1, "a": 2})) == ["a", "b"]
+
+
+# --- OpenTofu's own functions (terraform has none of them; the examples are OpenTofu's documentation's) ----
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Hello+World%21", "Hello World!"),
+        ("%E2%98%83", "\u2603"),
+        ("foo%3Abar%40localhost%3Ffoo%3Dbar%26bar%3Dbaz", "foo:bar@localhost?foo=bar&bar=baz"),
+    ],
+)
+def test_urldecode_undoes_urlencode(text: str, expected: str) -> None:
+    assert call("urldecode", text) == expected
+    assert call("urldecode", call("urlencode", expected)) == expected
+
+
+def test_urldecode_refuses_a_broken_escape() -> None:
+    with pytest.raises(FunctionError, match="invalid URL escape"):
+        call("urldecode", "100%")
+
+
+@pytest.mark.parametrize(
+    "prefix, candidate, expected",
+    [
+        ("192.168.2.0/20", "192.168.2.1", True),
+        ("192.168.2.0/20", "192.168.2.0/22", True),
+        ("192.168.2.0/20", "192.126.2.1", False),
+        ("192.168.2.0/20", "192.126.2.0/18", False),
+        ("fe80::/48", "fe80::1", True),
+        ("fe80::/48", "fe81::1", False),
+    ],
+)
+def test_cidrcontains_tells_whether_an_address_or_prefix_lies_inside(prefix, candidate, expected) -> None:
+    assert call("cidrcontains", prefix, candidate) is expected
+
+
+def test_cidrcontains_refuses_two_address_families() -> None:
+    with pytest.raises(FunctionError, match="same address family"):
+        call("cidrcontains", "10.0.0.0/8", "fe80::1")
+
+
+def test_base64gunzip_undoes_base64gzip() -> None:
+    assert call("base64gunzip", call("base64gzip", "h\u00e9llo")) == "h\u00e9llo"
+    with pytest.raises(FunctionError, match="gunzip"):
+        call("base64gunzip", "aGVsbG8=")

@@ -943,7 +943,7 @@ def test_it_agrees_with_terraform_on_the_function_table(
     index: int, terraform_answers: list[Any], workspace: Path
 ) -> None:
     name, args = CASES[index]
-    ctx = FunctionContext(module_dir=str(workspace), root_dir=str(workspace), cwd=str(workspace))
+    ctx = FunctionContext(module_dir=str(workspace), source_root=str(workspace), cwd=str(workspace))
     _check(name, args, terraform_answers[index], ctx)
 
 
@@ -955,7 +955,7 @@ def test_it_agrees_with_terraform_on_filesystem_functions(
     index: int, terraform_answers: list[Any], workspace: Path
 ) -> None:
     name, args = _FILESYSTEM_CASES[index]
-    ctx = FunctionContext(module_dir=str(workspace), root_dir=str(workspace), cwd=str(workspace))
+    ctx = FunctionContext(module_dir=str(workspace), source_root=str(workspace), cwd=str(workspace))
     _check(name, args, terraform_answers[len(CASES) + index], ctx)
 
 
@@ -963,6 +963,41 @@ def test_the_table_covers_every_supported_function() -> None:
     from policies_app.iac.functions import SUPPORTED_FUNCTIONS
 
     tested = {name for name, _ in CASES + _FILESYSTEM_CASES}
-    # Results terraform only knows during apply, or that need the evaluator, are tested elsewhere.
+    # Results terraform only knows during apply, or that need the evaluator, are tested elsewhere; so
+    # are OpenTofu's own functions, which terraform does not have.
     elsewhere = {"timestamp", "plantimestamp", "uuid", "bcrypt", "templatefile", "templatestring"}
-    assert SUPPORTED_FUNCTIONS - tested - elsewhere == set()
+    opentofu = {"base64gunzip", "cidrcontains", "urldecode"}
+    assert SUPPORTED_FUNCTIONS - tested - elsewhere - opentofu == set()
+
+
+def test_every_function_terraform_has_is_registered_with_its_facts() -> None:
+    if shutil.which("terraform") is None:
+        pytest.skip("terraform is not on PATH: its list of functions cannot be read")
+    from policies_app.iac.functions import SUPPORTED_FUNCTIONS
+
+    env = {**os.environ, "TF_CLI_CONFIG_FILE": "/dev/null", "CHECKPOINT_DISABLE": "1"}
+    listed = subprocess.run(
+        ["terraform", "metadata", "functions", "-json"], capture_output=True, text=True, env=env, check=True
+    )
+    names = {n for n in json.loads(listed.stdout)["function_signatures"] if not n.startswith("core::")}
+    # try and can evaluate their arguments themselves: the evaluator has them, not the library.
+    assert names - {"try", "can"} <= SUPPORTED_FUNCTIONS
+
+
+def test_plantimestamp_is_known_during_the_plan_as_in_terraform(tmp_path: Path) -> None:
+    # terraform-aws-modules' kms example: valid_to = timeadd(plantimestamp(), "4380h").
+    if shutil.which("terraform") is None:
+        pytest.skip("terraform is not on PATH: the oracle cannot run")
+    from policies_app.iac.configuration import evaluate_configuration
+    from policies_app.iac.functions.dates import parse_timestamp
+    from tests.engine.plan_compare import terraform_plan
+
+    (tmp_path / "main.tf").write_text(
+        'output "now" {\n  value = plantimestamp()\n}\noutput "same" {\n  value = plantimestamp() == plantimestamp()\n}\n'
+    )
+    theirs = terraform_plan(tmp_path)["output_changes"]
+    ours = evaluate_configuration(str(tmp_path))["outputs"]
+    assert theirs["now"]["after_unknown"] is False and ours["now"]["unknown"] is False
+    assert ours["same"]["value"] is theirs["same"]["after"] is True
+    apart = parse_timestamp(ours["now"]["value"]) - parse_timestamp(theirs["now"]["after"])
+    assert abs(apart.total_seconds()) < 600

@@ -49,3 +49,36 @@ def test_errors_in_the_configuration_come_back_as_its_own_diagnostics(tmp_path):
     assert [(d["summary"], d["line"], d["column"]) for d in document["diagnostics"]] == [
         ("No value for required variable", 2, 1)
     ]
+
+
+def test_the_child_process_reads_the_templates_source_and_the_provider_schema_handed_over(tmp_path):
+    (tmp_path / "modules" / "m").mkdir(parents=True)
+    (tmp_path / "modules" / "m" / "main.tf").write_text(
+        'output "text" {\n  value = trimspace(file("${path.module}/greeting.txt"))\n}\n'
+    )
+    (tmp_path / "modules" / "m" / "greeting.txt").write_text("hello\n")
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "main.tf").write_text(
+        'module "m" {\n  source = "../modules/m"\n}\noutput "text" {\n  value = module.m.text\n}\n'
+        'resource "example_thing" "t" {\n  size = "3"\n}\n'
+    )
+    schema = {
+        "provider_schemas": {
+            "example": {
+                "resource_schemas": {
+                    "example_thing": {"block": {"attributes": {"size": {"type": "number", "optional": True}}}}
+                }
+            }
+        }
+    }
+    document = evaluate_configuration_isolated(
+        str(tmp_path / "root"),
+        variables={},
+        cache_dir=None,
+        timeout_s=60,
+        source_root=str(tmp_path),
+        provider_schema=schema,
+    )
+    assert document["diagnostics"] == []
+    assert document["outputs"]["text"]["value"] == "hello"
+    assert document["resources"][0]["values"] == {"size": 3}

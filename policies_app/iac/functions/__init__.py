@@ -1,9 +1,11 @@
 """Terraform's built-in functions over plain values (see values.py for the representation).
 
 ``call_function(name, args, ctx)`` is the one entry point. Arguments arrive already evaluated; ``try``
-and ``can`` need lazy evaluation and stay with the evaluator. Unknown values: by default an unknown
-anywhere in the arguments makes the result unknown; functions where Terraform knows better (length of a
-list holding unknowns, keys of a map with unknown values, concat/merge/coalesce...) decide for themselves.
+and ``can`` need lazy evaluation and stay with the evaluator. Each function is declared once, with
+``register`` (base.py), with everything the evaluator needs to know of it: its arity, what it does with
+unknown arguments (by default an unknown anywhere makes the result unknown; functions where terraform
+knows better, such as length of a list holding unknowns, handle them), and what happens to sensitive
+marks on its arguments.
 """
 
 from __future__ import annotations
@@ -28,16 +30,31 @@ from policies_app.iac.functions.base import (
     ArgumentError,
     FunctionContext,
     FunctionError,
+    FunctionSpec,
     UnsupportedFunction,
 )
-from policies_app.iac.types import ConversionError
-from policies_app.iac.values import UNKNOWN, contains_unknown
+from policies_app.iac.types import ANY, ConversionError
+from policies_app.iac.values import (
+    UNKNOWN,
+    Sensitive,
+    TfSet,
+    contains_sensitive,
+    contains_unknown,
+    mark,
+    unmark_deep,
+)
 
 SUPPORTED_FUNCTIONS: frozenset[str] = frozenset(REGISTRY)
 
 
-def call_function(name: str, args: list[Any], ctx: FunctionContext) -> Any:
-    """The result of the built-in ``name`` applied to ``args``; raises FunctionError on bad arguments."""
+def call_function(
+    name: str, args: list[Any], ctx: FunctionContext, declared_types: list[Any] | None = None
+) -> Any:
+    """The result of the built-in ``name`` applied to ``args``; raises FunctionError on bad arguments.
+
+    What the function does with unknown and sensitive arguments is declared with it (``register``).
+    ``declared_types`` are the types the arguments' declarations give them, for the functions that
+    want them."""
     spec = REGISTRY.get(name)
     if spec is None:
         # provider::aws::arn_parse and friends run inside provider plugins, which we never start.
@@ -51,16 +68,36 @@ def call_function(name: str, args: list[Any], ctx: FunctionContext) -> Any:
             expected = f"{spec.min_args} to {spec.max_args}"
         plural = "" if expected == "1" else "s"
         raise FunctionError(f"function {name}() takes {expected} argument{plural}, {len(args)} given")
-    if not spec.handles_unknown and any(contains_unknown(a) for a in args):
-        return UNKNOWN
+    marked = False
+    if spec.marks != "own" and Sensitive.created:
+        args = list(args)
+        for position, arg in enumerate(args):
+            if arg.__class__ is Sensitive:
+                arg = args[position] = arg.value
+                marked = True
+            if spec.marks == "whole" and contains_sensitive(arg):
+                args[position] = unmark_deep(arg)
+                marked = True
+    if spec.unknowns == "propagate" and any(contains_unknown(a) for a in args):
+        return mark(UNKNOWN) if marked else UNKNOWN
+    extra = {}
+    if spec.wants_declared_types:  # without declarations, arguments are literals: their nulls untyped
+        extra["declared_types"] = declared_types or [ANY] * len(args)
+    result = _call(spec, args, ctx, extra)
+    if spec.marks == "elements" and isinstance(result, TfSet) and contains_sensitive(result):
+        result, marked = unmark_deep(result), True
+    return mark(result) if marked else result
+
+
+def _call(spec: FunctionSpec, args: list[Any], ctx: FunctionContext, extra: dict[str, Any]) -> Any:
     try:
         if spec.needs_context:
-            return spec.implementation(ctx, *args)
-        return spec.implementation(*args)
+            return spec.implementation(ctx, *args, **extra)
+        return spec.implementation(*args, **extra)
     except UnsupportedFunction:
         raise
     except (ArgumentError, ConversionError) as exc:
-        raise FunctionError(f"invalid call to {name}(): {exc}") from None
+        raise FunctionError(f"invalid call to {spec.name}(): {exc}") from None
     except FunctionError:
         raise
     except (
@@ -75,7 +112,7 @@ def call_function(name: str, args: list[Any], ctx: FunctionContext) -> Any:
     ) as exc:
         # A defect of ours or an argument shape nobody anticipated: still an error about this call,
         # never a crash of the evaluation.
-        raise FunctionError(f"invalid call to {name}(): {exc}") from None
+        raise FunctionError(f"invalid call to {spec.name}(): {exc}") from None
 
 
 __all__ = [

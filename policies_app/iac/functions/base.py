@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from policies_app.iac.types import (
     ConversionError,
@@ -20,10 +20,13 @@ from policies_app.iac.values import UNKNOWN
 @dataclass
 class FunctionContext:
     module_dir: str  # absolute path of the module whose expression calls the function
-    root_dir: str  # absolute path of the root module: filesystem functions may not leave its tree
+    # The template's source (its checkout, holding the root module and its local modules): file
+    # functions may not read outside it.
+    source_root: str
     cwd: str
     # (template_text, filename, vars) -> str; supplied by the evaluator for templatefile()/templatestring()
     render_template: Callable[[str, str, dict], Any] | None = None
+    plan_timestamp: str | None = None  # plantimestamp(): when the evaluation (the "plan") started
 
 
 class FunctionError(ValueError):
@@ -40,16 +43,38 @@ class ArgumentError(FunctionError):
     """Raised inside an implementation; call_function adds the function's name to the message."""
 
 
+# What a function does with an argument that is or holds an unknown value:
+# "propagate": the result is unknown, and the implementation never sees it (cty's default);
+# "handled": the implementation gets it and knows better (length([unknown]) is 1).
+Unknowns = Literal["propagate", "handled"]
+# What happens to sensitive marks (values.Sensitive) on its arguments:
+# "whole": the implementation gets the values without marks; the result is sensitive as a whole when
+#     any argument held one (jsonencode({a = var.secret}));
+# "elements": marks inside the arguments stay on the elements the function moves (concat([var.secret],
+#     ["a"]) is a list whose first element is sensitive); an argument's own mark marks the result; a set
+#     cannot hold marks, so a resulting set holding any is sensitive as a whole;
+# "own": the function works on marks itself (sensitive, nonsensitive, issensitive).
+Marks = Literal["whole", "elements", "own"]
+
+
 @dataclass(frozen=True)
 class FunctionSpec:
+    """Everything known about a built-in function, declared where it is implemented (``register``)."""
+
     name: str
     implementation: Callable[..., Any]
     min_args: int
     max_args: int | None  # None: variadic
-    # False: any unknown anywhere in the arguments makes the result unknown before the call.
-    # True: the implementation looks at unknowns itself (length(), keys(), concat(), ...).
-    handles_unknown: bool
+    unknowns: Unknowns
+    marks: Marks
     needs_context: bool
+    # True: the implementation also gets ``declared_types``, one per argument: the type a variable's
+    # declaration gives it, ANY when nothing types it (the literal null), None when unknown (a null
+    # read from an attribute, typed in terraform): terraform's nulls are typed, ours are not.
+    wants_declared_types: bool
+    # The type of the result whatever the arguments, when it has one that a null result keeps
+    # (toset(null) is a null set: `cond ? toset(x) : []` is a set either way).
+    result_type: Any
 
 
 REGISTRY: dict[str, FunctionSpec] = {}
@@ -60,14 +85,28 @@ def register(
     min_args: int,
     max_args: int | None = -1,
     *,
-    handles_unknown: bool = False,
+    unknowns: Unknowns = "propagate",
+    marks: Marks = "whole",
     needs_context: bool = False,
+    wants_declared_types: bool = False,
+    result_type: Any = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Declare a built-in; ``max_args`` defaults to ``min_args`` (fixed arity), None means variadic."""
+    """Declare a built-in; ``max_args`` defaults to ``min_args`` (fixed arity), None means variadic.
+    Measured against terraform: iac_corpus/functions_over_unknowns and functions_over_sensitive."""
 
     def decorate(implementation: Callable[..., Any]) -> Callable[..., Any]:
         upper = min_args if max_args == -1 else max_args
-        REGISTRY[name] = FunctionSpec(name, implementation, min_args, upper, handles_unknown, needs_context)
+        REGISTRY[name] = FunctionSpec(
+            name,
+            implementation,
+            min_args,
+            upper,
+            unknowns,
+            marks,
+            needs_context,
+            wants_declared_types,
+            result_type,
+        )
         return implementation
 
     return decorate

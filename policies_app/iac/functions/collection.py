@@ -20,8 +20,17 @@ from policies_app.iac.functions.base import (
     want_string,
 )
 from policies_app.iac.functions.strings import graphemes
-from policies_app.iac.types import ANY, ConversionError, SetType, convert, infer_type, unify, values_equal
-from policies_app.iac.values import UNKNOWN, TfSet, contains_unknown
+from policies_app.iac.types import (
+    ANY,
+    ConversionError,
+    SetType,
+    convert,
+    equal_with_unknowns,
+    infer_type,
+    unify,
+    values_equal,
+)
+from policies_app.iac.values import UNKNOWN, TfMap, TfSet, contains_unknown
 
 
 def _list_not_set(value: Any, what: str = "argument") -> list[Any]:
@@ -41,13 +50,14 @@ def _unified(values: list[Any], what: str = "elements") -> list[Any]:
         raise ArgumentError(str(exc)) from None
 
 
-@register("length", 1, handles_unknown=True)
+@register("length", 1, unknowns="handled", marks="elements")
 def length(value: Any) -> Any:
     if value is UNKNOWN:
         return UNKNOWN
     if isinstance(value, str):
         return len(graphemes(value))
-    if isinstance(value, TfSet) and any(v is UNKNOWN for v in value):
+    if isinstance(value, TfSet) and len(value) > 1 and any(contains_unknown(v) for v in value):
+        # Elements holding unknowns may turn out equal to others and merge; a lone element cannot.
         return UNKNOWN
     if isinstance(value, (list, tuple, dict)):
         return len(value)
@@ -56,14 +66,14 @@ def length(value: Any) -> Any:
     raise ArgumentError(f"argument must be a string, a collection type, or a structural type, got {value!r}")
 
 
-@register("keys", 1, handles_unknown=True)
+@register("keys", 1, unknowns="handled", marks="elements")
 def keys(value: Any) -> Any:
     if value is UNKNOWN:
         return UNKNOWN
     return sorted(want_mapping(value))
 
 
-@register("values", 1, handles_unknown=True)
+@register("values", 1, unknowns="handled", marks="elements")
 def values(value: Any) -> Any:
     if value is UNKNOWN:
         return UNKNOWN
@@ -71,7 +81,7 @@ def values(value: Any) -> Any:
     return [mapping[k] for k in sorted(mapping)]
 
 
-@register("concat", 1, None, handles_unknown=True)
+@register("concat", 1, None, unknowns="handled", marks="elements")
 def concat(*lists: Any) -> Any:
     if any(v is UNKNOWN for v in lists):
         return UNKNOWN
@@ -81,7 +91,7 @@ def concat(*lists: Any) -> Any:
     return result
 
 
-@register("merge", 0, None, handles_unknown=True)
+@register("merge", 0, None, unknowns="handled", marks="elements")
 def merge(*maps: Any) -> Any:
     if any(v is UNKNOWN for v in maps):
         return UNKNOWN
@@ -97,7 +107,7 @@ def merge(*maps: Any) -> Any:
     return dict(sorted(result.items()))  # maps iterate in key order in terraform; keep that order here too
 
 
-@register("element", 2, handles_unknown=True)
+@register("element", 2, unknowns="handled", marks="elements")
 def element(items: Any, index: Any) -> Any:
     if items is UNKNOWN or index is UNKNOWN:
         return UNKNOWN
@@ -112,7 +122,7 @@ def element(items: Any, index: Any) -> Any:
     return sequence[position]
 
 
-@register("lookup", 2, 3, handles_unknown=True)
+@register("lookup", 2, 3, unknowns="handled", marks="elements")
 def lookup(mapping: Any, key: Any, *default: Any) -> Any:
     if mapping is UNKNOWN or key is UNKNOWN:
         return UNKNOWN
@@ -121,29 +131,45 @@ def lookup(mapping: Any, key: Any, *default: Any) -> Any:
     if name in table:
         return table[name]
     if default:
+        if isinstance(table, TfMap) and table.element is not None:
+            # A map's lookup has the map's element type: the default is converted to it.
+            try:
+                return convert(default[0], table.element)
+            except ConversionError:
+                raise ArgumentError("the default value must have the same type as the map elements") from None
         return default[0]
     raise ArgumentError(f'the given key "{name}" does not exist in the map, and no default was given')
 
 
-@register("coalesce", 1, None, handles_unknown=True)
-def coalesce(*args: Any) -> Any:
-    known = [a for a in args if a is not UNKNOWN]
-    candidates = _unified(known, "arguments") if known else []
-    by_position = iter(candidates)
+@register("coalesce", 1, None, unknowns="handled", wants_declared_types=True)
+def coalesce(*args: Any, declared_types: list[Any]) -> Any:
+    # The result has the type all arguments unify to, a typed null's included: coalesce(var.port,
+    # 5432) with var.port a null string is "5432".
+    inferred = [infer_type(a) for a in args if a is not UNKNOWN and a is not None]
+    common = unify(inferred + [t for t in declared_types if t is not None and t is not ANY])
+    if common is None:
+        raise ArgumentError("all arguments must have the same type")
     for arg in args:
         if arg is UNKNOWN:
             return UNKNOWN
-        converted = next(by_position)
-        if converted is not None and converted != "":
+        if arg is None:
+            continue
+        try:
+            converted = convert(arg, common)
+        except ConversionError as exc:
+            raise ArgumentError(str(exc)) from None
+        if converted != "":
             return converted
     raise ArgumentError("no non-null, non-empty-string arguments")
 
 
-@register("coalescelist", 1, None, handles_unknown=True)
-def coalescelist(*lists: Any) -> Any:
+@register("coalescelist", 1, None, unknowns="handled", wants_declared_types=True)
+def coalescelist(*lists: Any, declared_types: list[Any]) -> Any:
     for position, items in enumerate(lists):
         if items is UNKNOWN:
             return UNKNOWN
+        if items is None and declared_types[position] is not ANY:
+            continue  # a list-typed null, such as a module's optional list attribute
         if items is None:
             raise ArgumentError(f"argument {position + 1} must not be null")
         if not is_sequence(items) or isinstance(items, TfSet):
@@ -158,11 +184,20 @@ def compact(items: Any) -> list[str]:
     return [want_string(v) for v in want_sequence(items) if v is not None and v != ""]
 
 
-@register("contains", 2)
-def contains(items: Any, value: Any) -> bool:
+@register("contains", 2, unknowns="handled")
+def contains(items: Any, value: Any) -> Any:
+    # Found is found, whatever else the list holds; not found is unknown while some element is.
+    if items is UNKNOWN or value is UNKNOWN:
+        return UNKNOWN
     if value is None:
         raise ArgumentError("the value to look for must not be null")
-    return any(values_equal(v, value) for v in want_sequence(items, "the first argument"))
+    undecided = False
+    for item in want_sequence(items, "the first argument"):
+        equal = equal_with_unknowns(item, value)
+        if equal is True:
+            return True
+        undecided = undecided or equal is UNKNOWN
+    return UNKNOWN if undecided else False
 
 
 @register("distinct", 1)
@@ -174,19 +209,26 @@ def distinct(items: Any) -> list[Any]:
     return result
 
 
-@register("flatten", 1)
-def flatten(items: Any) -> list[Any]:
+@register("flatten", 1, unknowns="handled", marks="elements")
+def flatten(items: Any) -> Any:
+    # Element by element: what is not a list is kept as it is, unknowns inside it included. An unknown
+    # where a list could be leaves the length of the result unknown.
     result: list[Any] = []
 
-    def walk(values: list[Any]) -> None:
+    def walk(values: list[Any]) -> bool:
         for v in values:
+            if v is UNKNOWN:
+                return False
             if is_sequence(v):
-                walk(list(v))
+                if not walk(list(v)):
+                    return False
             else:
                 result.append(v)
+        return True
 
-    walk(want_sequence(items))
-    return result
+    if items is UNKNOWN:
+        return UNKNOWN
+    return result if walk(want_sequence(items)) else UNKNOWN
 
 
 @register("index", 2)
@@ -206,7 +248,7 @@ def matchkeys(values_: Any, keys_: Any, searchset: Any) -> list[Any]:
     return [v for v, k in zip(value_list, key_list, strict=True) if any(values_equal(k, s) for s in wanted)]
 
 
-@register("one", 1)
+@register("one", 1, marks="elements")
 def one(items: Any) -> Any:
     sequence = want_sequence(items)
     if len(sequence) > 1:
@@ -245,14 +287,14 @@ def range_(*args: Any) -> list[int | float]:
     return result
 
 
-@register("reverse", 1, handles_unknown=True)
+@register("reverse", 1, unknowns="handled", marks="elements")
 def reverse(items: Any) -> Any:
     if items is UNKNOWN:
         return UNKNOWN
     return list(reversed(want_sequence(items)))
 
 
-@register("slice", 3, handles_unknown=True)
+@register("slice", 3, unknowns="handled", marks="elements")
 def slice_(items: Any, start: Any, end: Any) -> Any:
     if UNKNOWN in (items, start, end) or contains_unknown(start) or contains_unknown(end):
         return UNKNOWN
@@ -267,7 +309,7 @@ def slice_(items: Any, start: Any, end: Any) -> Any:
     return sequence[first:last]
 
 
-@register("chunklist", 2, handles_unknown=True)
+@register("chunklist", 2, unknowns="handled", marks="elements")
 def chunklist(items: Any, size: Any) -> Any:
     if items is UNKNOWN or contains_unknown(size):
         return UNKNOWN
@@ -280,10 +322,15 @@ def chunklist(items: Any, size: Any) -> Any:
     return [sequence[i : i + n] for i in range(0, len(sequence), n)]
 
 
-@register("sort", 1)
-def sort(items: Any) -> list[str]:
+@register("sort", 1, unknowns="handled")
+def sort(items: Any) -> Any:
+    if items is UNKNOWN:
+        return UNKNOWN
+    sequence = want_sequence(items)
+    if any(contains_unknown(item) for item in sequence):
+        return [UNKNOWN] * len(sequence)  # the order is not known yet, the length is
     strings: list[str] = []
-    for i, item in enumerate(want_sequence(items)):
+    for i, item in enumerate(sequence):
         if item is None:
             raise ArgumentError(f"given list element {i} is null; a null string cannot be sorted")
         strings.append(want_string(item, f"element {i}"))
@@ -307,7 +354,7 @@ def _bool_elements(items: Any) -> list[Any]:
     return [v if v is None or v is UNKNOWN else want_bool(v) for v in want_sequence(items)]
 
 
-@register("alltrue", 1, handles_unknown=True)
+@register("alltrue", 1, unknowns="handled")
 def alltrue(items: Any) -> Any:
     if items is UNKNOWN:
         return UNKNOWN
@@ -317,7 +364,7 @@ def alltrue(items: Any) -> Any:
     return UNKNOWN if any(v is UNKNOWN for v in flags) else True
 
 
-@register("anytrue", 1, handles_unknown=True)
+@register("anytrue", 1, unknowns="handled")
 def anytrue(items: Any) -> Any:
     if items is UNKNOWN:
         return UNKNOWN
@@ -337,7 +384,7 @@ def transpose(mapping: Any) -> dict[str, list[str]]:
     return dict(sorted(result.items()))
 
 
-@register("zipmap", 2, handles_unknown=True)
+@register("zipmap", 2, unknowns="handled", marks="elements")
 def zipmap(keys_: Any, values_: Any) -> Any:
     if keys_ is UNKNOWN or values_ is UNKNOWN or contains_unknown(keys_):
         return UNKNOWN
@@ -361,8 +408,10 @@ def _as_sets(args: tuple[Any, ...]) -> list[TfSet]:
     return [convert(items, SetType(common if common is not None else ANY)) for items in collections]
 
 
-@register("setunion", 1, None)
-def setunion(*args: Any) -> TfSet:
+@register("setunion", 1, None, unknowns="handled")
+def setunion(*args: Any) -> Any:
+    if any(a is UNKNOWN for a in args):
+        return UNKNOWN
     return TfSet(v for s in _as_sets(args) for v in s)
 
 
@@ -381,11 +430,22 @@ def setsubtract(a: Any, b: Any) -> TfSet:
 _PRODUCT_LIMIT = 1_000_000  # terraform has no limit; an evaluation service needs one
 
 
-@register("setproduct", 1, None)
+@register("setproduct", 1, None, unknowns="handled", marks="elements")
 def setproduct(*args: Any) -> Any:
-    collections = [want_sequence(a, f"argument {i + 1}") for i, a in enumerate(args)]
+    if any(a is UNKNOWN for a in args):
+        return UNKNOWN
+    if any(isinstance(a, TfSet) and contains_unknown(a) for a in args):
+        return UNKNOWN  # the size of a set holding unknowns is not known yet
     if len(args) < 2:
         raise ArgumentError("at least two arguments are required")
+    # A tuple's elements are converted to the one type they unify to, as cty does: routes written as
+    # objects of different attributes become maps of strings.
+    collections = [
+        want_sequence(a, f"argument {i + 1}")
+        if isinstance(a, TfSet)
+        else _unified(want_sequence(a, f"argument {i + 1}"))
+        for i, a in enumerate(args)
+    ]
     size = 1
     for items in collections:
         size *= len(items)

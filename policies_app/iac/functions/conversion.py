@@ -30,36 +30,35 @@ def _to(value: Any, constraint: Any, name: str) -> Any:
         raise ArgumentError(f"cannot convert to {name}: {exc}") from None
 
 
-@register("tostring", 1, handles_unknown=True)
+@register("tostring", 1, unknowns="handled", result_type=STRING)
 def tostring(value: Any) -> Any:
     if isinstance(value, (list, tuple, dict)):
         raise ArgumentError(f"cannot convert {_kind(value)} to string")
     return _to(value, STRING, "string")
 
 
-@register("tonumber", 1, handles_unknown=True)
+@register("tonumber", 1, unknowns="handled", result_type=NUMBER)
 def tonumber(value: Any) -> Any:
     return _to(value, NUMBER, "number")
 
 
-@register("tobool", 1, handles_unknown=True)
+@register("tobool", 1, unknowns="handled", result_type=BOOL)
 def tobool(value: Any) -> Any:
     return _to(value, BOOL, "bool")
 
 
-@register("tolist", 1, handles_unknown=True)
+@register("tolist", 1, unknowns="handled", marks="elements", result_type=ListType(ANY))
 def tolist(value: Any) -> Any:
     return _to(value, ListType(ANY), "list")
 
 
-@register("toset", 1, handles_unknown=True)
+@register("toset", 1, unknowns="handled", result_type=SetType(ANY))
 def toset(value: Any) -> Any:
-    if isinstance(value, (list, tuple)) and any(v is UNKNOWN for v in value):
-        return UNKNOWN  # two unknown elements might turn out equal: the set's size is not known yet
+    # Elements holding unknowns stay in the set, after the known ones; its length is then unknown.
     return _to(value, SetType(ANY), "set")
 
 
-@register("tomap", 1, handles_unknown=True)
+@register("tomap", 1, unknowns="handled", marks="elements", result_type=MapType(ANY))
 def tomap(value: Any) -> Any:
     return _to(value, MapType(ANY), "map")
 
@@ -67,19 +66,19 @@ def tomap(value: Any) -> Any:
 # The evaluator hands these three their argument with its marks (values.Sensitive) untouched.
 
 
-@register("sensitive", 1, handles_unknown=True)
+@register("sensitive", 1, unknowns="handled", marks="own")
 def sensitive(value: Any) -> Any:
     return mark(value)
 
 
-@register("nonsensitive", 1, handles_unknown=True)
+@register("nonsensitive", 1, unknowns="handled", marks="own")
 def nonsensitive(value: Any) -> Any:
     # Terraform (since 1.8) accepts a value that is not sensitive, and removes only the value's own
     # mark: the sensitive attributes of an object stay sensitive.
     return unmark(value)[0]
 
 
-@register("issensitive", 1, handles_unknown=True)
+@register("issensitive", 1, unknowns="handled", marks="own")
 def issensitive(value: Any) -> Any:
     # Only the value's own mark counts (issensitive({a = var.secret}) is false). An unknown value that
     # is not marked yet might still be: the answer is unknown.
@@ -92,7 +91,7 @@ def _kind(value: Any) -> str:
     return "map" if isinstance(value, dict) else "list"
 
 
-@register("ephemeralasnull", 1, handles_unknown=True)
+@register("ephemeralasnull", 1, unknowns="handled")
 def ephemeralasnull(value: Any) -> Any:
     # Ephemeral values are not modelled either: nothing the evaluator holds is ephemeral.
     return value

@@ -1,7 +1,8 @@
 """Date and time functions: formatdate timeadd timecmp timestamp plantimestamp.
 
-Timestamps are RFC 3339 strings, as everywhere in Terraform. ``timestamp()`` and ``plantimestamp()``
-depend on when terraform runs, so a static evaluation can only say "known after apply".
+Timestamps are RFC 3339 strings, as everywhere in Terraform. ``timestamp()`` is the time of the apply,
+"known after apply"; ``plantimestamp()`` is the time of the plan, which an evaluation stands for: the
+time it started (FunctionContext.plan_timestamp), the same for every call.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
-from policies_app.iac.functions.base import ArgumentError, register, want_string
+from policies_app.iac.functions.base import ArgumentError, FunctionContext, register, want_string
 from policies_app.iac.values import UNKNOWN
 
 _RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:(Z)|([+-])(\d{2}):(\d{2}))")
@@ -54,9 +55,9 @@ def timestamp() -> Any:
     return UNKNOWN
 
 
-@register("plantimestamp", 0)
-def plantimestamp() -> Any:
-    return UNKNOWN
+@register("plantimestamp", 0, needs_context=True)
+def plantimestamp(ctx: FunctionContext) -> Any:
+    return UNKNOWN if ctx.plan_timestamp is None else ctx.plan_timestamp
 
 
 _DURATION_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")

@@ -1,8 +1,9 @@
 """Filesystem functions: abspath basename dirname pathexpand file fileexists fileset filebase64
 templatefile filemd5 filesha1 filesha256 filesha512 filebase64sha256 filebase64sha512.
 
-Reading is confined to the root module's directory tree: a configuration under evaluation must not be
-able to read the server's files (``file("/etc/passwd")``, ``file("../../secrets")``, a symlink out).
+Reading is confined to the template's source (the checkout holding the root module and the local
+modules it calls, and the module cache under it): a configuration under evaluation must not be able to
+read the server's files (``file("/etc/passwd")``, ``file("../../secrets")``, a symlink out).
 Relative paths resolve against the working directory, as terraform resolves them.
 """
 
@@ -22,7 +23,7 @@ from policies_app.iac.functions.base import (
     want_mapping,
     want_string,
 )
-from policies_app.iac.values import TfSet
+from policies_app.iac.values import UNKNOWN, TfSet, contains_unknown
 
 _MAX_FILE_BYTES = 64 * 1024 * 1024
 
@@ -32,13 +33,15 @@ def _inside(path: str, root: str) -> bool:
 
 
 def resolve_path(ctx: FunctionContext, path: str) -> str:
-    """The real absolute path, or ArgumentError when it leaves the root module's tree."""
+    """The real absolute path, or ArgumentError when it leaves the template's source."""
     if "\x00" in path:
         raise ArgumentError("a path may not contain NUL characters")
     joined = os.path.join(ctx.cwd, os.path.expanduser(path) if path.startswith("~") else path)
     real = os.path.realpath(joined)
-    if not _inside(real, os.path.realpath(ctx.root_dir)):
-        raise ArgumentError(f'the path "{path}" is outside the root module\'s directory and may not be read')
+    if not _inside(real, os.path.realpath(ctx.source_root)):
+        raise ArgumentError(
+            f'the path "{path}" is outside the template\'s source directory and may not be read'
+        )
     return real
 
 
@@ -107,8 +110,11 @@ def fileexists(ctx: FunctionContext, path: Any) -> bool:
     return True
 
 
-@register("templatefile", 2, needs_context=True)
+@register("templatefile", 2, unknowns="handled", needs_context=True)
 def templatefile(ctx: FunctionContext, path: Any, variables: Any) -> Any:
+    # The template is rendered with the unknowns the variables hold: it is unknown only where one lands.
+    if contains_unknown(path) or variables is UNKNOWN:
+        return UNKNOWN
     if ctx.render_template is None:
         raise ArgumentError("templates cannot be rendered here")
     variables = want_mapping(variables, "the variables")
@@ -181,9 +187,9 @@ def fileset(ctx: FunctionContext, path: Any, pattern: Any) -> TfSet:
     parts = full_pattern.split("/")
     literal = next((i for i, part in enumerate(parts) if _GLOB_META & set(part)), len(parts))
     walk_root = "/".join(parts[:literal]) or "/"
-    root = os.path.realpath(ctx.root_dir)
+    root = os.path.realpath(ctx.source_root)
     if not _inside(os.path.realpath(walk_root), root):
-        raise ArgumentError(f'the pattern "{glob}" reaches outside the root module\'s directory')
+        raise ArgumentError(f'the pattern "{glob}" reaches outside the template\'s source directory')
     max_depth = None if "**" in full_pattern else len(parts) - literal - 1
     matcher = re.compile(_glob_to_regex(full_pattern))
     found: list[str] = []

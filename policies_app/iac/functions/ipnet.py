@@ -1,4 +1,4 @@
-"""IP network functions: cidrhost cidrnetmask cidrsubnet cidrsubnets."""
+"""IP network functions: cidrcontains cidrhost cidrnetmask cidrsubnet cidrsubnets."""
 
 from __future__ import annotations
 
@@ -94,3 +94,19 @@ def cidrsubnets(prefix: Any, *newbits: Any) -> list[str]:
         results.append(str(type(network)((start, new_prefix))))
         next_address = start + size
     return results
+
+
+@register("cidrcontains", 2)
+def cidrcontains(containing: Any, contained: Any) -> bool:
+    # OpenTofu's: whether an address, or a whole prefix, lies inside a prefix of the same family.
+    network = _network(containing)
+    text = want_string(contained, "the address or prefix")
+    try:
+        inner = ipaddress.ip_network(text, strict=False) if "/" in text else ipaddress.ip_address(text)
+    except ValueError:
+        raise ArgumentError(f'invalid IP address or prefix: "{text}"') from None
+    if inner.version != network.version:
+        raise ArgumentError("the two arguments must belong to the same address family")
+    if isinstance(inner, (ipaddress.IPv4Network, ipaddress.IPv6Network)):
+        return inner.subnet_of(network)
+    return inner in network

@@ -86,14 +86,14 @@ def format_(spec: Any, *args: Any) -> Any:
     return format_values(want_string(spec, "the format string"), list(args))
 
 
-@register("formatlist", 1, None, handles_unknown=True)
+@register("formatlist", 1, None, unknowns="handled")
 def formatlist(spec: Any, *args: Any) -> Any:
     if spec is UNKNOWN:
         return UNKNOWN
     template = want_string(spec, "the format string")
     length = None
     for position, arg in enumerate(args):
-        if arg is UNKNOWN or arg is None:
+        if arg is None:
             return UNKNOWN  # null as for format()
         if is_sequence(arg):
             if length is not None and len(arg) != length:
@@ -103,7 +103,11 @@ def formatlist(spec: Any, *args: Any) -> Any:
                 )
             length = len(arg)
     if length is None:
+        if any(a is UNKNOWN for a in args):
+            return UNKNOWN  # an unknown argument may be a list: the length is not known yet
         length = 1
+    # With a known list deciding the length, an unknown argument only makes its elements unknown
+    # (were it a list of another length, terraform would refuse the call once it is known).
     columns = [list(a) if is_sequence(a) else None for a in args]
     results: list[Any] = []
     for i in range(length):
@@ -120,7 +124,7 @@ def indent(spaces: Any, text: Any) -> str:
     return want_string(text).replace("\n", "\n" + " " * count)
 
 
-@register("join", 2, None, handles_unknown=True)
+@register("join", 2, None, unknowns="handled")
 def join(separator: Any, *lists: Any) -> Any:
     if separator is UNKNOWN:
         return UNKNOWN
@@ -307,8 +311,10 @@ def replace(text: Any, substring: Any, replacement: Any) -> str:
     return s.replace(old, new)
 
 
-@register("templatestring", 2, needs_context=True)
+@register("templatestring", 2, unknowns="handled", needs_context=True)
 def templatestring(ctx: FunctionContext, template: Any, variables: Any) -> Any:
+    if contains_unknown(template) or variables is UNKNOWN:
+        return UNKNOWN
     if ctx.render_template is None:
         raise ArgumentError("templates cannot be rendered here")
     return ctx.render_template(

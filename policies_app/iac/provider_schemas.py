@@ -1,0 +1,209 @@
+"""Provider schemas: which attributes of a resource type exist, of which type, and which are computed.
+
+Without the provider's binary we cannot know them; a template may carry the output of ``terraform
+providers schema -json`` (the file ``providers-schema.json`` in its root module's directory, or handed
+to evaluate_configuration as the parsed document). With a schema, a resource instance (or data source)
+is planned as terraform plans it: each configured argument converted to its attribute's type, an
+attribute left null or unset unknown when computed and null otherwise, a sensitive attribute
+sensitive, nested blocks as lists (or one object), and an argument, block or attribute reference the
+schema does not know is an error.
+
+Without a schema (resources.py): a provider resource's attribute that the configuration leaves null or
+unset, and anything inside a nested block that it does not set, reads as unknown, never as an error;
+a data source is unknown as a whole until it is read. The built-in ``terraform`` provider's schema
+(terraform_data, terraform_remote_state) ships with terraform, and so with us (BUILTIN_SCHEMA).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from policies_app.iac import types
+
+SCHEMA_FILE_NAME = "providers-schema.json"
+
+
+class ProviderSchemaError(ValueError):
+    """A provider schema document that is not the output of ``terraform providers schema -json``."""
+
+
+@dataclass(frozen=True)
+class Attribute:
+    type: types.TypeConstraint
+    required: bool = False
+    optional: bool = False
+    computed: bool = False
+    sensitive: bool = False
+    nested: NestedAttributes | None = None  # an attribute of nested attributes (protocol 6)
+
+
+@dataclass(frozen=True)
+class NestedAttributes:
+    nesting: str  # single, list, set, map
+    attributes: dict[str, Attribute]
+
+
+@dataclass(frozen=True)
+class Block:
+    attributes: dict[str, Attribute] = field(default_factory=dict)
+    blocks: dict[str, NestedBlock] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NestedBlock:
+    nesting: str  # single, group, list, set, map
+    block: Block
+    min_items: int = 0
+
+
+@dataclass
+class ProviderSchemas:
+    """The schemas of every resource type and data source of the providers a document describes."""
+
+    resources: dict[str, Block] = field(default_factory=dict)
+    data_sources: dict[str, Block] = field(default_factory=dict)
+
+    def schema_of(self, kind: str, resource_type: str) -> Block | None:
+        return (self.resources if kind == "resource" else self.data_sources).get(resource_type)
+
+    def merged_with(self, other: ProviderSchemas) -> ProviderSchemas:
+        return ProviderSchemas(
+            {**self.resources, **other.resources}, {**self.data_sources, **other.data_sources}
+        )
+
+
+def parse_provider_schemas(document: Any) -> ProviderSchemas:
+    """The schemas of a ``terraform providers schema -json`` document; ProviderSchemaError names what
+    is wrong with it."""
+    if not isinstance(document, dict) or not isinstance(document.get("provider_schemas"), dict):
+        raise ProviderSchemaError('the document has no "provider_schemas" object')
+    schemas = ProviderSchemas()
+    for provider, entry in sorted(document["provider_schemas"].items()):
+        if not isinstance(entry, dict):
+            raise ProviderSchemaError(f"provider {provider}: the schema is not an object")
+        for key, table in (
+            ("resource_schemas", schemas.resources),
+            ("data_source_schemas", schemas.data_sources),
+        ):
+            for resource_type, schema in (entry.get(key) or {}).items():
+                where = f"provider {provider}, {resource_type}"
+                if not isinstance(schema, dict) or not isinstance(schema.get("block"), dict):
+                    raise ProviderSchemaError(f'{where}: no "block"')
+                table[resource_type] = _block(schema["block"], where)
+    return schemas
+
+
+def load_provider_schemas(root_dir: str, document: Any = None) -> tuple[ProviderSchemas, str | None]:
+    """The built-in provider's schemas plus the template's (``document``, else the schema file in the
+    root module's directory), and the problem with the template's, if any."""
+    path = os.path.join(root_dir, SCHEMA_FILE_NAME)
+    if document is None:
+        if not os.path.isfile(path):
+            return BUILTIN_SCHEMAS, None
+        try:
+            with open(path, encoding="utf-8") as handle:
+                document = json.load(handle)
+        except (OSError, ValueError) as error:
+            return BUILTIN_SCHEMAS, f"{SCHEMA_FILE_NAME}: {error}"
+    try:
+        return BUILTIN_SCHEMAS.merged_with(parse_provider_schemas(document)), None
+    except ProviderSchemaError as error:
+        return BUILTIN_SCHEMAS, f"{SCHEMA_FILE_NAME}: {error}"
+
+
+def _block(raw: dict, where: str) -> Block:
+    attributes = {
+        name: _attribute(spec, f"{where}.{name}") for name, spec in (raw.get("attributes") or {}).items()
+    }
+    blocks = {}
+    for name, spec in (raw.get("block_types") or {}).items():
+        if not isinstance(spec, dict) or not isinstance(spec.get("block"), dict):
+            raise ProviderSchemaError(f"{where}.{name}: a block type needs a block")
+        blocks[name] = NestedBlock(
+            spec.get("nesting_mode", "list"),
+            _block(spec["block"], f"{where}.{name}"),
+            spec.get("min_items", 0),
+        )
+    return Block(attributes, blocks)
+
+
+def _attribute(spec: Any, where: str) -> Attribute:
+    if not isinstance(spec, dict):
+        raise ProviderSchemaError(f"{where}: an attribute must be an object")
+    nested = None
+    if isinstance(spec.get("nested_type"), dict):
+        raw = spec["nested_type"]
+        inner = {n: _attribute(s, f"{where}.{n}") for n, s in (raw.get("attributes") or {}).items()}
+        nested = NestedAttributes(raw.get("nesting_mode", "single"), inner)
+        constraint: types.TypeConstraint = types.ANY
+    elif "type" in spec:
+        constraint = type_from_json(spec["type"], where)
+    else:
+        raise ProviderSchemaError(f'{where}: an attribute needs a "type" or a "nested_type"')
+    return Attribute(
+        constraint,
+        bool(spec.get("required")),
+        bool(spec.get("optional")),
+        bool(spec.get("computed")),
+        bool(spec.get("sensitive")),
+        nested,
+    )
+
+
+def type_from_json(raw: Any, where: str = "type") -> types.TypeConstraint:
+    """A type in cty's JSON form: "string", ["list", "string"], ["object", {"a": "number"}], ..."""
+    primitives = {"string": types.STRING, "number": types.NUMBER, "bool": types.BOOL, "dynamic": types.ANY}
+    if isinstance(raw, str) and raw in primitives:
+        return primitives[raw]
+    if isinstance(raw, list) and len(raw) >= 2:
+        kind, inner = raw[0], raw[1]
+        if kind in ("list", "set", "map"):
+            element = type_from_json(inner, where)
+            return {"list": types.ListType, "set": types.SetType, "map": types.MapType}[kind](element)
+        if kind == "tuple" and isinstance(inner, list):
+            return types.TupleType(tuple(type_from_json(e, where) for e in inner))
+        if kind == "object" and isinstance(inner, dict):
+            attributes = {name: type_from_json(t, where) for name, t in inner.items()}
+            optional = raw[2] if len(raw) > 2 and isinstance(raw[2], list) else []
+            return types.object_type(attributes, {name: types.OptionalAttribute() for name in optional})
+    raise ProviderSchemaError(f"{where}: {json.dumps(raw)} is not a type")
+
+
+# The built-in provider (terraform.io/builtin/terraform) of terraform 1.11, as `terraform providers
+# schema -json` prints it (descriptions left out): it ships with terraform, so every template has it.
+BUILTIN_SCHEMAS = parse_provider_schemas(
+    {
+        "provider_schemas": {
+            "terraform.io/builtin/terraform": {
+                "resource_schemas": {
+                    "terraform_data": {
+                        "block": {
+                            "attributes": {
+                                "id": {"type": "string", "computed": True},
+                                "input": {"type": "dynamic", "optional": True},
+                                "output": {"type": "dynamic", "computed": True},
+                                "triggers_replace": {"type": "dynamic", "optional": True},
+                            }
+                        }
+                    }
+                },
+                "data_source_schemas": {
+                    "terraform_remote_state": {
+                        "block": {
+                            "attributes": {
+                                "backend": {"type": "string", "required": True},
+                                "config": {"type": "dynamic", "optional": True},
+                                "defaults": {"type": "dynamic", "optional": True},
+                                "outputs": {"type": "dynamic", "computed": True},
+                                "workspace": {"type": "string", "optional": True},
+                            }
+                        }
+                    }
+                },
+            }
+        }
+    }
+)

@@ -1,0 +1,4 @@
+%{ if enabled ~}
+endpoint: ${endpoint}
+%{ endif ~}
+name: ${name}
