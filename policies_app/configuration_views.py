@@ -3,8 +3,8 @@
 Evaluating a configuration runs in a child process bounded in time (iac/isolated.py), which costs a
 few hundred milliseconds even for a small template; a deployment is evaluated again at every approval.
 The view depends only on the template's files (a checkout is named by its commit, an archive by the hash
-of its bytes), the Terraform variables and the evaluator's own code, so it is stored under a key made of
-those and reused. Files in a plain local directory can change under the same name: never kept.
+of its bytes), the Terraform variables, the template's provider schema and the evaluator's own code, so
+it is stored under a key made of those and reused. Files in a plain local directory can change under the same name: never kept.
 """
 
 from __future__ import annotations
@@ -36,12 +36,18 @@ def evaluator_version() -> str:
     return digest.hexdigest()
 
 
-def _key(directory: str, variables: dict[str, Any]) -> str | None:
+def _key(directory: str, source_root: str, variables: dict[str, Any], provider_schema: Any) -> str | None:
     checkouts = Path(settings.TEMPLATE_CHECKOUT_DIR).resolve()
-    where = Path(directory).resolve()
-    if checkouts not in where.parents:
+    where, root = Path(directory).resolve(), Path(source_root).resolve()
+    if checkouts not in where.parents or (root != checkouts and checkouts not in root.parents):
         return None
-    identity = [where.relative_to(checkouts).as_posix(), variables, evaluator_version()]
+    identity = [
+        where.relative_to(checkouts).as_posix(),
+        root.relative_to(checkouts).as_posix(),
+        variables,
+        provider_schema,
+        evaluator_version(),
+    ]
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -49,9 +55,12 @@ def _unfinished(document: dict[str, Any]) -> bool:
     return any(diagnostic.get("summary") in UNFINISHED for diagnostic in document.get("diagnostics", []))
 
 
-def configuration_view(directory: str, variables: dict[str, Any]) -> dict[str, Any]:
-    """The view of the configuration in ``directory`` with ``variables``, computed at most once."""
-    key = _key(directory, variables)
+def configuration_view(
+    directory: str, variables: dict[str, Any], *, source_root: str, provider_schema: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The view of the configuration in ``directory`` (inside the template's files at ``source_root``)
+    with ``variables`` and the template's provider schema, computed at most once."""
+    key = _key(directory, source_root, variables, provider_schema)
     if key is not None:
         kept = ConfigurationView.objects.filter(key=key).values_list("document", flat=True).first()
         if kept is not None:
@@ -61,6 +70,8 @@ def configuration_view(directory: str, variables: dict[str, Any]) -> dict[str, A
         variables=variables,
         cache_dir=settings.IAC_PARSE_CACHE_DIR,
         timeout_s=settings.IAC_EVALUATION_TIMEOUT_SECONDS,
+        source_root=source_root,
+        provider_schema=provider_schema,
     )
     if key is not None and not _unfinished(document):
         try:

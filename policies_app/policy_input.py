@@ -57,7 +57,7 @@ def _configuration_view(deployment: Deployment, terraform_variables: dict[str, A
     template = deployment.environment.template
     if template.type not in TERRAFORM_LIKE_TYPES or not (template.repository or template.archive):
         return None
-    from .iac.sources import TemplateSourceError, checkout_template, extract_archive
+    from .iac.sources import TemplateSourceError, checkout_template, extract_archive, template_source_root
 
     try:
         if template.archive:
@@ -66,6 +66,7 @@ def _configuration_view(deployment: Deployment, terraform_variables: dict[str, A
             directory = (root / template.path).resolve()
             if directory != root and root not in directory.parents:
                 raise TemplateSourceError(f"path {template.path!r} leaves the uploaded archive")
+            source_root = str(root)
         else:
             directory = checkout_template(
                 template.repository,
@@ -73,9 +74,12 @@ def _configuration_view(deployment: Deployment, terraform_variables: dict[str, A
                 template.path,
                 settings.TEMPLATE_CHECKOUT_DIR,
             )
+            source_root = template_source_root(str(directory), template.path)
     except (TemplateSourceError, OSError) as problem:
         return {"outputs": {}, "resources": [], "diagnostics": [_source_diagnostic(str(problem))]}
-    return configuration_view(str(directory), terraform_variables)
+    return configuration_view(
+        str(directory), terraform_variables, source_root=source_root, provider_schema=template.provider_schema
+    )
 
 
 def _source_diagnostic(detail: str) -> dict[str, Any]:

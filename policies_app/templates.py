@@ -13,10 +13,11 @@ from django.db import transaction
 
 from . import access, audit
 from .errors import Forbidden, Invalid
+from .iac.provider_schemas import ProviderSchemaError, parse_provider_schemas
 from .iac.sources import TemplateSourceError, extract_archive
 from .models import ApprovalPolicy, Template
 
-FIELDS = ("name", "type", "repository", "path", "revision")
+FIELDS = ("name", "type", "repository", "path", "revision", "provider_schema")
 
 
 def _require_manager(user: AbstractBaseUser) -> None:
@@ -26,7 +27,8 @@ def _require_manager(user: AbstractBaseUser) -> None:
 
 def _snapshot(template: Template) -> dict[str, Any]:
     return {
-        **{name: getattr(template, name) for name in FIELDS},
+        **{name: getattr(template, name) for name in FIELDS if name != "provider_schema"},
+        "provider_schema": template.provider_schema is not None,
         "archive": template.archive.name or None,
         "approval_policies": sorted(template.approval_policies.values_list("pk", flat=True)),
     }
@@ -53,6 +55,11 @@ def save_template(
     if approval_policies is not None:
         approval_policies = list(approval_policies)
         access.check_policies_visible(user, approval_policies)
+    if fields.get("provider_schema") is not None:
+        try:
+            parse_provider_schemas(fields["provider_schema"])
+        except ProviderSchemaError as problem:
+            raise Invalid({"provider_schema": [str(problem)]}) from None
     with transaction.atomic():
         before = _snapshot(template) if template is not None else None
         template = template or Template()

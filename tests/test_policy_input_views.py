@@ -267,3 +267,73 @@ def test_a_plain_directory_template_is_evaluated_afresh_each_time(
     world.template.save()
     trigger(api(world.bob), world.environment)
     assert ConfigurationView.objects.count() == 0
+
+
+def test_a_template_in_a_subfolder_reads_modules_elsewhere_in_its_repository(world, api, settings, tmp_path):
+    settings.TEMPLATE_CHECKOUT_DIR = str(tmp_path / "checkouts")
+    world.template.repository = git_repository(
+        tmp_path / "repo",
+        {
+            "envs/prod/main.tf": 'module "web" {\n  source = "../../modules/web"\n  replicas = 2\n}\n',
+            "modules/web/main.tf": CONFIGURATION,
+        },
+    )
+    world.template.path = "envs/prod"
+    world.template.revision = "main"
+    world.template.save()
+    deployment = trigger(api(world.bob), world.environment)
+    configuration = (
+        api(world.bob).get(f"/api/v1/deployments/{deployment['id']}/input/").json()["configuration"]
+    )
+    assert [d for d in configuration["diagnostics"] if d["severity"] == "error"] == []
+    assert [r["address"] for r in configuration["resources"]] == [
+        "module.web.terraform_data.web[0]",
+        "module.web.terraform_data.web[1]",
+    ]
+
+
+SCHEMA = {
+    "format_version": "1.0",
+    "provider_schemas": {
+        "registry.terraform.io/hashicorp/aws": {
+            "resource_schemas": {
+                "aws_s3_bucket": {
+                    "version": 0,
+                    "block": {
+                        "attributes": {
+                            "bucket": {"type": "string", "optional": True, "computed": True},
+                            "arn": {"type": "string", "computed": True},
+                        }
+                    },
+                }
+            }
+        }
+    },
+}
+
+
+def test_a_provider_schema_uploaded_with_the_template_decides_what_an_attribute_is(
+    world, api, settings, tmp_path
+):
+    settings.TEMPLATE_CHECKOUT_DIR = str(tmp_path / "checkouts")
+    world.template.repository = git_repository(
+        tmp_path / "repo",
+        {"main.tf": 'resource "aws_s3_bucket" "b" {}\noutput "typo" { value = aws_s3_bucket.b.arnn }\n'},
+    )
+    world.template.path, world.template.revision = "", "main"
+    world.template.save()
+    url = f"/api/v1/templates/{world.template.pk}/"
+
+    refused = api(world.admin).patch(url, {"provider_schema": {"nope": 1}}, format="json")
+    assert refused.status_code == 400 and "provider_schema" in refused.json()
+
+    def errors() -> list[str]:
+        deployment = trigger(api(world.bob), world.environment)
+        document = api(world.bob).get(f"/api/v1/deployments/{deployment['id']}/input/").json()
+        return [d["summary"] for d in document["configuration"]["diagnostics"] if d["severity"] == "error"]
+
+    assert errors() == []  # without a schema, an unknown attribute is only unknown
+    assert (
+        api(world.admin).patch(url, {"provider_schema": SCHEMA}, format="json").json()["has_provider_schema"]
+    )
+    assert errors() == ["Unsupported attribute"]

@@ -139,6 +139,13 @@ class MembershipReadSerializer(serializers.ModelSerializer):
 
 class TemplateSerializer(serializers.ModelSerializer):
     approval_policies = VisibleRelatedField(access.visible_policies, many=True, required=False)
+    provider_schema = serializers.JSONField(
+        required=False,
+        allow_null=True,
+        write_only=True,
+        help_text="`terraform providers schema -json` output",
+    )
+    has_provider_schema = serializers.SerializerMethodField()
 
     class Meta:
         model = Template
@@ -151,10 +158,15 @@ class TemplateSerializer(serializers.ModelSerializer):
             "revision",
             "archive",
             "approval_policies",
+            "provider_schema",
+            "has_provider_schema",
             "created_at",
         ]
         read_only_fields = ["archive", "created_at"]
         validators = []  # the name's uniqueness is the use case's
+
+    def get_has_provider_schema(self, template: Template) -> bool:
+        return template.provider_schema is not None
 
 
 class VariablesField(serializers.JSONField):

@@ -17,6 +17,12 @@ class Template(models.Model):
         help_text="An uploaded .tar.gz or .zip instead of a repository.",
     )
     approval_policies = models.ManyToManyField("ApprovalPolicy", blank=True, related_name="templates")
+    provider_schema = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The output of `terraform providers schema -json`: which provider attributes are computed "
+        "and their types (else a providers-schema.json in the template's files, else a rule without schema).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
