@@ -1,11 +1,19 @@
 from .audit import AuditEntry
 from .deployments import Approval, Deployment, DeploymentEvent, Evaluation
 from .environments import Environment, EnvironmentState
+from .notifications import ApprovalRequestEmail, NotificationPreference
 from .policies import ApprovalPolicy, PolicyModule, PolicyRevision
 from .projects import OrganisationMembership, Project, ProjectMembership, ProjectPolicy, Team
 from .templates import Template
+from .tokens import ApiToken
+from .webhooks import Webhook, WebhookDelivery
 
 __all__ = [
+    "ApiToken",
+    "ApprovalRequestEmail",
+    "NotificationPreference",
+    "Webhook",
+    "WebhookDelivery",
     "Approval",
     "ApprovalPolicy",
     "AuditEntry",
