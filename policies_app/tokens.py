@@ -61,3 +61,12 @@ def user_for_key(key: str) -> AbstractBaseUser | None:
     if token.last_used_at is None or token.last_used_at < now - LAST_USE_PRECISION:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     return token.user
+
+
+def revoke_legacy_token(user: AbstractBaseUser) -> None:
+    """Revoke the user's older, one-per-user token (made by ``drf_create_token`` or the demo)."""
+    from rest_framework.authtoken.models import Token
+
+    with transaction.atomic():
+        if Token.objects.filter(user=user).delete()[0]:
+            audit.record(user, "token.revoked", user, before={"name": "(older token)"})
