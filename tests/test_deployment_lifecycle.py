@@ -97,9 +97,7 @@ def test_a_newer_deployment_waits_queued_behind_an_unfinished_release_and_says_w
 
 
 @pytest.mark.parametrize("how", ["succeeded", "failed", "cancelled"])
-def test_the_queued_deployment_is_evaluated_once_the_release_completes_fails_or_is_cancelled(
-    gated, run, how
-):
+def test_the_queued_deployment_is_evaluated_once_the_release_completes_fails_or_is_cancelled(gated, run, how):
     released = trigger(run, gated)
     run(deployments.record_approval, released, gated.alice, "approve")
     newer = trigger(run, gated)

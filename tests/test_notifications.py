@@ -104,7 +104,9 @@ def test_an_unknown_email_mode_is_refused_by_name(world):
     assert "email" in refused.value.errors
 
 
-def test_a_deployment_decided_before_its_email_went_out_is_not_emailed(gated, django_capture_on_commit_callbacks):
+def test_a_deployment_decided_before_its_email_went_out_is_not_emailed(
+    gated, django_capture_on_commit_callbacks
+):
     # The email task never runs (its message was lost); the deployment is rejected meanwhile.
     with django_capture_on_commit_callbacks(execute=False):
         deployment, _ = deployments.trigger_deployment(gated.environment, gated.bob)
@@ -134,7 +136,9 @@ def test_emails_whose_task_was_lost_are_sent_by_the_sweep(gated, django_capture_
 def test_every_status_change_is_posted_signed_to_the_webhooks_of_the_project_and_its_ancestors(
     gated, run, receiver
 ):
-    hook = webhooks.create_webhook(gated.admin, gated.platform, name="audit", url=receiver.url, secret="s3cret")
+    hook = webhooks.create_webhook(
+        gated.admin, gated.platform, name="audit", url=receiver.url, secret="s3cret"
+    )
     deployment = trigger(run, gated)
     run(deployments.record_approval, deployment, gated.alice, "approve")
     bodies = [item.json() for item in receiver.received]
@@ -184,13 +188,19 @@ def test_a_failed_delivery_is_retried_with_exponential_backoff_then_given_up(gat
         webhooks.resend_due_deliveries()
         delivery.refresh_from_db()
     assert 8 < delays[0] <= 10 and 18 < delays[1] <= 20, delays
-    assert (delivery.status, delivery.attempts, delivery.error) == ("failed", 3, "HTTP 500 Internal Server Error")
+    assert (delivery.status, delivery.attempts, delivery.error) == (
+        "failed",
+        3,
+        "HTTP 500 Internal Server Error",
+    )
     assert len(receiver.received) == 3
     assert len({item.body for item in receiver.received}) == 1, "every retry sends the same body"
 
 
 def test_a_delivery_not_yet_due_is_not_sent_again(gated, run, receiver):
-    webhooks.create_webhook(gated.admin, gated.payments, name="h", url=receiver.url, statuses=["pending_approval"])
+    webhooks.create_webhook(
+        gated.admin, gated.payments, name="h", url=receiver.url, statuses=["pending_approval"]
+    )
     receiver.answers = [500]
     trigger(run, gated)
     assert webhooks.resend_due_deliveries() == []
