@@ -1,0 +1,287 @@
+"""Who may see and do what: the one place where roles become capabilities.
+
+A role is given on a project (to a user or a team) and holds on every sub-project; what it allows is
+written once, in choices.ROLE_CAPABILITIES. Organisation roles (auditor, organisation admin) hold on
+every project; superusers are organisation admins. Use cases ask ``require()``; nothing else decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from functools import reduce
+from operator import or_
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Q, QuerySet
+
+from .choices import ORGANISATION_ROLE_CAPABILITIES, ROLE_CAPABILITIES, Capability, OrganisationRole
+from .errors import Forbidden
+from .models import (
+    ApprovalPolicy,
+    Deployment,
+    Environment,
+    OrganisationMembership,
+    Project,
+    ProjectMembership,
+    Team,
+    Template,
+)
+
+# Within one request a user's grants are loaded once (GrantsPerRequestMiddleware); elsewhere (tasks,
+# commands, tests) every question reads them afresh, so a long-lived process never sees stale roles.
+_request_grants: ContextVar[dict[int, Grants] | None] = ContextVar("request_grants", default=None)
+
+
+@contextmanager
+def grants_cached() -> Iterator[None]:
+    token = _request_grants.set({})
+    try:
+        yield
+    finally:
+        _request_grants.reset(token)
+
+
+def forget_cached_grants() -> None:
+    """After a change of roles, within the request that made it."""
+    cache = _request_grants.get()
+    if cache is not None:
+        cache.clear()
+
+
+class GrantsPerRequestMiddleware:
+    def __init__(self, get_response: Callable) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request):
+        with grants_cached():
+            return self.get_response(request)
+
+
+@dataclass(frozen=True)
+class Grants:
+    """Everything a user was given, loaded in at most two queries; ask it as many questions as needed."""
+
+    organisation: frozenset[str] = frozenset()
+    organisation_role: str | None = None
+    # project id -> capabilities given directly on that project (to the user or one of their teams)
+    projects: dict[int, frozenset[str]] = field(default_factory=dict)
+    paths: dict[int, str] = field(default_factory=dict)  # granted project id -> its path, for subtree filters
+
+    @classmethod
+    def of(cls, user: AbstractBaseUser) -> Grants:
+        if not user.is_authenticated or not user.is_active:
+            return cls()
+        cache = _request_grants.get()
+        if cache is None:
+            return cls._load(user)
+        if user.pk not in cache:
+            cache[user.pk] = cls._load(user)
+        return cache[user.pk]
+
+    @classmethod
+    def _load(cls, user: AbstractBaseUser) -> Grants:
+        if user.is_superuser:
+            return cls(ORGANISATION_ROLE_CAPABILITIES[OrganisationRole.ADMIN], OrganisationRole.ADMIN)
+        role = OrganisationMembership.objects.filter(user=user).values_list("role", flat=True).first()
+        projects: dict[int, set[str]] = {}
+        paths: dict[int, str] = {}
+        memberships = ProjectMembership.objects.filter(Q(user=user) | Q(team__members=user)).values_list(
+            "project_id", "role", "project__lineage"
+        )
+        for project_id, project_role, lineage in memberships:
+            projects.setdefault(project_id, set()).update(ROLE_CAPABILITIES[project_role])
+            paths[project_id] = f"{lineage}{project_id}/"
+        return cls(
+            ORGANISATION_ROLE_CAPABILITIES.get(role, frozenset()),
+            role,
+            {pk: frozenset(capabilities) for pk, capabilities in projects.items()},
+            paths,
+        )
+
+    @property
+    def sees_everything(self) -> bool:
+        return Capability.READ in self.organisation
+
+    @property
+    def is_organisation_admin(self) -> bool:
+        return self.organisation_role == OrganisationRole.ADMIN
+
+    def capabilities(self, project: Project) -> frozenset[str]:
+        held = set(self.organisation)
+        for pk in (project.pk, *project.ancestor_ids):
+            held.update(self.projects.get(pk, ()))
+        return frozenset(held)
+
+    def can(self, capability: str, project: Project) -> bool:
+        return capability in self.capabilities(project)
+
+    def administers_all_of(self, projects: list[Project]) -> bool:
+        return all(self.can(Capability.ADMINISTER, project) for project in projects)
+
+    def highest_administered(self, chain: list[Project]) -> Project | None:
+        """Of a chain (project first, root last), the highest project the user administers."""
+        for project in reversed(chain):
+            if self.can(Capability.ADMINISTER, project):
+                return project
+        return None
+
+    def project_filter(self, prefix: str = "") -> Q | None:
+        """A filter on projects (through ``prefix``, e.g. "environment__project__") to the visible ones;
+        None means every project."""
+        if self.sees_everything:
+            return None
+        if not self.paths:
+            return Q(pk__in=[]) if not prefix else Q(**{f"{prefix}pk__in": []})
+        clauses = [
+            Q(**{f"{prefix}pk": pk}) | Q(**{f"{prefix}lineage__startswith": path})
+            for pk, path in self.paths.items()
+        ]
+        return reduce(or_, clauses)
+
+    def capability_filter(self, capability: str, prefix: str = "") -> Q | None:
+        """A filter on projects (through ``prefix``) to those where the user holds ``capability``;
+        None means every project."""
+        if capability in self.organisation:
+            return None
+        granted = [pk for pk, capabilities in self.projects.items() if capability in capabilities]
+        if not granted:
+            return Q(**{f"{prefix}pk__in": []})
+        clauses = [
+            Q(**{f"{prefix}pk": pk}) | Q(**{f"{prefix}lineage__startswith": self.paths[pk]}) for pk in granted
+        ]
+        return reduce(or_, clauses)
+
+    def reaching_filter(self, prefix: str) -> Q:
+        """A filter (through ``prefix``, e.g. "projects__") to the projects whose policies and roles reach a
+        visible project: the visible ones, and the ancestors of the granted ones (their ids are in the
+        granted paths). Only for users who do not see everything."""
+        chain_ids = {int(part) for path in self.paths.values() for part in path.strip("/").split("/")}
+        clauses = [Q(**{f"{prefix}pk__in": chain_ids})]
+        clauses += [Q(**{f"{prefix}lineage__startswith": path}) for path in self.paths.values()]
+        return reduce(or_, clauses)
+
+
+def users_with(capability: str, project: Project) -> QuerySet:
+    """Every active user holding ``capability`` on ``project``: through a role on it or an ancestor (their
+    own or a team's), an organisation role, or as a superuser. One query."""
+    User = get_user_model()
+    chain = [project.pk, *project.ancestor_ids]
+    roles = [role for role, capabilities in ROLE_CAPABILITIES.items() if capability in capabilities]
+    organisation_roles = [
+        role for role, capabilities in ORGANISATION_ROLE_CAPABILITIES.items() if capability in capabilities
+    ]
+    return (
+        User.objects.filter(is_active=True)
+        .filter(
+            Q(is_superuser=True)
+            | Q(organisation_role__role__in=organisation_roles)
+            | Q(memberships__project_id__in=chain, memberships__role__in=roles)
+            | Q(policy_teams__memberships__project_id__in=chain, policy_teams__memberships__role__in=roles)
+        )
+        .distinct()
+    )
+
+
+def grants(user: AbstractBaseUser) -> Grants:
+    return Grants.of(user)
+
+
+def can(user: AbstractBaseUser, capability: str, project: Project) -> bool:
+    return Grants.of(user).can(capability, project)
+
+
+WHAT_IS_NEEDED = {
+    Capability.READ: "Only members of this project may see it.",
+    Capability.DEPLOY: "Only deployers of this project may do this.",
+    Capability.APPROVE: "Only approvers of this project or a parent project may approve or reject.",
+    Capability.ADMINISTER: "Only admins of this project may do this.",
+}
+
+
+def require(user: AbstractBaseUser | Grants, capability: str, project: Project, message: str = "") -> None:
+    held = user if isinstance(user, Grants) else Grants.of(user)
+    if not held.can(capability, project):
+        raise Forbidden(message or WHAT_IS_NEEDED[capability])
+
+
+def require_organisation_admin(user: AbstractBaseUser | Grants, message: str) -> None:
+    held = user if isinstance(user, Grants) else Grants.of(user)
+    if not held.is_organisation_admin:
+        raise Forbidden(message)
+
+
+def may_author_policies(user: AbstractBaseUser) -> bool:
+    """Policies and templates are organisation-wide: organisation admins and holders of the Django model
+    permission (given in the admin) write them."""
+    return Grants.of(user).is_organisation_admin or user.has_perm("policies_app.change_approvalpolicy")
+
+
+def may_manage_templates(user: AbstractBaseUser) -> bool:
+    return Grants.of(user).is_organisation_admin or user.has_perm("policies_app.change_template")
+
+
+# --- what a user may see ------------------------------------------------------------------------------
+
+
+def _filtered(queryset: QuerySet, held: Grants, prefix: str) -> QuerySet:
+    condition = held.project_filter(prefix)
+    return queryset if condition is None else queryset.filter(condition)
+
+
+def visible_projects(user: AbstractBaseUser) -> QuerySet[Project]:
+    return _filtered(Project.objects.all(), Grants.of(user), "")
+
+
+def visible_environments(user: AbstractBaseUser) -> QuerySet[Environment]:
+    return _filtered(Environment.objects.select_related("project", "template"), Grants.of(user), "project__")
+
+
+def visible_deployments(user: AbstractBaseUser) -> QuerySet[Deployment]:
+    deployments = Deployment.objects.select_related(
+        "environment__project", "environment__template", "deployer"
+    )
+    return _filtered(deployments, Grants.of(user), "environment__project__")
+
+
+def visible_policies(user: AbstractBaseUser) -> QuerySet[ApprovalPolicy]:
+    """Policies that apply somewhere the user can see: attached to a visible project or one of its
+    ancestors (which the project inherits), or to the template of a visible environment. Organisation
+    roles and policy authors see every policy."""
+    held = Grants.of(user)
+    if held.sees_everything or may_author_policies(user):
+        return ApprovalPolicy.objects.all()
+    if not held.paths:
+        return ApprovalPolicy.objects.none()
+    templates = visible_environments(user).values("template_id")
+    return ApprovalPolicy.objects.filter(
+        held.reaching_filter("projects__") | Q(templates__in=templates)
+    ).distinct()
+
+
+def visible_templates(user: AbstractBaseUser) -> QuerySet[Template]:
+    """Templates of visible environments; every template for organisation roles, template managers and
+    project admins (who choose a template when they create an environment)."""
+    held = Grants.of(user)
+    if (
+        held.sees_everything
+        or may_manage_templates(user)
+        or any(Capability.ADMINISTER in capabilities for capabilities in held.projects.values())
+    ):
+        return Template.objects.all()
+    return Template.objects.filter(pk__in=visible_environments(user).values("template_id"))
+
+
+def visible_teams(user: AbstractBaseUser) -> QuerySet[Team]:
+    """The user's own teams and the teams holding a role that reaches a project the user can see."""
+    if not user.is_authenticated:
+        return Team.objects.none()
+    held = Grants.of(user)
+    if held.sees_everything or user.has_perm("policies_app.change_team"):
+        return Team.objects.all()
+    if not held.paths:
+        return Team.objects.filter(members=user)
+    return Team.objects.filter(Q(members=user) | held.reaching_filter("memberships__project__")).distinct()

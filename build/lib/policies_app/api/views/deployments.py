@@ -1,0 +1,157 @@
+"""Deployments: the queue (waiting for me, mine, all; filtered, searched, sorted), a deployment's input
+and plan summary, and approving, rejecting, cancelling, completing it."""
+
+import json
+
+from django.db.models import Prefetch
+from django.http import HttpResponse
+from django_filters import rest_framework as filters
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from ... import access, deployments, queue
+from ...choices import DeploymentStatus
+from ...environments import masked_input
+from ...models import Deployment, PolicyRevision
+from ...plan_summary import summarise_plan
+from .. import serializers as s
+
+
+def with_details(deployments_queryset):
+    """What DeploymentSerializer shows, prefetched: a constant number of queries for any page."""
+    revisions = PolicyRevision.objects.select_related("policy")
+    return deployments_queryset.prefetch_related(
+        "approvals__user", Prefetch("evaluations__policy_revisions", queryset=revisions)
+    )
+
+
+class DeploymentFilter(filters.FilterSet):
+    status = filters.MultipleChoiceFilter(choices=DeploymentStatus.choices)
+    view = filters.ChoiceFilter(
+        choices=[("waiting", "Waiting for me"), ("mine", "My deployments"), ("all", "All")],
+        method="filter_view",
+        label="waiting: what I may approve now; mine: what I triggered",
+    )
+    project = filters.NumberFilter(method="filter_project", label="a project and its sub-projects")
+    deployer = filters.CharFilter(field_name="deployer__username")
+    created_after = filters.DateFilter(field_name="created_at", lookup_expr="date__gte")
+    created_before = filters.DateFilter(field_name="created_at", lookup_expr="date__lte")
+    search = filters.CharFilter(
+        method="filter_search", label="number, revision, environment, project, deployer"
+    )
+    ordering = filters.ChoiceFilter(choices=[(key, key) for key in queue.SORTS], method="filter_ordering")
+
+    class Meta:
+        model = Deployment
+        fields = ["status", "environment", "type"]
+
+    def filter_view(self, deployments, name, value):
+        if value == "waiting":
+            return queue.waiting_for(self.request.user, deployments)
+        if value == "mine":
+            return deployments.filter(deployer=self.request.user)
+        return deployments
+
+    def filter_project(self, deployments, name, value):
+        return deployments.filter(queue.in_project(int(value)))
+
+    def filter_search(self, deployments, name, value):
+        return deployments.filter(queue.search_clause(value))
+
+    def filter_ordering(self, deployments, name, value):
+        return deployments.order_by(*queue.SORTS[value])
+
+
+class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = s.DeploymentSerializer
+    filterset_class = DeploymentFilter
+
+    def get_queryset(self):
+        return with_details(access.visible_deployments(self.request.user))
+
+    def get_serializer_context(self) -> dict:
+        # One deployment is shown with who may still act on it; a list is not (a query per row).
+        return {**super().get_serializer_context(), "with_progress": self.action != "list"}
+
+    def _shown(self, deployment_id: int) -> Response:
+        deployment = self.get_queryset().get(pk=deployment_id)
+        return Response(s.DeploymentSerializer(deployment, context=self.get_serializer_context()).data)
+
+    @extend_schema(
+        responses=OpenApiResponse(description="The plan as approvers read it: counts and resources")
+    )
+    @action(detail=True, methods=["get"], url_path="plan-summary")
+    def plan_summary(self, request: Request, pk: str | None = None) -> Response:
+        summary = summarise_plan(self.get_object().plan)
+        return Response(
+            {
+                "format": summary.format or None,
+                "headline": summary.headline,
+                "counts": summary.counts,
+                "resources": [
+                    {
+                        "address": r.address,
+                        "type": r.type,
+                        "action": r.action,
+                        "note": r.note,
+                        "attributes": [
+                            {"path": a.path, "before": a.before, "after": a.after, "changed": a.changed}
+                            for a in r.attributes
+                        ],
+                    }
+                    for r in summary.resources
+                ],
+            }
+        )
+
+    @extend_schema(responses=OpenApiResponse(description="The full policy input of the latest evaluation"))
+    @action(detail=True, methods=["get"])
+    def input(self, request: Request, pk: str | None = None) -> HttpResponse:
+        deployment = self.get_object()
+        evaluation = deployment.evaluations.order_by("-created_at", "-id").first()
+        if evaluation is None:
+            return Response(
+                {"detail": "The deployment has not been evaluated yet."}, status=status.HTTP_404_NOT_FOUND
+            )
+        if not evaluation.sensitive_variables:
+            # Served as stored: the exact bytes the engine was given.
+            return HttpResponse(evaluation.input_json, content_type="application/json")
+        shown = masked_input(json.loads(evaluation.input_json), evaluation.sensitive_variables)
+        return HttpResponse(json.dumps(shown), content_type="application/json")
+
+    def _decide(self, request: Request, decision: str) -> Response:
+        deployment = self.get_object()
+        serializer = s.ApprovalRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        deployments.record_approval(deployment, request.user, decision, serializer.validated_data["comment"])
+        return self._shown(deployment.pk)
+
+    @extend_schema(request=s.ApprovalRequestSerializer, responses=s.DeploymentSerializer)
+    @action(detail=True, methods=["post"])
+    def approve(self, request: Request, pk: str | None = None) -> Response:
+        return self._decide(request, "approve")
+
+    @extend_schema(request=s.ApprovalRequestSerializer, responses=s.DeploymentSerializer)
+    @action(detail=True, methods=["post"])
+    def reject(self, request: Request, pk: str | None = None) -> Response:
+        return self._decide(request, "reject")
+
+    @extend_schema(request=None, responses=s.DeploymentSerializer)
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        deployment = deployments.cancel_deployment(self.get_object(), request.user)
+        return self._shown(deployment.pk)
+
+    @extend_schema(request=s.CompleteDeploymentSerializer, responses=s.DeploymentSerializer)
+    @action(detail=True, methods=["post"])
+    def complete(self, request: Request, pk: str | None = None) -> Response:
+        deployment = self.get_object()
+        serializer = s.CompleteDeploymentSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        deployment = deployments.complete_deployment(
+            deployment, request.user, serializer.validated_data["status"], serializer.validated_data["state"]
+        )
+        return self._shown(deployment.pk)

@@ -1,0 +1,100 @@
+"""Environments: their settings, effective policies, deployments and state."""
+
+from django.db.models import Prefetch
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from ... import access, deployments, environments, states
+from ...iac.state_view import tfstate_view
+from ...models import Deployment, PolicyRevision
+from ...tree import tree_for
+from .. import serializers as s
+from .common import UpdateViewSet
+from .deployments import with_details
+
+
+class EnvironmentViewSet(UpdateViewSet):
+    serializer_class = s.EnvironmentSerializer
+    filterset_fields = ["project", "template"]
+
+    def get_queryset(self):
+        return access.visible_environments(self.request.user).prefetch_related("template__approval_policies")
+
+    def perform_create(self, serializer):
+        serializer.instance = environments.create_environment(self.request.user, **serializer.validated_data)
+
+    def perform_update(self, serializer):
+        serializer.instance = environments.update_environment(
+            self.request.user, serializer.instance, **serializer.validated_data
+        )
+
+    @extend_schema(responses=s.PolicySerializer(many=True))
+    @action(detail=True, methods=["get"], url_path="effective-policies")
+    def effective_policies(self, request: Request, pk: str | None = None) -> Response:
+        environment = self.get_object()
+        applying = tree_for(environment.project).effective_policies(environment)
+        revisions = PolicyRevision.objects.select_related("created_by").prefetch_related("modules")
+        # Whoever sees an environment sees the policies that apply to it (access.visible_policies).
+        loaded = access.visible_policies(request.user).prefetch_related(
+            Prefetch("revisions", queryset=revisions)
+        )
+        by_pk = loaded.in_bulk([policy.pk for policy in applying])
+        return Response([s.PolicySerializer(by_pk[policy.pk]).data for policy in applying])
+
+    @extend_schema(request=s.TriggerDeploymentSerializer, responses={201: s.DeploymentSerializer})
+    @action(detail=True, methods=["post", "get"], url_path="deployments")
+    def deployments(self, request: Request, pk: str | None = None) -> Response:
+        environment = self.get_object()
+        if request.method == "GET":
+            page = self.paginate_queryset(with_details(environment.deployments.select_related("deployer")))
+            return self.get_paginated_response(s.DeploymentSerializer(page, many=True).data)
+        deployments.check_may_trigger(environment, request.user)
+        serializer = s.TriggerDeploymentSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        deployment, created = deployments.trigger_deployment(
+            environment,
+            request.user,
+            type=data["type"],
+            trigger_name=data["trigger_name"],
+            revision=data["revision"],
+            plan=data["plan"],
+            total_monthly_cost=data["cost_estimation"].get("total_monthly_cost"),
+            monthly_cost_diff=data["cost_estimation"].get("monthly_cost_diff"),
+            variables=data["variables"],
+            policy_data=data["policy_data"],
+            idempotency_key=data["idempotency_key"],
+        )
+        deployment = with_details(Deployment.objects.select_related("deployer")).get(pk=deployment.pk)
+        return Response(
+            s.DeploymentSerializer(deployment).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+    @extend_schema(
+        request=None, responses=OpenApiResponse(description="The current state and its tfstate/v1 view")
+    )
+    @action(detail=True, methods=["put", "get"], url_path="state")
+    def state(self, request: Request, pk: str | None = None) -> Response:
+        environment = self.get_object()
+        if request.method == "GET":
+            current = environment.current_state
+            if current is None:
+                return Response(
+                    {"detail": "This environment has no state yet."}, status=status.HTTP_404_NOT_FOUND
+                )
+            return Response(
+                {
+                    "serial": current.serial,
+                    "lineage": current.lineage,
+                    "created_at": current.created_at,
+                    "state": current.document,
+                    "view": tfstate_view(current.document),
+                }
+            )
+        force = request.query_params.get("force", "").lower() in ("1", "true", "yes")
+        stored = states.upload_state(request.user, environment, request.data, force=force)
+        return Response({"serial": stored.serial, "lineage": stored.lineage, "created_at": stored.created_at})

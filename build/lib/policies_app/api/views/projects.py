@@ -1,0 +1,82 @@
+"""Projects and teams."""
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from ... import access, projects, teams
+from .. import serializers as s
+from .common import UpdateViewSet
+
+
+class ProjectViewSet(UpdateViewSet):
+    serializer_class = s.ProjectSerializer
+    filterset_fields = ["parent"]
+
+    def get_queryset(self):
+        return access.visible_projects(self.request.user)
+
+    def perform_create(self, serializer):
+        serializer.instance = projects.create_project(self.request.user, **serializer.validated_data)
+
+    def perform_update(self, serializer):
+        serializer.instance = projects.update_project(
+            self.request.user, serializer.instance, **serializer.validated_data
+        )
+
+    @extend_schema(request=s.MembershipSerializer, responses=s.MembershipReadSerializer)
+    @action(detail=True, methods=["post", "get"])
+    def members(self, request: Request, pk: str | None = None) -> Response:
+        project = self.get_object()
+        if request.method == "GET":
+            memberships = project.memberships.select_related("user")
+            return Response(s.MembershipReadSerializer(memberships, many=True).data)
+        serializer = s.MembershipSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        membership = projects.grant_role(
+            request.user, project, data["role"], member=data.get("username"), team=data.get("team")
+        )
+        return Response(s.MembershipReadSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={204: None})
+    @action(detail=True, methods=["delete"], url_path=r"members/(?P<membership_id>[0-9]+)")
+    def remove_member(self, request: Request, pk: str | None = None, membership_id: str = "") -> Response:
+        project = self.get_object()
+        projects.revoke_role(request.user, get_object_or_404(project.memberships, pk=membership_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=s.PolicyAttachmentSerializer, responses=s.ProjectSerializer)
+    @action(detail=True, methods=["post"], url_path="policies")
+    def attach_policy(self, request: Request, pk: str | None = None) -> Response:
+        """Attach a policy to the project (and so to its sub-projects)."""
+        project = self.get_object()
+        serializer = s.PolicyAttachmentSerializer(data=request.data, context={"request": request})
+        serializer.is_valid(raise_exception=True)
+        project = projects.attach_policy(request.user, project, serializer.validated_data["policy"])
+        return Response(s.ProjectSerializer(project).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses=s.ProjectSerializer)
+    @action(detail=True, methods=["delete"], url_path=r"policies/(?P<policy_id>[0-9]+)")
+    def detach_policy(self, request: Request, pk: str | None = None, policy_id: str = "") -> Response:
+        project = self.get_object()
+        policy = get_object_or_404(access.visible_policies(request.user), pk=policy_id)
+        return Response(s.ProjectSerializer(projects.detach_policy(request.user, project, policy)).data)
+
+
+class TeamViewSet(UpdateViewSet):
+    serializer_class = s.TeamSerializer
+
+    def get_queryset(self):
+        return access.visible_teams(self.request.user).prefetch_related("members")
+
+    def perform_create(self, serializer):
+        serializer.instance = teams.save_team(self.request.user, **serializer.validated_data)
+
+    def perform_update(self, serializer):
+        serializer.instance = teams.save_team(
+            self.request.user, serializer.instance, **serializer.validated_data
+        )

@@ -1,0 +1,112 @@
+"""Evaluating a deployment: what its policies are shown and what they decide (which policies apply is
+the project tree's business: tree.py)."""
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import OuterRef, Subquery
+
+from . import rego
+from .choices import ApprovalDecision, Decision, RequestType
+from .models import ApprovalPolicy, Deployment, Environment, PolicyRevision
+from .policies import engine_settings, policy_source
+from .policy_input import build_policy_input
+
+logger = logging.getLogger(__name__)
+
+MESSAGE_KINDS = ("deny", "pending", "warn", "allow")
+
+
+def approves_automatically(environment: Environment, applying: list[ApprovalPolicy]) -> bool:
+    """Automatic approval holds only while no policy applies (``applying``: its effective policies)."""
+    return environment.approve_plans_automatically and not applying
+
+
+def latest_revisions(policies: list[ApprovalPolicy]) -> list[PolicyRevision]:
+    """The revision in force of each policy, in one query."""
+    newest = PolicyRevision.objects.filter(policy=OuterRef("policy")).order_by("-number").values("number")[:1]
+    return list(
+        PolicyRevision.objects.filter(policy__in=policies, number=Subquery(newest)).order_by("policy_id")
+    )
+
+
+@dataclass
+class Verdict:
+    """What an evaluation concluded, ready to be recorded."""
+
+    request_type: str
+    input_json: str
+    revisions: list[PolicyRevision]
+    decision: str
+    messages: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in MESSAGE_KINDS})
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
+    error: str = ""
+    engine: str = ""
+    duration_ms: float = 0.0
+
+
+def _verdict_without_policies(deployment: Deployment, request_type: str, input_json: str) -> Verdict:
+    if approves_automatically(deployment.environment, []):
+        decision, reason = (
+            Decision.ALLOW,
+            "No approval policy applies and the environment approves plans automatically.",
+        )
+    elif deployment.approvals.filter(decision=ApprovalDecision.APPROVE).exists():
+        decision, reason = Decision.ALLOW, "No approval policy applies; approved by an approver."
+    else:
+        decision, reason = (
+            Decision.PENDING,
+            "No approval policy applies; waiting for one approval by an approver.",
+        )
+    verdict = Verdict(request_type, input_json, [], decision, engine="none")
+    verdict.messages[decision].append(reason)
+    return verdict
+
+
+def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevision]) -> Verdict:
+    """Build the input once, run every pinned policy revision over it, and combine their decisions."""
+    started = time.perf_counter()
+    input_json = json.dumps(build_policy_input(deployment, request_type), separators=(",", ":"))
+    if not revisions:
+        return _verdict_without_policies(deployment, request_type, input_json)
+    revision_by_key = {f"{r.policy_id}@{r.number}": r for r in revisions}
+    result = rego.evaluate_policies([policy_source(r) for r in revisions], input_json, **engine_settings())
+    outcomes = []
+    for outcome in result.outcomes:
+        revision = revision_by_key.get(outcome.key)
+        outcomes.append(
+            {
+                "policy_id": revision.policy_id if revision else None,
+                "policy": outcome.name,
+                "revision": revision.number if revision else None,
+                "decision": outcome.decision,
+                **{kind: outcome.messages.get(kind, []) for kind in MESSAGE_KINDS},
+                "error": str(outcome.error) if outcome.error else None,
+            }
+        )
+    logger.info(
+        "deployment %s %s: %s in %.1f ms (%d policies)",
+        deployment.pk,
+        request_type,
+        result.decision,
+        (time.perf_counter() - started) * 1000,
+        len(revisions),
+    )
+    return Verdict(
+        request_type=request_type,
+        input_json=input_json,
+        revisions=revisions,
+        decision=result.decision,
+        messages={kind: list(result.messages.get(kind, [])) for kind in MESSAGE_KINDS},
+        outcomes=outcomes,
+        error=str(result.error) if result.error else "",
+        engine=result.engine,
+        duration_ms=result.duration_ms,
+    )
+
+
+def request_type_for(deployment: Deployment, resume: bool) -> str:
+    return RequestType.for_deployment(deployment.type, resume)

@@ -1,0 +1,379 @@
+"""Pipeline gate: ask the platform whether a deployment may go ahead, and wait for the answer.
+
+    policy-gate deploy --environment 7 --plan plan.json --wait
+    policy-gate destroy --environment 7 --plan plan.json --wait
+    policy-gate complete --deployment 42 --status succeeded --state terraform.tfstate
+
+``policy-gate`` is installed by ``pip install`` of the project; ``python gate.py`` runs a copy of this
+one file the same way, from any directory.
+
+Exit codes (what a pipeline step branches on):
+    0  released: the deployment may be applied (status approved or succeeded); `complete` accepted
+    1  never used by the gate: Python itself exits 1 when the gate cannot even start
+    2  error: the gate could not get a verdict (bad arguments or file, HTTP or network error, the
+       evaluation failed closed)
+    3  pending approval (only without --wait)
+    4  stopped: denied by a policy, rejected by an approver, cancelled, expired, superseded (or failed)
+    5  timed out waiting; the deployment was cancelled unless --keep-on-timeout
+
+Standard library only, on purpose: a pipeline copies this one file to its runner and runs it with any
+Python 3.11, without installing Django or the platform. A test keeps it that way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+EXIT_RELEASED = 0
+EXIT_ERROR = 2
+EXIT_PENDING = 3
+EXIT_STOPPED = 4
+EXIT_TIMED_OUT = 5
+
+RELEASED = frozenset({"approved", "succeeded"})
+STOPPED = frozenset({"denied", "rejected", "cancelled", "failed", "expired", "superseded"})
+# Statuses in which the platform is still deciding; any other status is final for the gate.
+UNDECIDED = frozenset({"queued", "evaluating", "pending_approval"})
+# Before a verdict exists a deployment is only queued or evaluating: not worth an exit 3 even without --wait.
+NOT_YET_EVALUATED = frozenset({"queued", "evaluating"})
+
+# A poll that fails this many times in a row ends the wait; a single blip of the network does not.
+MAX_CONSECUTIVE_POLL_FAILURES = 5
+
+
+def say(text: str) -> None:
+    """Print at once: a pipeline log must show why the gate waits while it waits, not when it ends."""
+    print(text, flush=True)
+
+
+class GateError(Exception):
+    """Something that ends the gate with exit code 2; the message is what the pipeline log shows."""
+
+
+class Client:
+    """The few calls the gate makes to the platform's REST API."""
+
+    def __init__(self, base_url: str, token: str, request_timeout: float = 30.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.request_timeout = request_timeout
+
+    def request(self, method: str, path: str, body: Any = None) -> Any:
+        url = f"{self.base_url}{path}"
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(url, data=data, method=method)
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        if self.token:
+            req.add_header("Authorization", f"Token {self.token}")
+        try:
+            with urllib.request.urlopen(req, timeout=self.request_timeout) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as exc:
+            raise GateError(f"{method} {url} failed: HTTP {exc.code}: {api_message(exc)}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise GateError(f"{method} {url} failed: cannot reach the platform: {reason}") from None
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise GateError(f"{method} {url} answered something that is not JSON: {raw[:200]!r}") from None
+
+
+def api_message(exc: urllib.error.HTTPError) -> str:
+    """The API's own explanation of an error, flattened to one line (DRF answers {"detail": ...} or field errors)."""
+    try:
+        raw = exc.read()
+    except OSError:
+        raw = b""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        text = raw.decode("utf-8", "replace").strip()
+        return text[:500] or str(exc.reason)
+    return flatten_errors(body) or str(exc.reason)
+
+
+def flatten_errors(body: Any, prefix: str = "") -> str:
+    if isinstance(body, dict):
+        if "detail" in body and not prefix:
+            code = f" ({body['code']})" if body.get("code") else ""
+            return f"{flatten_errors(body['detail'])}{code}"
+        parts = []
+        for key, value in body.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            parts.append(flatten_errors(value, name))
+        return "; ".join(part for part in parts if part)
+    if isinstance(body, list):
+        text = " ".join(flatten_errors(item) for item in body)
+        return f"{prefix}: {text}" if prefix else text
+    return f"{prefix}: {body}" if prefix else str(body)
+
+
+def read_json_file(path: str, what: str) -> Any:
+    """Read a JSON document ("-" for standard input); a terraform plan must first be shown as JSON."""
+    try:
+        if path == "-":
+            return json.load(sys.stdin)
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except OSError as exc:
+        raise GateError(f"cannot read the {what} file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise GateError(
+            f"the {what} file {path} is not JSON text; for a plan, pass the output of `terraform show -json`"
+        ) from None
+    except ValueError as exc:
+        raise GateError(f"the {what} file {path} is not valid JSON: {exc}") from None
+
+
+def deployment_request(args: argparse.Namespace, deployment_type: str) -> dict[str, Any]:
+    body: dict[str, Any] = {"type": deployment_type, "trigger_name": args.trigger}
+    if args.revision:
+        body["revision"] = args.revision
+    body["plan"] = read_json_file(args.plan, "plan") if args.plan else None
+    cost: dict[str, float] = {}
+    if args.cost_total is not None:
+        cost["total_monthly_cost"] = args.cost_total
+    if args.cost_diff is not None:
+        cost["monthly_cost_diff"] = args.cost_diff
+    if cost:
+        body["cost_estimation"] = cost
+    if args.idempotency_key:
+        body["idempotency_key"] = args.idempotency_key
+    return body
+
+
+def describe(deployment: dict[str, Any]) -> str:
+    status = deployment.get("status", "?")
+    decision = deployment.get("decision") or "none yet"
+    return f"deployment {deployment.get('id')} is {status} (decision: {decision})"
+
+
+def messages_of(deployment: dict[str, Any], kind: str) -> list[str]:
+    messages = deployment.get("messages") or {}
+    values = messages.get(kind) if isinstance(messages, dict) else None
+    return [str(value) for value in values] if isinstance(values, list) else []
+
+
+def approvals_of(deployment: dict[str, Any]) -> list[dict[str, Any]]:
+    approvals = deployment.get("approvals")
+    return [a for a in approvals if isinstance(a, dict)] if isinstance(approvals, list) else []
+
+
+def approval_line(approval: dict[str, Any]) -> str:
+    verb = "rejected" if approval.get("decision") == "reject" else "approved"
+    comment = str(approval.get("comment") or "").strip()
+    return f"  {verb} by {approval.get('user', '?')}" + (f": {comment}" if comment else "")
+
+
+def report_final(deployment: dict[str, Any], out: Callable[[str], None]) -> int:
+    """Print the verdict with its reasons and return the exit code for a final status."""
+    status = deployment.get("status")
+    out(describe(deployment))
+    for kind in ("deny", "warn"):
+        for message in messages_of(deployment, kind):
+            out(f"  {kind}: {message}")
+    approvals = approvals_of(deployment)
+    if approvals:
+        out(f"approvals ({len(approvals)}):")
+        for approval in approvals:
+            out(approval_line(approval))
+    if status == "superseded" and deployment.get("superseded_by"):
+        out(f"  superseded by deployment {deployment['superseded_by']}, a newer one of this environment")
+    if status == "expired":
+        out("  nobody approved or rejected it in time")
+    if status in RELEASED:
+        out("released: the deployment may proceed")
+        return EXIT_RELEASED
+    if status in STOPPED:
+        out("stopped: do not apply")
+        return EXIT_STOPPED
+    error = deployment.get("error")
+    out(f"error: the platform could not decide{': ' + str(error) if error else ''}")
+    return EXIT_ERROR
+
+
+def wait_for_verdict(
+    client: Client,
+    deployment: dict[str, Any],
+    *,
+    wait_for_approval: bool,
+    timeout: float,
+    poll_interval: float,
+    cancel_on_timeout: bool = True,
+    out: Callable[[str], None] = say,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Poll the deployment until its status says what the pipeline must do, and return the exit code."""
+    deadline = clock() + timeout
+    shown_pending: list[str] | None = None
+    shown_status: str | None = None
+    shown_approvals = 0
+    failures = 0
+    deployment_id = deployment.get("id")
+    while True:
+        status = deployment.get("status")
+        if status not in UNDECIDED:
+            return report_final(deployment, out)
+        if status == "pending_approval":
+            pending = messages_of(deployment, "pending")
+            if pending != shown_pending:
+                out(f"waiting for approval of deployment {deployment_id}:")
+                for message in pending or ["(no policy gave a reason; waiting for an approver)"]:
+                    out(f"  pending: {message}")
+                shown_pending = pending
+            approvals = approvals_of(deployment)
+            if len(approvals) > shown_approvals:
+                for approval in approvals[shown_approvals:]:
+                    out(approval_line(approval))
+                shown_approvals = len(approvals)
+                waiting_on = deployment.get("approvers_to_act")
+                if isinstance(waiting_on, list):
+                    out(f"  may still approve: {', '.join(map(str, waiting_on)) or 'nobody'}")
+            if not wait_for_approval:
+                out(
+                    f"not released: deployment {deployment_id} waits for approval (pass --wait to wait for it)"
+                )
+                return EXIT_PENDING
+        elif status != shown_status:
+            if deployment.get("queued_reason"):
+                out(f"{describe(deployment)}: {deployment['queued_reason']}")
+            else:
+                out(f"{describe(deployment)}; waiting for the policies' verdict")
+        shown_status = status
+        if clock() >= deadline:
+            out(f"timed out after {timeout:g}s; deployment {deployment_id} is still {status}")
+            if cancel_on_timeout:
+                try:
+                    client.request("POST", f"/api/v1/deployments/{deployment_id}/cancel/")
+                    out(f"cancelled deployment {deployment_id} (pass --keep-on-timeout to leave it waiting)")
+                except GateError as exc:
+                    out(f"warning: could not cancel deployment {deployment_id}: {exc}")
+            return EXIT_TIMED_OUT
+        sleep(max(0.0, min(poll_interval, deadline - clock())))
+        try:
+            deployment = client.request("GET", f"/api/v1/deployments/{deployment_id}/")
+            failures = 0
+        except GateError as exc:
+            failures += 1
+            if failures >= MAX_CONSECUTIVE_POLL_FAILURES:
+                raise
+            out(f"warning: {exc} (retrying)")
+
+
+def command_deploy(args: argparse.Namespace, deployment_type: str) -> int:
+    client = Client(args.url, args.token)
+    body = deployment_request(args, deployment_type)
+    deployment = client.request("POST", f"/api/v1/environments/{args.environment}/deployments/", body)
+    if not isinstance(deployment, dict) or "id" not in deployment:
+        raise GateError(f"the platform answered without a deployment id: {deployment!r}")
+    say(f"{deployment_type} requested: {describe(deployment)}")
+    return wait_for_verdict(
+        client,
+        deployment,
+        wait_for_approval=args.wait,
+        timeout=args.timeout,
+        poll_interval=args.poll_interval,
+        cancel_on_timeout=not args.keep_on_timeout,
+    )
+
+
+def command_complete(args: argparse.Namespace) -> int:
+    client = Client(args.url, args.token)
+    body: dict[str, Any] = {"status": args.status}
+    if args.state:
+        body["state"] = read_json_file(args.state, "state")
+    deployment = client.request("POST", f"/api/v1/deployments/{args.deployment}/complete/", body)
+    shown = deployment if isinstance(deployment, dict) else {"id": args.deployment, "status": args.status}
+    say(f"recorded: {describe(shown)}")
+    return EXIT_RELEASED
+
+
+def positive_number(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {raw!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be greater than zero: {raw!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="policy-gate",
+        description="Gate a deployment on the approval-policy platform.",
+        epilog="Exit codes: 0 released; 2 error (no verdict); 3 pending (without --wait); "
+        "4 denied, rejected, cancelled, expired or superseded; 5 timed out (deployment cancelled unless "
+        "--keep-on-timeout). 1 is Python's own: the gate could not start.",
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--url",
+        default=os.environ.get("PLATFORM_URL", "http://127.0.0.1:8000"),
+        help="the platform's address (default: $PLATFORM_URL, else http://127.0.0.1:8000)",
+    )
+    common.add_argument(
+        "--token", default=os.environ.get("PLATFORM_TOKEN", ""), help="API token (default: $PLATFORM_TOKEN)"
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    for deployment_type in ("deploy", "destroy"):
+        sub = commands.add_parser(deployment_type, parents=[common], help=f"request a {deployment_type}")
+        sub.add_argument("--environment", required=True, help="environment id")
+        sub.add_argument("--plan", help="plan JSON (`terraform show -json plan.out`), - for stdin")
+        sub.add_argument("--wait", action="store_true", help="wait while the deployment is pending approval")
+        sub.add_argument("--revision", default="")
+        sub.add_argument("--trigger", default="cd", help="trigger name (default: cd)")
+        sub.add_argument(
+            "--idempotency-key", default="", help="makes a retried request return the same deployment"
+        )
+        sub.add_argument("--cost-total", type=float, default=None, help="total monthly cost")
+        sub.add_argument("--cost-diff", type=float, default=None, help="monthly cost difference")
+        sub.add_argument("--timeout", type=positive_number, default=3600.0, help="seconds (default 3600)")
+        sub.add_argument("--poll-interval", type=positive_number, default=5.0, help="seconds (default 5)")
+        sub.add_argument(
+            "--keep-on-timeout",
+            action="store_true",
+            help="leave the deployment waiting when --timeout passes (default: cancel it)",
+        )
+    complete = commands.add_parser("complete", parents=[common], help="report the outcome of an apply")
+    complete.add_argument("--deployment", required=True, help="deployment id")
+    complete.add_argument("--status", required=True, choices=["succeeded", "failed"])
+    complete.add_argument("--state", help="the new terraform.tfstate (JSON)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if not args.token:
+            raise GateError("no API token: pass --token or set PLATFORM_TOKEN")
+        if args.command == "complete":
+            return command_complete(args)
+        return command_deploy(args, args.command)
+    except GateError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:  # noqa: BLE001 - an unexpected failure is "no verdict" (2), never Python's 1
+        print(f"error: the gate failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

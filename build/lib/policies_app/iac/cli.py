@@ -1,0 +1,99 @@
+"""Command line: evaluate a configuration directory and print the document as JSON.
+
+``python -m policies_app.iac DIR --var NAME=VALUE --var-file FILE --cache-dir DIR`` and the Django
+command ``manage.py iac_evaluate`` both call ``main``. Exit status: 0, or 1 when there is an error
+diagnostic, 2 for a bad command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from policies_app.iac.configuration import evaluate_configuration
+from policies_app.iac.variables import parse_var_flag
+
+
+def build_parser(prog: str = "python -m policies_app.iac") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Evaluate a Terraform/OpenTofu configuration "
+        "statically and print its outputs, resources and diagnostics as JSON.",
+    )
+    add_arguments(parser)
+    return parser
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("directory", help="the root module's directory")
+    parser.add_argument(
+        "--var",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set a root variable, as terraform -var does (repeatable)",
+    )
+    parser.add_argument(
+        "--var-file",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a .tfvars or .tfvars.json file (repeatable, later files win)",
+    )
+    parser.add_argument("--cache-dir", default=None, help="where parsed files are cached between runs")
+    parser.add_argument("--compact", action="store_true", help="print the JSON on one line")
+
+
+def parse_var_flags(flags: Sequence[str]) -> dict[str, str]:
+    """``--var NAME=VALUE`` flags as a dict (later flags win); ValueError naming the bad flag."""
+    variables: dict[str, str] = {}
+    for flag in flags:
+        name, value = parse_var_flag(flag)
+        variables[name] = value
+    return variables
+
+
+def run(
+    directory: str,
+    var: Sequence[str],
+    var_file: Sequence[str],
+    cache_dir: str | None,
+    compact: bool,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """Evaluate and print; returns the exit status."""
+    try:
+        variables = parse_var_flags(var)
+    except ValueError as error:
+        err.write(f"error: {error}\n")
+        return 2
+    document = evaluate_configuration(
+        directory, variables=variables, var_files=list(var_file), cache_dir=cache_dir
+    )
+    # One write: Django's OutputWrapper ends every write() with a newline, and json.dump writes per token.
+    out.write(json.dumps(document, indent=None if compact else 2, ensure_ascii=False) + "\n")
+    errors = [d for d in document["diagnostics"] if d["severity"] == "error"]
+    for diagnostic in errors:
+        # file:line:col, as compilers print it; the parts not known are left out.
+        parts = (diagnostic.get("file"), diagnostic.get("line"), diagnostic.get("column"))
+        where = ":".join(str(part) for part in parts if part is not None)
+        where = f"{where}: " if where else ""
+        err.write(f"error: {where}{diagnostic['summary']}: {diagnostic['detail']}\n")
+    return 1 if errors else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = build_parser().parse_args(argv)
+    return run(
+        arguments.directory,
+        arguments.var,
+        arguments.var_file,
+        arguments.cache_dir,
+        arguments.compact,
+        sys.stdout,
+        sys.stderr,
+    )

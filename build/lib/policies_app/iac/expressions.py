@@ -1,0 +1,937 @@
+"""Evaluating expressions the way Terraform does, with unknown values as first-class citizens.
+
+The evaluator knows nothing of blocks or graphs: names that are not bound locally (``var``, ``local``,
+``module``, ``data``, resource types) are asked of a ``Resolver`` supplied by the configuration, so
+the same code serves locals, resource arguments, outputs and tfvars files. Errors are raised as
+``EvalError`` carrying the position; callers turn them into diagnostics.
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from policies_app.iac import ast, types
+from policies_app.iac.functions import FunctionError, UnsupportedFunction, call_function
+from policies_app.iac.values import (
+    UNKNOWN,
+    Sensitive,
+    TfSet,
+    contains_sensitive,
+    contains_unknown,
+    mark,
+    unmark_deep,
+)
+
+
+class EvalError(Exception):
+    """An error in the configuration found while evaluating; ``pos`` says where."""
+
+    def __init__(self, summary: str, pos: ast.Pos | None, detail: str = "") -> None:
+        super().__init__(summary if not detail else f"{summary}: {detail}")
+        self.summary = summary
+        self.detail = detail
+        self.pos = pos
+
+
+@dataclass
+class Diagnostic:
+    severity: str  # "error" | "warning"
+    summary: str
+    detail: str = ""
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None  # 1-based; None when not known
+
+    @classmethod
+    def at(cls, severity: str, summary: str, detail: str, pos: ast.Pos | None) -> Diagnostic:
+        if pos is None:
+            return cls(severity, summary, detail)
+        return cls(severity, summary, detail, pos.file, pos.line, pos.column or None)
+
+    @classmethod
+    def from_error(cls, error: EvalError) -> Diagnostic:
+        return cls.at("error", error.summary, error.detail, error.pos)
+
+    def as_dict(self) -> dict:
+        return {
+            "severity": self.severity,
+            "summary": self.summary,
+            "detail": self.detail,
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+        }
+
+
+class Resolver(Protocol):
+    """What the configuration answers for names the expression does not bind itself."""
+
+    def variable(self, name: str, pos: ast.Pos) -> Any: ...
+    def local(self, name: str, pos: ast.Pos) -> Any: ...
+    def module(self, name: str, pos: ast.Pos) -> Any: ...
+    def resource(self, type_: str, name: str, pos: ast.Pos) -> Any: ...
+    def data(self, type_: str, name: str, pos: ast.Pos) -> Any: ...
+
+
+class NoReferences:
+    """A resolver for places that allow no references at all (tfvars files, -var values)."""
+
+    def _refuse(self, what: str, pos: ast.Pos) -> Any:
+        raise EvalError("Variables not allowed", pos, f"{what} cannot be referenced here")
+
+    def variable(self, name: str, pos: ast.Pos) -> Any:
+        return self._refuse(f"var.{name}", pos)
+
+    def local(self, name: str, pos: ast.Pos) -> Any:
+        return self._refuse(f"local.{name}", pos)
+
+    def module(self, name: str, pos: ast.Pos) -> Any:
+        return self._refuse(f"module.{name}", pos)
+
+    def resource(self, type_: str, name: str, pos: ast.Pos) -> Any:
+        return self._refuse(f"{type_}.{name}", pos)
+
+    def data(self, type_: str, name: str, pos: ast.Pos) -> Any:
+        return self._refuse(f"data.{type_}.{name}", pos)
+
+
+class ResourceObject(dict):
+    """A resource instance seen from an expression: attributes not set in the configuration exist only
+    after apply, so reading one gives UNKNOWN instead of an error."""
+
+    __slots__ = ()
+
+
+@dataclass
+class Scope:
+    """Names bound around an expression (for variables, count, each, self, iterators), chained to the
+    enclosing scope; the root carries the resolver and what functions need."""
+
+    names: dict[str, Any]
+    resolver: Any
+    parent: Scope | None = None
+    function_context: Any = None
+    warnings: list[Diagnostic] = field(default_factory=list)
+
+    def child(self, names: dict[str, Any]) -> Scope:
+        return Scope(names, self.resolver, self, self.function_context, self.warnings)
+
+    def lookup(self, name: str) -> tuple[bool, Any]:
+        scope: Scope | None = self
+        while scope is not None:
+            names = scope.names
+            if name in names:
+                return True, names[name]
+            scope = scope.parent
+        return False, None
+
+
+class _Namespace:
+    """``var``, ``local``, ``data.TYPE``... on the way to a value: never a value itself."""
+
+    __slots__ = ("kind", "prefix", "key")
+
+    def __init__(self, kind: str, prefix: str = "", key: Any = None) -> None:
+        self.kind = kind
+        self.prefix = prefix
+        self.key = key  # the instance key of a "module_instance"
+
+    def describe(self) -> str:
+        return f"{self.prefix}" if self.prefix else self.kind
+
+
+# Every builtin of Terraform 1.11 (`terraform metadata functions -json`, without the core:: aliases),
+# plus OpenTofu's own: a call to a name outside this set (and not provider::...) is an error; a name
+# in it that our library lacks is only unsupported.
+TERRAFORM_FUNCTIONS = frozenset(
+    """
+    abs abspath alltrue anytrue base64decode base64encode base64gzip base64sha256 base64sha512 basename
+    bcrypt can ceil chomp chunklist cidrhost cidrnetmask cidrsubnet cidrsubnets coalesce coalescelist
+    compact concat contains csvdecode dirname distinct element endswith ephemeralasnull file filebase64
+    filebase64sha256 filebase64sha512 fileexists filemd5 fileset filesha1 filesha256 filesha512 flatten
+    floor format formatdate formatlist indent index issensitive join jsondecode jsonencode keys length log
+    lookup lower matchkeys max md5 merge min nonsensitive one parseint pathexpand plantimestamp pow range
+    regex regexall replace reverse rsadecrypt sensitive setintersection setproduct setsubtract setunion
+    sha1 sha256 sha512 signum slice sort split startswith strcontains strrev substr sum templatefile
+    templatestring textdecodebase64 textencodebase64 timeadd timecmp timestamp title tobool tolist tomap
+    tonumber toset tostring transpose trim trimprefix trimspace trimsuffix try upper urlencode uuid uuidv5
+    values yamldecode yamlencode zipmap
+    base64gunzip cidrcontains urldecode
+""".split()
+)
+
+_MODULE_KINDS = frozenset({"module_call", "module_instance"})
+
+# Functions that work on marks themselves and get their argument as it is.
+_MARK_FUNCTIONS = frozenset({"sensitive", "nonsensitive", "issensitive"})
+# Functions that move elements around without looking into them: as in Terraform, the marks of the
+# elements stay on the elements (concat([var.secret], ["a"]) is a list whose first element is
+# sensitive, not a sensitive list). Every other function sees its arguments without any mark, and its
+# result is sensitive when any argument held a mark (jsonencode({a = var.secret}) is sensitive).
+_MARK_PRESERVING_FUNCTIONS = frozenset(
+    {
+        "length",
+        "keys",
+        "values",
+        "concat",
+        "merge",
+        "element",
+        "lookup",
+        "reverse",
+        "slice",
+        "chunklist",
+        "zipmap",
+        "one",
+        "coalescelist",
+    }
+)
+
+_RESERVED_UNBOUND = {
+    "count": "count.index can only be used in a block that sets count",
+    "each": "each.key and each.value can only be used in a block that sets for_each",
+    "self": "self can only be used in provisioner, connection and postcondition blocks",
+}
+
+_UNKNOWN_PART = 1
+_SENSITIVE_PART = 2
+
+
+def type_label(value: Any) -> str:
+    if value is None:
+        return "null"
+    if value is UNKNOWN:
+        return "unknown"
+    if value.__class__ is Sensitive:
+        return type_label(value.value)
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, TfSet):
+        return "set"
+    if isinstance(value, list):
+        return "tuple"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, _Namespace):
+        return "reference"
+    return type(value).__name__
+
+
+_DECIMAL_CONTEXT = decimal.Context(prec=60, rounding=decimal.ROUND_HALF_EVEN)
+
+
+def _decimal(value: int | float) -> decimal.Decimal:
+    # repr() is the shortest text that reads back as the same float: 0.1 stays 0.1, not 0.1000000000000000055.
+    return decimal.Decimal(value) if isinstance(value, int) else decimal.Decimal(repr(value))
+
+
+def arithmetic(op: str, left: int | float, right: int | float) -> int | float:
+    """Terraform computes with arbitrary precision decimals: 0.1 + 0.2 is 0.3 and 1 / 3 rounds only once,
+    when the result becomes a float. Whole numbers stay exact ints. Division by zero is the caller's."""
+    if isinstance(left, int) and isinstance(right, int):
+        if op == "+":
+            return left + right
+        if op == "-":
+            return left - right
+        if op == "*":
+            return left * right
+        if op == "/" and left % right == 0:
+            return left // right
+        if op == "%":
+            # Go's remainder keeps the dividend's sign: -7 % 3 is -1.
+            remainder = abs(left) % abs(right)
+            return -remainder if left < 0 else remainder
+    if (
+        isinstance(left, float)
+        and not math.isfinite(left)
+        or isinstance(right, float)
+        and not math.isfinite(right)
+    ):
+        result_float = {
+            "+": lambda: left + right,
+            "-": lambda: left - right,
+            "*": lambda: left * right,
+            "/": lambda: left / right,
+            "%": lambda: math.fmod(left, right),
+        }[op]()
+        return types.normalize_number(result_float)
+    a, b = _decimal(left), _decimal(right)
+    context = _DECIMAL_CONTEXT
+    if op == "+":
+        result = context.add(a, b)
+    elif op == "-":
+        result = context.subtract(a, b)
+    elif op == "*":
+        result = context.multiply(a, b)
+    elif op == "/":
+        result = context.divide(a, b)
+    else:
+        result = context.remainder(a, b)  # sign of the dividend, like Go
+    if result == result.to_integral_value():
+        return int(result)
+    return float(result)
+
+
+def _checked_arithmetic(op: str, left: int | float, right: int | float, pos: ast.Pos | None) -> int | float:
+    """Terraform's (cty's) answers where plain arithmetic has none: 1/0 is +Inf, -1/0 is -Inf, x % 0
+    is x; 0/0, inf/inf, inf*0, inf-inf and a modulo with an infinite operand are errors."""
+    infinite = (isinstance(left, float) and math.isinf(left)) or (
+        isinstance(right, float) and math.isinf(right)
+    )
+    if op == "/" and right == 0:
+        if left == 0:
+            raise EvalError("Operation failed", pos, "can't divide zero by zero or infinity by infinity")
+        return math.inf if left > 0 else -math.inf
+    if op == "%":
+        if infinite:
+            raise EvalError("Operation failed", pos, "can't use modulo with zero and infinity")
+        if right == 0:
+            return left
+    result = arithmetic(op, left, right)
+    if isinstance(result, float) and math.isnan(result):
+        what = {"/": "divide infinity by infinity", "*": "multiply zero by infinity"}.get(
+            op, "subtract infinity from itself"
+        )
+        raise EvalError("Operation failed", pos, f"can't {what}")
+    return result
+
+
+def to_number(value: Any, pos: ast.Pos | None, what: str = "operand") -> int | float:
+    """types.to_number with the position and Terraform's wording for operators."""
+    if value is None:
+        raise EvalError("Invalid operand", pos, f"the {what} is null; a number is required")
+    try:
+        return types.to_number(value)
+    except types.ConversionError as error:
+        raise EvalError("Invalid operand", pos, f"unsuitable value for the {what}: {error}") from None
+
+
+def to_bool(value: Any, pos: ast.Pos | None, what: str = "condition") -> bool:
+    if value is None:
+        raise EvalError("Invalid operand", pos, f"the {what} is null; a bool is required")
+    try:
+        return types.to_bool(value)
+    except types.ConversionError as error:
+        raise EvalError("Invalid operand", pos, f"unsuitable value for the {what}: {error}") from None
+
+
+def to_string(value: Any, pos: ast.Pos | None, what: str = "value") -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        raise EvalError("Invalid template interpolation value", pos, f"the {what} is null")
+    if isinstance(value, (dict, list, tuple)):
+        raise EvalError(
+            "Invalid template interpolation value",
+            pos,
+            f"cannot include a {type_label(value)} value in a string template",
+        )
+    try:
+        return types.to_string(value)
+    except types.ConversionError as error:
+        raise EvalError("Invalid template interpolation value", pos, str(error)) from None
+
+
+values_equal = types.values_equal  # Terraform's ==: no conversion between types ("1" == 1 is false)
+
+
+def iterate_collection(collection: Any, pos: ast.Pos | None) -> list[tuple[Any, Any]]:
+    """(key, value) pairs in Terraform's order: list index, map keys sorted, set element as both."""
+    if isinstance(collection, TfSet):
+        return [(item, item) for item in collection]
+    if isinstance(collection, (list, tuple)):
+        return list(enumerate(collection))
+    if isinstance(collection, dict):
+        return [(key, collection[key]) for key in sorted(collection)]
+    if collection is None:
+        raise EvalError("Iteration over null value", pos, "a null value cannot be used as the collection")
+    raise EvalError(
+        "Iteration over non-iterable value",
+        pos,
+        f"a {type_label(collection)} value cannot be used as the collection in a 'for'",
+    )
+
+
+def _primitive_kind(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return None
+
+
+class Evaluator:
+    """Evaluates expression trees. One instance is shared; all state lives in the Scope."""
+
+    def __init__(self) -> None:
+        self._dispatch: dict[type, Callable[[Any, Scope], Any]] = {
+            ast.Literal: self._literal,
+            ast.TemplateExpr: self._template,
+            ast.TupleExpr: self._tuple,
+            ast.ObjectExpr: self._object,
+            ast.Reference: self._reference,
+            ast.GetAttr: self._get_attr,
+            ast.Index: self._index,
+            ast.Splat: self._splat,
+            ast.SplatItem: self._splat_item,
+            ast.FunctionCall: self._function_call,
+            ast.Conditional: self._conditional,
+            ast.BinaryOp: self._binary,
+            ast.UnaryOp: self._unary,
+            ast.ForExpr: self._for,
+        }
+
+    def evaluate(self, expr: ast.Expr, scope: Scope) -> Any:
+        """The value of ``expr``; raises EvalError for errors in the configuration."""
+        value = self._eval(expr, scope)
+        if isinstance(value, _Namespace):
+            if value.kind in _MODULE_KINDS:
+                return self._whole_module(value, expr.pos, scope)
+            raise EvalError(
+                "Invalid reference", expr.pos, f"{value.describe()} must be followed by an attribute name"
+            )
+        return value
+
+    def _eval(self, expr: ast.Expr, scope: Scope) -> Any:
+        handler = self._dispatch.get(type(expr))
+        if handler is None:
+            raise EvalError("Unsupported expression", getattr(expr, "pos", None), type(expr).__name__)
+        return handler(expr, scope)
+
+    # -- leaves and constructors -----------------------------------------------------------------
+
+    def _literal(self, expr: ast.Literal, scope: Scope) -> Any:
+        value = expr.value
+        if type(value) is float and value.is_integer():
+            return int(value)  # values.py: whole numbers are ints (1e21 too)
+        return value
+
+    def _tuple(self, expr: ast.TupleExpr, scope: Scope) -> Any:
+        return [self.evaluate(item, scope) for item in expr.items]
+
+    def _object(self, expr: ast.ObjectExpr, scope: Scope) -> Any:
+        result: Any = {}
+        unknown_key = marked_key = False
+        for key_expr, value_expr in expr.items:
+            key = self.evaluate(key_expr, scope)
+            value = self.evaluate(value_expr, scope)
+            if key.__class__ is Sensitive:
+                key = key.value
+                marked_key = True
+            if key is UNKNOWN:
+                unknown_key = True
+                continue
+            if key is None:
+                raise EvalError("Invalid object key", key_expr.pos, "an object key must not be null")
+            result[to_string(key, key_expr.pos, "object key")] = value
+        result = UNKNOWN if unknown_key else result
+        return mark(result) if marked_key else result
+
+    # -- references --------------------------------------------------------------------------------
+
+    def _reference(self, expr: ast.Reference, scope: Scope) -> Any:
+        found, value = scope.lookup(expr.name)
+        if found:
+            return value
+        name = expr.name
+        if name in ("var", "local", "module", "data", "ephemeral"):
+            return _Namespace(name)
+        if name in _RESERVED_UNBOUND:
+            raise EvalError(f"Invalid reference to {name}", expr.pos, _RESERVED_UNBOUND[name])
+        if name in ("path", "terraform"):
+            raise EvalError(f"Invalid reference to {name}", expr.pos, f"{name} is not available here")
+        return _Namespace("resource_type", name)
+
+    def _get_attr(self, expr: ast.GetAttr, scope: Scope) -> Any:
+        target = self._eval(expr.target, scope)
+        return self.get_attr(target, expr.name, expr.pos, scope)
+
+    def get_attr(self, target: Any, name: str, pos: ast.Pos, scope: Scope) -> Any:
+        if isinstance(target, _Namespace):
+            resolver = scope.resolver
+            kind = target.kind
+            if kind == "local":
+                return resolver.local(name, pos)
+            if kind == "var":
+                return resolver.variable(name, pos)
+            if kind == "module":
+                if getattr(resolver, "module_output", None) is None:
+                    return resolver.module(name, pos)
+                # module.NAME.OUTPUT reads that output alone: reading every output of the module
+                # would make a value wired from one output into another module's input a false cycle.
+                return _Namespace("module_call", name)
+            if kind in _MODULE_KINDS:
+                has_index = kind == "module_instance"
+                value = resolver.module_output(target.prefix, has_index, target.key, name, pos)
+                if value is NotImplemented:  # an unusual shape: the whole module object decides
+                    return self.get_attr(self._whole_module(target, pos, scope), name, pos, scope)
+                return value
+            if kind == "data":
+                return _Namespace("data_type", f"data.{name}")
+            if kind == "data_type":
+                return resolver.data(target.prefix[5:], name, pos)
+            if kind == "ephemeral":
+                return _Namespace("ephemeral_type", f"ephemeral.{name}")
+            if kind == "ephemeral_type":
+                return UNKNOWN  # ephemeral resources exist only during a run, never in a plan
+            return resolver.resource(target.prefix, name, pos)
+        if target.__class__ is Sensitive:  # an attribute of a sensitive object is sensitive
+            return mark(self.get_attr(target.value, name, pos, scope))
+        if target is UNKNOWN:
+            return UNKNOWN
+        if isinstance(target, dict):
+            if name in target:
+                return target[name]
+            if isinstance(target, ResourceObject):
+                return UNKNOWN
+            raise EvalError(
+                "Unsupported attribute", pos, f"this object does not have an attribute named {name!r}"
+            )
+        if target is None:
+            raise EvalError(
+                "Attempt to get attribute from null value",
+                pos,
+                "this value is null, so it does not have any attributes",
+            )
+        raise EvalError(
+            "Unsupported attribute", pos, f"can't access attribute {name!r} on a {type_label(target)} value"
+        )
+
+    def _index(self, expr: ast.Index, scope: Scope) -> Any:
+        target = self._eval(expr.target, scope)
+        key = self.evaluate(expr.key, scope)
+        if isinstance(target, _Namespace):
+            if target.kind == "module_call":
+                return _Namespace("module_instance", target.prefix, key)
+            if target.kind == "module_instance":
+                return self.index(self._whole_module(target, expr.pos, scope), key, expr.pos)
+            if isinstance(key, str):
+                return self.get_attr(target, key, expr.pos, scope)
+            raise EvalError("Invalid reference", expr.pos, f"{target.describe()} cannot be indexed")
+        return self.index(target, key, expr.pos)
+
+    def _whole_module(self, target: _Namespace, pos: ast.Pos, scope: Scope) -> Any:
+        """``module.NAME`` (or ``module.NAME[KEY]``) used as a value: the object of all its outputs."""
+        value = scope.resolver.module(target.prefix, pos)
+        if target.kind == "module_instance":
+            return self.index(value, target.key, pos)
+        return value
+
+    def index(self, target: Any, key: Any, pos: ast.Pos) -> Any:
+        if target.__class__ is Sensitive or key.__class__ is Sensitive:
+            target = target.value if target.__class__ is Sensitive else target
+            key = key.value if key.__class__ is Sensitive else key
+            return mark(self.index(target, key, pos))
+        if target is UNKNOWN or key is UNKNOWN:
+            return UNKNOWN
+        if key is None:
+            raise EvalError("Invalid index", pos, "can't use a null value as an indexing key")
+        if isinstance(target, TfSet):
+            raise EvalError(
+                "Invalid index",
+                pos,
+                "elements of a set are identified only by their value "
+                "and don't have any separate index or key to select with",
+            )
+        if isinstance(target, (list, tuple)):
+            number = to_number(key, pos, "index")
+            if not isinstance(number, int) or isinstance(key, bool):
+                raise EvalError("Invalid index", pos, "the index must be a whole number")
+            if number < 0 or number >= len(target):
+                raise EvalError(
+                    "Invalid index",
+                    pos,
+                    f"the given key does not identify an element in this collection value "
+                    f"(index {number}, length {len(target)})",
+                )
+            return target[number]
+        if isinstance(target, dict):
+            if isinstance(key, (dict, list, tuple)):
+                raise EvalError("Invalid index", pos, "a map key must be a string")
+            name = to_string(key, pos, "key")
+            if name in target:
+                return target[name]
+            if isinstance(target, ResourceObject):
+                return UNKNOWN
+            raise EvalError(
+                "Invalid index",
+                pos,
+                f"the given key does not identify an element in this collection value: {name!r}",
+            )
+        if target is None:
+            raise EvalError("Attempt to index null value", pos, "this value is null, so it has no elements")
+        raise EvalError("Invalid index", pos, f"this value ({type_label(target)}) does not have any indices")
+
+    def _splat(self, expr: ast.Splat, scope: Scope) -> Any:
+        source = self.evaluate(expr.source, scope)
+        if source.__class__ is Sensitive:
+            return mark(self._splat_of(expr, source.value, scope))
+        return self._splat_of(expr, source, scope)
+
+    def _splat_of(self, expr: ast.Splat, source: Any, scope: Scope) -> Any:
+        if source is UNKNOWN:
+            return UNKNOWN
+        if source is None:
+            return []
+        items = list(source) if isinstance(source, (list, tuple)) else [source]
+        results = []
+        for item in items:
+            results.append(self.evaluate(expr.each, scope.child({"\0splat": item})))
+        return results
+
+    def _splat_item(self, expr: ast.SplatItem, scope: Scope) -> Any:
+        found, value = scope.lookup("\0splat")
+        if not found:
+            raise EvalError("Invalid splat", expr.pos, "splat item outside a splat expression")
+        return value
+
+    # -- operators -----------------------------------------------------------------------------------
+
+    def _conditional(self, expr: ast.Conditional, scope: Scope) -> Any:
+        condition = self.evaluate(expr.condition, scope)
+        # Terraform checks both branches' types, so both are evaluated and their errors reported.
+        true_value = self.evaluate(expr.true_expr, scope)
+        false_value = self.evaluate(expr.false_expr, scope)
+        marked = condition.__class__ is Sensitive
+        if marked:  # a result chosen by a sensitive condition is sensitive
+            condition = condition.value
+        if condition is UNKNOWN:
+            return mark(UNKNOWN) if marked else UNKNOWN
+        chosen, other = (
+            (true_value, false_value) if to_bool(condition, expr.condition.pos) else (false_value, true_value)
+        )
+        result = self._unify(chosen, other, expr.pos)
+        return mark(result) if marked else result
+
+    def _unify(self, chosen: Any, other: Any, pos: ast.Pos) -> Any:
+        """Both results of a conditional share one type: a number or bool beside a string becomes a
+        string, as Terraform's type unification does."""
+        if chosen is None or chosen is UNKNOWN or other is None or other is UNKNOWN:
+            return chosen
+        if contains_sensitive(chosen) or contains_sensitive(other):
+            # Types are inferred without the marks; the chosen value keeps its own marks unless it has
+            # to be converted, and then the converted value is sensitive as a whole.
+            plain = unmark_deep(chosen)
+            unified_value = self._unify(plain, unmark_deep(other), pos)
+            if unified_value is plain or (
+                type(unified_value) is type(plain) and values_equal(unified_value, plain)
+            ):
+                return chosen
+            return mark(unified_value)
+        kind, other_kind = _primitive_kind(chosen), _primitive_kind(other)
+        if kind is not None and kind == other_kind:
+            return chosen  # the common case, without inferring types
+        unified = types.unify([types.infer_type(chosen), types.infer_type(other)])
+        if unified is None and (kind is None or other_kind is None):
+            # Collections that cty still unifies where types.unify does not (a set beside an empty
+            # tuple: var.s != null ? var.s : []): keep the chosen value rather than refuse it.
+            return chosen
+        if unified is None:
+            raise EvalError(
+                "Inconsistent conditional result types",
+                pos,
+                f"the true and false result expressions must have consistent types "
+                f"({types.type_name(chosen)}, {types.type_name(other)})",
+            )
+        try:
+            return types.convert(chosen, unified)
+        except types.ConversionError as error:
+            raise EvalError("Inconsistent conditional result types", pos, str(error)) from None
+
+    def _binary(self, expr: ast.BinaryOp, scope: Scope) -> Any:
+        left = self.evaluate(expr.left, scope)
+        right = self.evaluate(expr.right, scope)
+        if left.__class__ is Sensitive or right.__class__ is Sensitive:
+            return mark(self._binary_values(expr, unmark_deep(left), unmark_deep(right)))
+        if (expr.op == "==" or expr.op == "!=") and (contains_sensitive(left) or contains_sensitive(right)):
+            return mark(self._binary_values(expr, unmark_deep(left), unmark_deep(right)))
+        return self._binary_values(expr, left, right)
+
+    def _binary_values(self, expr: ast.BinaryOp, left: Any, right: Any) -> Any:
+        op = expr.op
+        if op == "==" or op == "!=":
+            if contains_unknown(left) or contains_unknown(right):
+                return UNKNOWN
+            equal = values_equal(left, right)
+            return equal if op == "==" else not equal
+        if op == "&&" or op == "||":
+            # No short-circuit: both sides are evaluated (and their errors raised) as in Terraform,
+            # and an unknown side makes the result unknown even when the other decides it.
+            left_bool = left if left is UNKNOWN else to_bool(left, expr.left.pos, "operand")
+            right_bool = right if right is UNKNOWN else to_bool(right, expr.right.pos, "operand")
+            if left_bool is UNKNOWN or right_bool is UNKNOWN:
+                return UNKNOWN
+            return (left_bool and right_bool) if op == "&&" else (left_bool or right_bool)
+        left_number = left if left is UNKNOWN else to_number(left, expr.left.pos)
+        right_number = right if right is UNKNOWN else to_number(right, expr.right.pos)
+        if left_number is UNKNOWN or right_number is UNKNOWN:
+            return UNKNOWN
+        if op in ("+", "-", "*", "/", "%"):
+            return _checked_arithmetic(op, left_number, right_number, expr.pos)
+        if op == "<":
+            return left_number < right_number
+        if op == "<=":
+            return left_number <= right_number
+        if op == ">":
+            return left_number > right_number
+        if op == ">=":
+            return left_number >= right_number
+        raise EvalError("Unsupported operator", expr.pos, op)
+
+    def _unary(self, expr: ast.UnaryOp, scope: Scope) -> Any:
+        operand = self.evaluate(expr.operand, scope)
+        if operand.__class__ is Sensitive:
+            return mark(self._unary_value(expr, operand.value))
+        return self._unary_value(expr, operand)
+
+    def _unary_value(self, expr: ast.UnaryOp, operand: Any) -> Any:
+        if operand is UNKNOWN:
+            return UNKNOWN
+        if expr.op == "!":
+            return not to_bool(operand, expr.operand.pos, "operand")
+        return arithmetic("-", 0, to_number(operand, expr.operand.pos))
+
+    # -- templates and for expressions ---------------------------------------------------------------
+
+    def _template(self, expr: ast.TemplateExpr, scope: Scope) -> Any:
+        out: list[str] = []
+        flags = self._render_parts(expr.parts, scope, out)
+        result = UNKNOWN if flags & _UNKNOWN_PART else "".join(out)
+        return mark(result) if flags & _SENSITIVE_PART else result
+
+    def _render_parts(self, parts: list, scope: Scope, out: list[str]) -> int:
+        """Appends the rendered parts; returns _UNKNOWN_PART when some part is unknown (the result is
+        then unknown, but every part is still evaluated so that its errors are reported), plus
+        _SENSITIVE_PART when some part is sensitive (the whole string is then sensitive)."""
+        unknown = 0
+        for part in parts:
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, ast.Interpolation):
+                value = self.evaluate(part.expr, scope)
+                if value.__class__ is Sensitive:
+                    unknown |= _SENSITIVE_PART
+                    value = value.value
+                if value is UNKNOWN:
+                    unknown |= _UNKNOWN_PART
+                elif contains_unknown(value):
+                    raise EvalError(
+                        "Invalid template interpolation value",
+                        part.expr.pos,
+                        f"cannot include a {type_label(value)} value in a string template",
+                    )
+                else:
+                    out.append(to_string(value, part.expr.pos))
+            elif isinstance(part, ast.IfDirective):
+                condition = self.evaluate(part.condition, scope)
+                if condition.__class__ is Sensitive:
+                    unknown |= _SENSITIVE_PART
+                    condition = condition.value
+                if condition is UNKNOWN:
+                    unknown |= _UNKNOWN_PART
+                    self._render_parts(part.then_parts, scope, [])
+                    self._render_parts(part.else_parts, scope, [])
+                elif to_bool(condition, part.condition.pos):
+                    unknown |= self._render_parts(part.then_parts, scope, out)
+                else:
+                    unknown |= self._render_parts(part.else_parts, scope, out)
+            elif isinstance(part, ast.ForDirective):
+                collection = self.evaluate(part.collection, scope)
+                if collection.__class__ is Sensitive:
+                    unknown |= _SENSITIVE_PART
+                    collection = collection.value
+                if collection is UNKNOWN:
+                    unknown |= _UNKNOWN_PART
+                    continue
+                for key, value in iterate_collection(collection, part.collection.pos):
+                    names = {part.value_var: value}
+                    if part.key_var:
+                        names[part.key_var] = key
+                    unknown |= self._render_parts(part.body_parts, scope.child(names), out)
+            else:
+                raise EvalError("Unsupported template part", None, type(part).__name__)
+        return unknown
+
+    def _for(self, expr: ast.ForExpr, scope: Scope) -> Any:
+        collection = self.evaluate(expr.collection, scope)
+        marked = [collection.__class__ is Sensitive]
+        if marked[0]:
+            collection = collection.value
+        result = self._for_over(expr, collection, scope, marked)
+        return mark(result) if marked[0] else result
+
+    def _for_over(self, expr: ast.ForExpr, collection: Any, scope: Scope, marked: list[bool]) -> Any:
+        """The for expression's value; sets marked[0] when a sensitive condition or key decides the
+        shape of the result (which is then sensitive as a whole, as in Terraform)."""
+        if collection is UNKNOWN:
+            return UNKNOWN
+        pairs = iterate_collection(collection, expr.collection.pos)
+        is_object = expr.key_expr is not None
+        items: list[Any] = []
+        result: dict[str, Any] = {}
+        unknown = False
+        for key, value in pairs:
+            names = {expr.value_var: value}
+            if expr.key_var:
+                names[expr.key_var] = key
+            inner = scope.child(names)
+            if expr.condition is not None:
+                keep = self.evaluate(expr.condition, inner)
+                if keep.__class__ is Sensitive:
+                    marked[0] = True
+                    keep = keep.value
+                if keep is UNKNOWN:
+                    unknown = True
+                    continue
+                if not to_bool(keep, expr.condition.pos, "for condition"):
+                    continue
+            if not is_object:
+                items.append(self.evaluate(expr.value_expr, inner))
+                continue
+            out_key = self.evaluate(expr.key_expr, inner)
+            out_value = self.evaluate(expr.value_expr, inner)
+            if out_key.__class__ is Sensitive:
+                marked[0] = True
+                out_key = out_key.value
+            if out_key is UNKNOWN:
+                unknown = True
+                continue
+            if out_key is None:
+                raise EvalError("Invalid object key", expr.key_expr.pos, "the key expression produced null")
+            out_key = to_string(out_key, expr.key_expr.pos, "object key")
+            if expr.grouping:
+                result.setdefault(out_key, []).append(out_value)
+            elif out_key in result:
+                raise EvalError(
+                    "Duplicate object key",
+                    expr.key_expr.pos,
+                    f"two different items produced the key {out_key!r} in this 'for' expression; "
+                    "if duplicates are expected, use the ellipsis (...) after the value "
+                    "expression to enable grouping by key",
+                )
+            else:
+                result[out_key] = out_value
+        if unknown:
+            return UNKNOWN
+        if not is_object:
+            return items
+        return {key: result[key] for key in sorted(result)}
+
+    # -- functions -------------------------------------------------------------------------------------
+
+    def _function_call(self, expr: ast.FunctionCall, scope: Scope) -> Any:
+        name = expr.name
+        if name == "try":
+            return self._try(expr, scope)
+        if name == "can":
+            return self._can(expr, scope)
+        args = [self.evaluate(arg, scope) for arg in expr.args]
+        marked = False
+        if expr.expand_final and args:
+            last = args.pop()
+            if last.__class__ is Sensitive:
+                marked = True
+                last = last.value
+            if last is UNKNOWN:
+                return UNKNOWN
+            if not isinstance(last, (list, tuple)):
+                raise EvalError(
+                    "Invalid expanding argument value",
+                    expr.args[-1].pos,
+                    "the expanding argument (indicated by ...) must be a list, tuple or set",
+                )
+            args.extend(last)
+        if name not in _MARK_FUNCTIONS:
+            preserving = name in _MARK_PRESERVING_FUNCTIONS
+            for position, arg in enumerate(args):
+                if arg.__class__ is Sensitive:
+                    arg = args[position] = arg.value
+                    marked = True
+                if not preserving and contains_sensitive(arg):
+                    args[position] = unmark_deep(arg)
+                    marked = True
+        if marked:
+            return mark(self._call(name, args, expr, scope))
+        return self._call(name, args, expr, scope)
+
+    def _call(self, name: str, args: list[Any], expr: ast.FunctionCall, scope: Scope) -> Any:
+        # Unknown arguments are the library's business: length([unknown]) is still 1.
+        try:
+            return call_function(name, args, scope.function_context)
+        except UnsupportedFunction as error:
+            return self._unsupported(getattr(error, "name", name), expr.pos, scope)
+        except FunctionError as error:
+            raise EvalError(
+                "Error in function call", expr.pos, f"call to function {name!r} failed: {error}"
+            ) from None
+        except EvalError:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, ArithmeticError) as error:
+            # A library bug or an input it did not expect must not stop the rest of the configuration.
+            raise EvalError(
+                "Error in function call", expr.pos, f"call to function {name!r} failed: {error}"
+            ) from None
+
+    def _unsupported(self, name: str, pos: ast.Pos, scope: Scope) -> Any:
+        if not name.startswith("provider::") and name not in TERRAFORM_FUNCTIONS:
+            # Not a function of Terraform at all: terraform refuses the configuration, so do we.
+            raise EvalError("Call to unknown function", pos, f"there is no function named {name!r}")
+        scope.warnings.append(
+            Diagnostic.at(
+                "warning",
+                f"Unsupported function {name!r}",
+                f"the function {name!r} is not supported by the static evaluator; its result is treated as "
+                "unknown",
+                pos,
+            )
+        )
+        return UNKNOWN
+
+    def _try(self, expr: ast.FunctionCall, scope: Scope) -> Any:
+        if not expr.args:
+            raise EvalError("Invalid function argument", expr.pos, "try() needs at least one argument")
+        errors: list[str] = []
+        for arg in expr.args:
+            try:
+                value = self.evaluate(arg, scope)
+            except EvalError as error:
+                errors.append(str(error))
+                continue
+            # A value that is not wholly known may still fail once known: Terraform answers unknown.
+            if contains_unknown(value):
+                return mark(UNKNOWN) if contains_sensitive(value) else UNKNOWN
+            return value
+        raise EvalError(
+            "Error in function call", expr.pos, "no expression given to try() succeeded: " + "; ".join(errors)
+        )
+
+    def _can(self, expr: ast.FunctionCall, scope: Scope) -> Any:
+        if len(expr.args) != 1:
+            raise EvalError("Invalid function argument", expr.pos, "can() takes exactly one argument")
+        try:
+            value = self.evaluate(expr.args[0], scope)
+        except EvalError:
+            return False
+        return UNKNOWN if contains_unknown(value) else True
+
+
+EVALUATOR = Evaluator()
+
+
+def evaluate(expr: ast.Expr, scope: Scope) -> Any:
+    """Evaluate ``expr`` in ``scope`` (raises EvalError)."""
+    return EVALUATOR.evaluate(expr, scope)
+
+
+def constant_scope(function_context: Any = None) -> Scope:
+    """A scope where no reference is allowed: tfvars files and -var values."""
+    return Scope({}, NoReferences(), function_context=function_context)

@@ -1,0 +1,397 @@
+"""Collection functions: alltrue anytrue chunklist coalesce coalescelist compact concat contains distinct
+element flatten index keys length lookup matchkeys merge one range reverse setintersection setproduct
+setsubtract setunion slice sort sum transpose values zipmap."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from policies_app.iac.functions.base import (
+    ArgumentError,
+    is_sequence,
+    number,
+    register,
+    want_bool,
+    want_int,
+    want_mapping,
+    want_number,
+    want_sequence,
+    want_string,
+)
+from policies_app.iac.functions.strings import graphemes
+from policies_app.iac.types import ANY, ConversionError, SetType, convert, infer_type, unify, values_equal
+from policies_app.iac.values import UNKNOWN, TfSet, contains_unknown
+
+
+def _list_not_set(value: Any, what: str = "argument") -> list[Any]:
+    if isinstance(value, TfSet):
+        raise ArgumentError(f"{what} must be a list or a tuple, not a set (convert it with tolist())")
+    return want_sequence(value, what)
+
+
+def _unified(values: list[Any], what: str = "elements") -> list[Any]:
+    """The values converted to one common type, as cty does for a function taking list(any)."""
+    common = unify([infer_type(v) for v in values])
+    if common is None:
+        raise ArgumentError(f"all {what} must have the same type")
+    try:
+        return [convert(v, common) for v in values]
+    except ConversionError as exc:  # pragma: no cover - unify only picks types every value converts to
+        raise ArgumentError(str(exc)) from None
+
+
+@register("length", 1, handles_unknown=True)
+def length(value: Any) -> Any:
+    if value is UNKNOWN:
+        return UNKNOWN
+    if isinstance(value, str):
+        return len(graphemes(value))
+    if isinstance(value, TfSet) and any(v is UNKNOWN for v in value):
+        return UNKNOWN
+    if isinstance(value, (list, tuple, dict)):
+        return len(value)
+    if value is None:
+        raise ArgumentError("argument must not be null")
+    raise ArgumentError(f"argument must be a string, a collection type, or a structural type, got {value!r}")
+
+
+@register("keys", 1, handles_unknown=True)
+def keys(value: Any) -> Any:
+    if value is UNKNOWN:
+        return UNKNOWN
+    return sorted(want_mapping(value))
+
+
+@register("values", 1, handles_unknown=True)
+def values(value: Any) -> Any:
+    if value is UNKNOWN:
+        return UNKNOWN
+    mapping = want_mapping(value)
+    return [mapping[k] for k in sorted(mapping)]
+
+
+@register("concat", 1, None, handles_unknown=True)
+def concat(*lists: Any) -> Any:
+    if any(v is UNKNOWN for v in lists):
+        return UNKNOWN
+    result: list[Any] = []
+    for position, items in enumerate(lists):
+        result.extend(_list_not_set(items, f"argument {position + 1}"))
+    return result
+
+
+@register("merge", 0, None, handles_unknown=True)
+def merge(*maps: Any) -> Any:
+    if any(v is UNKNOWN for v in maps):
+        return UNKNOWN
+    result: dict[str, Any] = {}
+    for position, mapping in enumerate(maps):
+        if mapping is None:
+            continue
+        if not isinstance(mapping, dict):
+            raise ArgumentError(
+                f"arguments must be maps or objects, got {mapping!r} as argument {position + 1}"
+            )
+        result.update(mapping)
+    return dict(sorted(result.items()))  # maps iterate in key order in terraform; keep that order here too
+
+
+@register("element", 2, handles_unknown=True)
+def element(items: Any, index: Any) -> Any:
+    if items is UNKNOWN or index is UNKNOWN:
+        return UNKNOWN
+    sequence = _list_not_set(items, "the first argument")
+    i = want_int(index, "the index")
+    if not sequence:
+        raise ArgumentError("cannot use element function with an empty list")
+    # Go's remainder keeps the dividend's sign: -1 wraps to 0 in a one-element list, but fails otherwise.
+    position = abs(i) % len(sequence) * (1 if i >= 0 else -1)
+    if position < 0:
+        raise ArgumentError("cannot use element function with a negative index")
+    return sequence[position]
+
+
+@register("lookup", 2, 3, handles_unknown=True)
+def lookup(mapping: Any, key: Any, *default: Any) -> Any:
+    if mapping is UNKNOWN or key is UNKNOWN:
+        return UNKNOWN
+    table = want_mapping(mapping, "the first argument")
+    name = want_string(key, "the key")
+    if name in table:
+        return table[name]
+    if default:
+        return default[0]
+    raise ArgumentError(f'the given key "{name}" does not exist in the map, and no default was given')
+
+
+@register("coalesce", 1, None, handles_unknown=True)
+def coalesce(*args: Any) -> Any:
+    known = [a for a in args if a is not UNKNOWN]
+    candidates = _unified(known, "arguments") if known else []
+    by_position = iter(candidates)
+    for arg in args:
+        if arg is UNKNOWN:
+            return UNKNOWN
+        converted = next(by_position)
+        if converted is not None and converted != "":
+            return converted
+    raise ArgumentError("no non-null, non-empty-string arguments")
+
+
+@register("coalescelist", 1, None, handles_unknown=True)
+def coalescelist(*lists: Any) -> Any:
+    for position, items in enumerate(lists):
+        if items is UNKNOWN:
+            return UNKNOWN
+        if items is None:
+            raise ArgumentError(f"argument {position + 1} must not be null")
+        if not is_sequence(items) or isinstance(items, TfSet):
+            raise ArgumentError(f"argument {position + 1} must be a list or a tuple")
+        if items:
+            return list(items)
+    raise ArgumentError("no non-null arguments")
+
+
+@register("compact", 1)
+def compact(items: Any) -> list[str]:
+    return [want_string(v) for v in want_sequence(items) if v is not None and v != ""]
+
+
+@register("contains", 2)
+def contains(items: Any, value: Any) -> bool:
+    if value is None:
+        raise ArgumentError("the value to look for must not be null")
+    return any(values_equal(v, value) for v in want_sequence(items, "the first argument"))
+
+
+@register("distinct", 1)
+def distinct(items: Any) -> list[Any]:
+    result: list[Any] = []
+    for item in _unified(want_sequence(items)):
+        if not any(values_equal(item, seen) for seen in result):
+            result.append(item)
+    return result
+
+
+@register("flatten", 1)
+def flatten(items: Any) -> list[Any]:
+    result: list[Any] = []
+
+    def walk(values: list[Any]) -> None:
+        for v in values:
+            if is_sequence(v):
+                walk(list(v))
+            else:
+                result.append(v)
+
+    walk(want_sequence(items))
+    return result
+
+
+@register("index", 2)
+def index(items: Any, value: Any) -> int:
+    for position, item in enumerate(_list_not_set(items, "the first argument")):
+        if values_equal(item, value):
+            return position
+    raise ArgumentError("item not found")
+
+
+@register("matchkeys", 3)
+def matchkeys(values_: Any, keys_: Any, searchset: Any) -> list[Any]:
+    value_list, key_list = want_sequence(values_), want_sequence(keys_)
+    wanted = want_sequence(searchset)
+    if len(value_list) != len(key_list):
+        raise ArgumentError("length of keys and values should be equal")
+    return [v for v, k in zip(value_list, key_list, strict=True) if any(values_equal(k, s) for s in wanted)]
+
+
+@register("one", 1)
+def one(items: Any) -> Any:
+    sequence = want_sequence(items)
+    if len(sequence) > 1:
+        raise ArgumentError("must be a list, set, or tuple value with either zero or one elements")
+    return sequence[0] if sequence else None
+
+
+_RANGE_LIMIT = 1024
+
+
+@register("range", 1, 3)
+def range_(*args: Any) -> list[int | float]:
+    numbers = [want_number(a) for a in args]
+    if len(numbers) == 1:
+        start, limit = 0, numbers[0]
+        step = 1 if limit >= 0 else -1
+    elif len(numbers) == 2:
+        start, limit = numbers
+        step = 1 if limit >= start else -1
+    else:
+        start, limit, step = numbers
+    if step == 0:
+        raise ArgumentError("step must not be zero")
+    if (start < limit and step < 0) or (start > limit and step > 0):
+        raise ArgumentError("step must be negative when start is greater than limit, and positive otherwise")
+    result: list[int | float] = []
+    current = start
+    while (current < limit) if step > 0 else (current > limit):
+        if len(result) >= _RANGE_LIMIT:
+            raise ArgumentError(
+                f"more than {_RANGE_LIMIT} values were generated; either decrease the "
+                "difference between start and end or use a smaller step"
+            )
+        result.append(number(current))
+        current += step
+    return result
+
+
+@register("reverse", 1, handles_unknown=True)
+def reverse(items: Any) -> Any:
+    if items is UNKNOWN:
+        return UNKNOWN
+    return list(reversed(want_sequence(items)))
+
+
+@register("slice", 3, handles_unknown=True)
+def slice_(items: Any, start: Any, end: Any) -> Any:
+    if UNKNOWN in (items, start, end) or contains_unknown(start) or contains_unknown(end):
+        return UNKNOWN
+    sequence = _list_not_set(items, "the first argument")
+    first, last = want_int(start, "start_index"), want_int(end, "end_index")
+    if first < 0:
+        raise ArgumentError("the starting index must be non-negative")
+    if last > len(sequence):
+        raise ArgumentError("end index must not be greater than the length of the list")
+    if first > last:
+        raise ArgumentError("the start index must not be greater than the end index")
+    return sequence[first:last]
+
+
+@register("chunklist", 2, handles_unknown=True)
+def chunklist(items: Any, size: Any) -> Any:
+    if items is UNKNOWN or contains_unknown(size):
+        return UNKNOWN
+    sequence = want_sequence(items)
+    n = want_int(size, "the size")
+    if n < 0:
+        raise ArgumentError("the size argument must be positive")
+    if n == 0:
+        return [sequence]
+    return [sequence[i : i + n] for i in range(0, len(sequence), n)]
+
+
+@register("sort", 1)
+def sort(items: Any) -> list[str]:
+    strings: list[str] = []
+    for i, item in enumerate(want_sequence(items)):
+        if item is None:
+            raise ArgumentError(f"given list element {i} is null; a null string cannot be sorted")
+        strings.append(want_string(item, f"element {i}"))
+    return sorted(strings)
+
+
+@register("sum", 1)
+def sum_(items: Any) -> int | float:
+    sequence = want_sequence(items)
+    if not sequence:
+        raise ArgumentError("cannot sum an empty list")
+    total: int | float = 0
+    for i, item in enumerate(sequence):
+        if item is None:
+            raise ArgumentError(f"argument must be list, set, or tuple of number values; element {i} is null")
+        total += want_number(item, f"element {i}")
+    return number(total)
+
+
+def _bool_elements(items: Any) -> list[Any]:
+    return [v if v is None or v is UNKNOWN else want_bool(v) for v in want_sequence(items)]
+
+
+@register("alltrue", 1, handles_unknown=True)
+def alltrue(items: Any) -> Any:
+    if items is UNKNOWN:
+        return UNKNOWN
+    flags = _bool_elements(items)
+    if any(v is False or v is None for v in flags):
+        return False
+    return UNKNOWN if any(v is UNKNOWN for v in flags) else True
+
+
+@register("anytrue", 1, handles_unknown=True)
+def anytrue(items: Any) -> Any:
+    if items is UNKNOWN:
+        return UNKNOWN
+    flags = _bool_elements(items)
+    if any(v is True for v in flags):
+        return True
+    return UNKNOWN if any(v is UNKNOWN for v in flags) else False
+
+
+@register("transpose", 1)
+def transpose(mapping: Any) -> dict[str, list[str]]:
+    result: dict[str, list[str]] = {}
+    table = want_mapping(mapping)
+    for key in sorted(table):
+        for value in want_sequence(table[key], f'the value of "{key}"'):
+            result.setdefault(want_string(value), []).append(key)
+    return dict(sorted(result.items()))
+
+
+@register("zipmap", 2, handles_unknown=True)
+def zipmap(keys_: Any, values_: Any) -> Any:
+    if keys_ is UNKNOWN or values_ is UNKNOWN or contains_unknown(keys_):
+        return UNKNOWN
+    key_list, value_list = want_sequence(keys_), want_sequence(values_)
+    if len(key_list) != len(value_list):
+        raise ArgumentError(
+            f"number of keys ({len(key_list)}) does not match number of values ({len(value_list)})"
+        )
+    result = {want_string(k): v for k, v in zip(key_list, value_list, strict=True)}
+    return dict(sorted(result.items()))
+
+
+# --- sets ----------------------------------------------------------------------------------------------------
+
+
+def _as_sets(args: tuple[Any, ...]) -> list[TfSet]:
+    collections = [want_sequence(a, f"argument {i + 1}") for i, a in enumerate(args)]
+    common = unify([infer_type(v) for items in collections for v in items])
+    if common is None:
+        raise ArgumentError("all sets must have elements of the same type")
+    return [convert(items, SetType(common if common is not None else ANY)) for items in collections]
+
+
+@register("setunion", 1, None)
+def setunion(*args: Any) -> TfSet:
+    return TfSet(v for s in _as_sets(args) for v in s)
+
+
+@register("setintersection", 1, None)
+def setintersection(*args: Any) -> TfSet:
+    sets = _as_sets(args)
+    return TfSet(v for v in sets[0] if all(any(values_equal(v, w) for w in other) for other in sets[1:]))
+
+
+@register("setsubtract", 2)
+def setsubtract(a: Any, b: Any) -> TfSet:
+    first, second = _as_sets((a, b))
+    return TfSet(v for v in first if not any(values_equal(v, w) for w in second))
+
+
+_PRODUCT_LIMIT = 1_000_000  # terraform has no limit; an evaluation service needs one
+
+
+@register("setproduct", 1, None)
+def setproduct(*args: Any) -> Any:
+    collections = [want_sequence(a, f"argument {i + 1}") for i, a in enumerate(args)]
+    if len(args) < 2:
+        raise ArgumentError("at least two arguments are required")
+    size = 1
+    for items in collections:
+        size *= len(items)
+    if size > _PRODUCT_LIMIT:
+        raise ArgumentError(
+            f"the product would have {size} elements, more than the {_PRODUCT_LIMIT} we produce"
+        )
+    product = [list(combination) for combination in itertools.product(*collections)]
+    return TfSet(product) if all(isinstance(a, TfSet) for a in args) else product

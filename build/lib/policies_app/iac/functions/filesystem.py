@@ -1,0 +1,244 @@
+"""Filesystem functions: abspath basename dirname pathexpand file fileexists fileset filebase64
+templatefile filemd5 filesha1 filesha256 filesha512 filebase64sha256 filebase64sha512.
+
+Reading is confined to the root module's directory tree: a configuration under evaluation must not be
+able to read the server's files (``file("/etc/passwd")``, ``file("../../secrets")``, a symlink out).
+Relative paths resolve against the working directory, as terraform resolves them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import posixpath
+import re
+from typing import Any
+
+from policies_app.iac.functions.base import (
+    ArgumentError,
+    FunctionContext,
+    register,
+    want_mapping,
+    want_string,
+)
+from policies_app.iac.values import TfSet
+
+_MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def resolve_path(ctx: FunctionContext, path: str) -> str:
+    """The real absolute path, or ArgumentError when it leaves the root module's tree."""
+    if "\x00" in path:
+        raise ArgumentError("a path may not contain NUL characters")
+    joined = os.path.join(ctx.cwd, os.path.expanduser(path) if path.startswith("~") else path)
+    real = os.path.realpath(joined)
+    if not _inside(real, os.path.realpath(ctx.root_dir)):
+        raise ArgumentError(f'the path "{path}" is outside the root module\'s directory and may not be read')
+    return real
+
+
+def _read(ctx: FunctionContext, path: Any) -> bytes:
+    text = want_string(path, "the path")
+    real = resolve_path(ctx, text)
+    if not os.path.isfile(real):
+        raise ArgumentError(f'no file exists at "{text}"')
+    if os.path.getsize(real) > _MAX_FILE_BYTES:
+        raise ArgumentError(f'the file "{text}" is larger than {_MAX_FILE_BYTES} bytes')
+    with open(real, "rb") as handle:
+        return handle.read()
+
+
+def _read_text(ctx: FunctionContext, path: Any) -> str:
+    data = _read(ctx, path)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ArgumentError(
+            f'contents of "{path}" are not valid UTF-8; use the filebase64 function to obtain the '
+            "Base64 encoded contents or the other file functions (e.g. filemd5, filesha256) to obtain "
+            "file hashing results instead"
+        ) from None
+
+
+@register("file", 1, needs_context=True)
+def file(ctx: FunctionContext, path: Any) -> str:
+    return _read_text(ctx, path)
+
+
+@register("filebase64", 1, needs_context=True)
+def filebase64(ctx: FunctionContext, path: Any) -> str:
+    return base64.b64encode(_read(ctx, path)).decode("ascii")
+
+
+def _hash_file(algorithm: str, encode_base64: bool):
+    def implementation(ctx: FunctionContext, path: Any) -> str:
+        digest = hashlib.new(algorithm, _read(ctx, path))
+        return base64.b64encode(digest.digest()).decode("ascii") if encode_base64 else digest.hexdigest()
+
+    return implementation
+
+
+for _name, _algorithm, _b64 in [
+    ("filemd5", "md5", False),
+    ("filesha1", "sha1", False),
+    ("filesha256", "sha256", False),
+    ("filesha512", "sha512", False),
+    ("filebase64sha256", "sha256", True),
+    ("filebase64sha512", "sha512", True),
+]:
+    register(_name, 1, needs_context=True)(_hash_file(_algorithm, _b64))
+
+
+@register("fileexists", 1, needs_context=True)
+def fileexists(ctx: FunctionContext, path: Any) -> bool:
+    text = want_string(path, "the path")
+    real = resolve_path(ctx, text)
+    if not os.path.exists(real):
+        return False
+    if not os.path.isfile(real):
+        raise ArgumentError(
+            f'"{text}" is not a regular file, but {"a directory" if os.path.isdir(real) else "special"}'
+        )
+    return True
+
+
+@register("templatefile", 2, needs_context=True)
+def templatefile(ctx: FunctionContext, path: Any, variables: Any) -> Any:
+    if ctx.render_template is None:
+        raise ArgumentError("templates cannot be rendered here")
+    variables = want_mapping(variables, "the variables")
+    for name in variables:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name):
+            raise ArgumentError(f'invalid template variable name "{name}": must start with a letter')
+    text = _read_text(ctx, path)
+    return ctx.render_template(text, want_string(path), dict(variables))
+
+
+# --- fileset: doublestar globbing ------------------------------------------------------------------------
+
+
+def _glob_to_regex(pattern: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if pattern.startswith("**", i) and (i == 0 or pattern[i - 1] == "/"):
+            after = i + 2
+            if after == len(pattern):
+                out.append(".*")
+                i = after
+                continue
+            if pattern[after] == "/":
+                out.append("(?:[^/]*/)*")
+                i = after + 1
+                continue
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            end = pattern.find("]", i + 2)
+            if end < 0:
+                raise ArgumentError(f'failed to glob pattern "{pattern}": syntax error in pattern')
+            body = pattern[i + 1 : end]
+            if body[:1] == "^":  # Go's path.Match negates with "^" only; "[!x]" means "!" or "x"
+                body = "^/" + body[1:]
+            elif body[:1] == "!":
+                body = "\\!" + body[1:]
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end
+        elif ch == "{":
+            end = pattern.find("}", i)
+            if end < 0:
+                raise ArgumentError(f'failed to glob pattern "{pattern}": syntax error in pattern')
+            alternatives = pattern[i + 1 : end].split(",")
+            out.append("(?:" + "|".join(_glob_to_regex(a) for a in alternatives) + ")")
+            i = end
+        elif ch == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 1
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+_GLOB_META = set("*?[{\\")
+
+
+@register("fileset", 2, needs_context=True)
+def fileset(ctx: FunctionContext, path: Any, pattern: Any) -> TfSet:
+    base_text, glob = want_string(path, "the path"), want_string(pattern, "the pattern")
+    base = resolve_path(ctx, base_text)
+    full_pattern = posixpath.normpath(posixpath.join(base.replace(os.sep, "/"), glob))
+    # Walk only from the pattern's literal leading directories ("../shared/*.tpl" walks ../shared), and
+    # only as deep as the pattern can reach unless it holds "**": a module's .terraform tree stays unread.
+    parts = full_pattern.split("/")
+    literal = next((i for i, part in enumerate(parts) if _GLOB_META & set(part)), len(parts))
+    walk_root = "/".join(parts[:literal]) or "/"
+    root = os.path.realpath(ctx.root_dir)
+    if not _inside(os.path.realpath(walk_root), root):
+        raise ArgumentError(f'the pattern "{glob}" reaches outside the root module\'s directory')
+    max_depth = None if "**" in full_pattern else len(parts) - literal - 1
+    matcher = re.compile(_glob_to_regex(full_pattern))
+    found: list[str] = []
+    if literal == len(parts):  # no wildcard at all: the pattern names one file
+        candidates = [full_pattern] if os.path.isfile(full_pattern) else []
+    else:
+        candidates = []
+        for directory, dirnames, filenames in os.walk(walk_root, followlinks=True):
+            depth = 0 if directory == walk_root else os.path.relpath(directory, walk_root).count(os.sep) + 1
+            keep = max_depth is None or depth < max_depth
+            dirnames[:] = sorted(
+                d for d in dirnames if keep and _inside(os.path.realpath(os.path.join(directory, d)), root)
+            )
+            candidates.extend(os.path.join(directory, name) for name in filenames)
+    for candidate in candidates:
+        if not matcher.fullmatch(candidate.replace(os.sep, "/")):
+            continue
+        if os.path.isfile(candidate) and _inside(os.path.realpath(candidate), root):
+            found.append(os.path.relpath(candidate, base).replace(os.sep, "/"))
+    return TfSet(found)
+
+
+# --- path manipulation (no reading, so not confined) -------------------------------------------------------
+
+
+def _go_clean(path: str) -> str:
+    if path == "":
+        return "."
+    cleaned = posixpath.normpath(path)
+    return "/" + cleaned.lstrip("/") if cleaned.startswith("//") else cleaned
+
+
+@register("abspath", 1, needs_context=True)
+def abspath(ctx: FunctionContext, path: Any) -> str:
+    text = want_string(path)
+    return _go_clean(text if posixpath.isabs(text) else posixpath.join(ctx.cwd, text))
+
+
+@register("dirname", 1)
+def dirname(path: Any) -> str:
+    text = want_string(path)
+    return _go_clean(text[: text.rfind("/") + 1])
+
+
+@register("basename", 1)
+def basename(path: Any) -> str:
+    text = want_string(path).rstrip("/")
+    if text == "":
+        return "/" if want_string(path).startswith("/") else "."
+    return text[text.rfind("/") + 1 :]
+
+
+@register("pathexpand", 1)
+def pathexpand(path: Any) -> str:
+    text = want_string(path)
+    if text == "~" or text.startswith("~/"):
+        return os.path.expanduser("~") + text[1:]
+    return text

@@ -1,0 +1,631 @@
+"""Native syntax files (``.tf``/``.tofu``) -> ast.File, on top of python-hcl2's Lark grammar.
+
+python-hcl2's own pipeline (Lark tree with positions, then its rule objects, then a dict of expression
+TEXT) is slow and loses the structure we need. We reuse only its grammar and post-lexer, build our own
+LALR parser once per process (Lark caches the analysed tables in a file, so later processes skip the
+1-2 s grammar build), and let Lark call our callbacks while it parses (``transformer=`` on a LALR
+parser): no intermediate tree is built and no second walk is needed. Positions come from the tokens,
+so ``propagate_positions`` (which doubles the parse time) stays off.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from policies_app.iac import ast
+from policies_app.iac.expressions_parser import (
+    ConfigSyntaxError,
+    TemplateMarker,
+    assemble_template,
+    parse_template_text,
+    unescape_quoted,
+)
+
+# Lark is imported on first parse only: a run served entirely from the parse cache never needs it
+# (50 ms of imports saved). ``Token`` is rebound then; until then nothing can produce a token.
+Token: Any = type("_NoTokenYet", (), {})
+
+
+# --------------------------------------------------------------------------------------------------
+# Parser construction
+# --------------------------------------------------------------------------------------------------
+
+_parser_lock = threading.Lock()
+# The converter holds the state of the parse in progress, so one parse runs at a time per process;
+# re-entrant because a heredoc's interpolations are parsed while its file is being parsed.
+_parse_lock = threading.RLock()
+_parser: Any = None
+_converter: _Converter | None = None
+
+
+def _grammar_path() -> str:
+    import hcl2  # imported lazily: only its grammar file is needed
+
+    return os.path.join(os.path.dirname(hcl2.__file__), "hcl2.lark")
+
+
+def get_parser() -> tuple[Any, _Converter]:
+    """The process-wide Lark parser and its converter; built (or loaded from Lark's table cache) on
+    first use."""
+    global _parser, _converter, Token
+    if _parser is None:
+        with _parser_lock:
+            if _parser is None:
+                from hcl2.postlexer import PostLexer
+                from lark import Lark
+                from lark import Token as LarkToken
+
+                Token = LarkToken
+
+                converter = _Converter()
+                with open(_grammar_path(), encoding="utf-8") as f:
+                    grammar = f.read()
+                # python-hcl2 8.1.4 has no strip markers in interpolations ("${~ x ~}"), which HCL
+                # allows; add them (if its grammar changes shape, the replace is a no-op).
+                grammar = grammar.replace(
+                    "interpolation: INTERP_START expression RBRACE",
+                    "interpolation: INTERP_START STRIP_MARKER? expression STRIP_MARKER? RBRACE",
+                )
+                # Its function names are one word or provider::NS::NAME; Terraform also has
+                # core::NAME (the builtins, namespaced). Accept any number of "::" parts.
+                grammar = grammar.replace(
+                    "function_call : identifier (COLONS identifier COLONS identifier)? LPAR",
+                    "function_call : identifier (COLONS identifier)* LPAR",
+                )
+                # Building the LALR tables takes 1-2 s; Lark's cache makes it ~0.1 s. cache=True names
+                # the file after a hash of grammar + options, in the temp dir: it outlives any parse
+                # cache folder (a "cold" run with an empty cache_dir still skips the build), and a
+                # changed grammar gets a new file instead of stale tables.
+                parser = Lark(
+                    grammar,
+                    parser="lalr",
+                    lexer="contextual",
+                    start=["start", "expression"],
+                    postlex=PostLexer(),
+                    transformer=converter,
+                    cache=True,
+                    maybe_placeholders=False,
+                )
+                _converter = converter
+                _parser = parser
+    assert _converter is not None
+    return _parser, _converter
+
+
+# --------------------------------------------------------------------------------------------------
+# The converter Lark calls while parsing
+# --------------------------------------------------------------------------------------------------
+
+_LITERAL_WORDS = {"true": True, "false": False, "null": None}
+_BINARY_OPS = ("==", "!=", "<=", ">=", "&&", "||", "<", ">", "+", "-", "*", "/", "%")
+
+
+def _float_value(text: str) -> int | float:
+    value = float(text)
+    # Terraform numbers are one type: keep whole values as int, as values.py says.
+    if value.is_integer() and abs(value) < 2**63:
+        return int(value)
+    return value
+
+
+class _Converter:
+    """Builds ast nodes straight from Lark's reductions (Lark looks callbacks up by rule name, so no
+    Transformer base class is needed). State describes the current parse and is saved/restored around
+    nested parses (a heredoc's interpolations are parsed while its file is)."""
+
+    def __init__(self) -> None:
+        self.file = "<expr>"
+        self.line_offset = 0
+        self.first_col_offset = 0
+        self.text = ""
+        self.paren_ids: set[int] = set()
+        self.attr_src: dict[int, tuple[int, int]] = {}
+
+    # position of a token, shifted when the text being parsed starts inside a larger file
+    def _pos(self, tok: Token) -> ast.Pos:
+        line = tok.line
+        if line == 1:
+            return ast.Pos(self.file, line + self.line_offset, tok.column + self.first_col_offset)
+        return ast.Pos(self.file, line + self.line_offset, tok.column)
+
+    # ---- structure ----
+    def start(self, c):
+        return c[0]
+
+    def body(self, c):
+        attributes: dict[str, ast.Attribute] = {}
+        blocks: list[ast.Block] = []
+        last_attr = None
+        for item in c:
+            t = type(item)
+            if t is ast.Attribute:
+                if item.name in attributes:
+                    p = item.pos
+                    raise ConfigSyntaxError(
+                        p.file,
+                        p.line,
+                        p.column,
+                        f'attribute "{item.name}" is already defined in this block '
+                        f"(first at line {attributes[item.name].pos.line})",
+                    )
+                attributes[item.name] = item
+                last_attr = item
+            elif t is ast.Block:
+                blocks.append(item)
+                last_attr = None
+            else:
+                # new_line_or_comment: its first token ends the previous attribute's source text
+                if last_attr is not None and last_attr.name == "type":
+                    src = self.attr_src.get(id(last_attr))
+                    if src is not None:
+                        self.attr_src[id(last_attr)] = (src[0], item.start_pos)
+                last_attr = None
+        return ast.Body(attributes, blocks)
+
+    def new_line_or_comment(self, c):
+        return c[0]  # the first NL_OR_COMMENT token (its start_pos bounds a preceding attribute)
+
+    def attribute(self, c):
+        name_node, eq, expr = c[0], c[1], c[2]
+        name = self._name_of(name_node)
+        attr = ast.Attribute(name, expr, name_node.pos)
+        if name == "type":  # variable types need their source text; see block()
+            self.attr_src[id(attr)] = (eq.end_pos, -1)
+        return attr
+
+    def block(self, c):
+        names = []
+        body = None
+        rbrace = None
+        for item in c:
+            t = type(item)
+            if t is ast.Body:
+                body = item
+            elif t is Token:
+                if item.type == "RBRACE":
+                    rbrace = item
+            else:
+                names.append(item)
+        block_type = self._name_of(names[0])
+        labels = []
+        for label in names[1:]:
+            if type(label) is ast.Literal and type(label.value) is str and label.value is not None:
+                labels.append(label.value)
+            elif type(label) is ast.Reference:
+                labels.append(label.name)
+            else:
+                p = label.pos
+                raise ConfigSyntaxError(
+                    p.file,
+                    p.line,
+                    p.column,
+                    "block labels must be plain quoted strings without interpolation",
+                )
+        if block_type == "variable" and "type" in body.attributes:
+            attr = body.attributes["type"]
+            start, end = self.attr_src.get(id(attr), (-1, -1))
+            if end < 0 and rbrace is not None:
+                end = rbrace.start_pos
+            text = self.text[start:end].strip() if start >= 0 and end >= 0 else ""
+            attr.expr = ast.TypeExpr(text, attr.expr.pos, attr.expr)
+        return ast.Block(block_type, labels, body, names[0].pos)
+
+    def _name_of(self, node) -> str:
+        if type(node) is ast.Reference:
+            return node.name
+        if type(node) is ast.Literal:
+            value = node.value
+            if value is None:
+                return "null"
+            if value is True:
+                return "true"
+            if value is False:
+                return "false"
+            return str(value)
+        raise ConfigSyntaxError(node.pos.file, node.pos.line, node.pos.column, "expected a name")
+
+    # ---- literals and names ----
+    def identifier(self, c):
+        tok = c[0]
+        return ast.Reference(str(tok), self._pos(tok))
+
+    keyword = identifier
+
+    def literal_value(self, c):
+        tok = c[0]
+        return ast.Literal(_LITERAL_WORDS[str(tok)], self._pos(tok))
+
+    def int_lit(self, c):
+        tok = c[0]
+        return ast.Literal(int(tok), self._pos(tok))
+
+    def float_lit(self, c):
+        tok = c[0]
+        return ast.Literal(_float_value(tok), self._pos(tok))
+
+    def string(self, c):
+        # c: DBLQUOTE, string_part..., DBLQUOTE
+        pos = self._pos(c[0])
+        pieces = [p for p in c[1:-1]]
+        if not pieces:
+            return ast.Literal("", pos)
+        if len(pieces) == 1 and type(pieces[0]) is str:
+            return ast.Literal(pieces[0], pos)
+        return assemble_template(pieces, pos)
+
+    def string_part(self, c):
+        item = c[0]
+        if type(item) is Token:
+            kind = item.type
+            if kind == "STRING_CHARS":
+                return unescape_quoted(str(item))
+            if kind == "ESCAPED_INTERPOLATION" or kind == "ESCAPED_DIRECTIVE":
+                return str(item)[1:]  # $${ -> ${ and %%{ -> %{
+            return str(item)
+        return item
+
+    def template_string(self, c):
+        tok = c[0]
+        text = str(tok)
+        return ast.Literal(unescape_quoted(text[2:-2]), self._pos(tok))
+
+    def interpolation(self, c):
+        expr = next(x for x in c if type(x) is not Token)
+        return self._directive("interp", c, expr=expr)
+
+    def _directive(self, kind, c, **extra):
+        strip_left = type(c[1]) is Token and c[1].type == "STRIP_MARKER"
+        strip_right = type(c[-2]) is Token and c[-2].type == "STRIP_MARKER"
+        return TemplateMarker(kind, strip_left, strip_right, pos=self._pos(c[0]), **extra)
+
+    def template_if_start(self, c):
+        expr = next(x for x in c if not isinstance(x, Token))
+        return self._directive("if", c, expr=expr)
+
+    def template_else(self, c):
+        return self._directive("else", c)
+
+    def template_endif(self, c):
+        return self._directive("endif", c)
+
+    def template_for_start(self, c):
+        names = [x.name for x in c if type(x) is ast.Reference]
+        exprs = [x for x in c if not isinstance(x, Token)]
+        collection = exprs[-1]
+        if len(exprs) == len(names) and type(collection) is ast.Reference:
+            names = names[:-1]  # the collection itself was a bare name
+        key_var, value_var = (names[0], names[1]) if len(names) == 2 else (None, names[0])
+        return self._directive("for", c, expr=collection, key_var=key_var, value_var=value_var)
+
+    def template_endfor(self, c):
+        return self._directive("endfor", c)
+
+    def heredoc_template(self, c):
+        return self._heredoc(c[0], flush=False)
+
+    def heredoc_template_trim(self, c):
+        return self._heredoc(c[0], flush=True)
+
+    def _heredoc(self, tok: Token, flush: bool) -> ast.Expr:
+        text = str(tok)
+        first_nl = text.index("\n")
+        # body: everything after the opening line, up to (not including) the closing marker's line
+        body = text[first_nl + 1 :]
+        body = body[: body.rstrip("\r\n").rfind("\n") + 1] if "\n" in body.rstrip("\r\n") else ""
+        pos = self._pos(tok)
+        return parse_template_text(body, self.file, pos.line + 1, 1, flush=flush, pos=pos)
+
+    # ---- operators ----
+    def conditional(self, c):
+        exprs = [x for x in c if type(x) is not Token]
+        return ast.Conditional(exprs[0], exprs[1], exprs[2], exprs[0].pos)
+
+    def binary_op(self, c):
+        left = c[0]
+        op, right = c[1]
+        return ast.BinaryOp(op, left, right, left.pos)
+
+    def binary_term(self, c):
+        return (c[0], c[-1])
+
+    def binary_operator(self, c):
+        text = str(c[0])
+        for op in _BINARY_OPS:  # the post-lexer may have glued a newline or comment before it
+            if text.endswith(op):
+                return op
+        return text.strip()  # pragma: no cover
+
+    def unary_op(self, c):
+        tok, operand = c[0], c[1]
+        return ast.UnaryOp(str(tok), operand, self._pos(tok))
+
+    # ---- terms ----
+    def expr_term(self, c):
+        if len(c) == 1:
+            return c[0]
+        inner = next(x for x in c if type(x) is not Token)
+        if type(inner) is ast.Reference:
+            self.paren_ids.add(id(inner))  # `(name)` as an object key is an expression, not a name
+        return inner
+
+    def tuple(self, c):
+        items = [x for x in c if type(x) is not Token]
+        return ast.TupleExpr(items, self._pos(c[0]))
+
+    def object(self, c):
+        items = [x for x in c if type(x) is tuple]
+        return ast.ObjectExpr(items, self._pos(c[0]))
+
+    def object_elem(self, c):
+        return (c[0], c[2])
+
+    def object_elem_key(self, c):
+        key = c[0]
+        if type(key) is ast.Reference and id(key) not in self.paren_ids:
+            return ast.Literal(key.name, key.pos)
+        return key
+
+    def function_call(self, c):
+        names = [x.name for x in c if type(x) is ast.Reference]
+        args, expand = [], False
+        for x in c:
+            if type(x) is tuple:
+                args, expand = x
+        if len(names) == 2 and names[0] == "core":
+            names = names[1:]  # core::upper is upper: the builtins' own namespace
+        return ast.FunctionCall("::".join(names), args, expand, c[0].pos)
+
+    def arguments(self, c):
+        args = [x for x in c if type(x) is not Token]
+        expand = any(type(x) is Token and x.type == "ELLIPSIS" for x in c)
+        return (args, expand)
+
+    def index_expr_term(self, c):
+        target, (kind, key, pos) = c
+        return ast.Index(target, key, target.pos)
+
+    def get_attr_expr_term(self, c):
+        target, (kind, name, pos) = c
+        return ast.GetAttr(target, name, target.pos)
+
+    def braces_index(self, c):
+        key = next(x for x in c if type(x) is not Token)
+        return ("index", key, self._pos(c[0]))
+
+    def short_index(self, c):
+        tok = c[1]
+        return ("short", ast.Literal(int(tok), self._pos(tok)), self._pos(c[0]))
+
+    def get_attr(self, c):
+        name = self._name_of(c[1])
+        return ("attr", name, self._pos(c[0]))
+
+    def _splat(self, source, steps, full: bool):
+        pos = source.pos
+        each: ast.Expr = ast.SplatItem(pos)
+        rest = []
+        for n, (kind, value, _step_pos) in enumerate(steps):
+            if not full and kind == "index":
+                # `.*` only carries attribute steps (and legacy `.0`); `[i]` applies to its result
+                rest = steps[n:]
+                break
+            each = ast.GetAttr(each, value, pos) if kind == "attr" else ast.Index(each, value, pos)
+        result: ast.Expr = ast.Splat(source, each, full, pos)
+        for kind, value, _step_pos in rest:
+            result = ast.GetAttr(result, value, pos) if kind == "attr" else ast.Index(result, value, pos)
+        return result
+
+    def attr_splat_expr_term(self, c):
+        return self._splat(c[0], c[1], full=False)
+
+    def full_splat_expr_term(self, c):
+        return self._splat(c[0], c[1], full=True)
+
+    def attr_splat(self, c):
+        return [x for x in c if type(x) is tuple]
+
+    full_splat = attr_splat
+
+    def for_intro(self, c):
+        names = [x.name for x in c if type(x) is ast.Reference]
+        exprs = [x for x in c if type(x) is not Token]
+        collection = exprs[-1]
+        if len(exprs) == len(names) and type(collection) is ast.Reference:
+            names = names[:-1]
+        key_var, value_var = (names[0], names[1]) if len(names) == 2 else (None, names[0])
+        return ("for_intro", key_var, value_var, collection)
+
+    def for_cond(self, c):
+        return ("for_cond", next(x for x in c if type(x) is not Token))
+
+    def for_tuple_expr(self, c):
+        return self._for(c, is_object=False)
+
+    def for_object_expr(self, c):
+        return self._for(c, is_object=True)
+
+    def _for(self, c, is_object: bool):
+        intro = None
+        cond = None
+        exprs = []
+        grouping = False
+        for x in c:
+            t = type(x)
+            if t is tuple:
+                if x[0] == "for_intro":
+                    intro = x
+                else:
+                    cond = x[1]
+            elif t is Token:
+                if x.type == "ELLIPSIS":
+                    grouping = True
+            else:
+                exprs.append(x)
+        _, key_var, value_var, collection = intro
+        key_expr = exprs[0] if is_object else None
+        value_expr = exprs[-1]
+        return ast.ForExpr(
+            key_var, value_var, collection, key_expr, value_expr, cond, grouping, self._pos(c[0])
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# Running the parser
+# --------------------------------------------------------------------------------------------------
+
+
+# Terminals as a reader knows them, for "expected ..." in syntax errors.
+_TERMINAL_TEXT = {
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "LBRACE": "'{'",
+    "RBRACE": "'}'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "COMMA": "','",
+    "DOT": "'.'",
+    "EQ": "'='",
+    "COLON": "':'",
+    "QMARK": "'?'",
+    "DBLQUOTE": "'\"'",
+    "FOR_OBJECT_ARROW": "'=>'",
+    "ELLIPSIS": "'...'",
+    "COLONS": "'::'",
+    "NAME": "a name",
+    "NL_OR_COMMENT": "a newline",
+    "INTERP_START": "'${'",
+    "DIRECTIVE_START": "'%{'",
+}
+# Terminals that can start an expression: when the parser wanted one, "an expression" says it all.
+_EXPRESSION_STARTS = frozenset(
+    {
+        "INT_LITERAL",
+        "FLOAT_LITERAL",
+        "DBLQUOTE",
+        "HEREDOC_TEMPLATE",
+        "HEREDOC_TEMPLATE_TRIM",
+        "LPAR",
+        "LBRACE",
+        "LSQB",
+        "NAME",
+        "NULL",
+        "TRUE",
+        "FALSE",
+        "MINUS",
+        "NOT",
+        "FOR",
+        "IF",
+        "IN",
+        "ELSE",
+        "ENDIF",
+        "ENDFOR",
+        "FOR_EACH",
+    }
+)
+_LITERAL_STARTS = frozenset({"INT_LITERAL", "FLOAT_LITERAL", "DBLQUOTE", "HEREDOC_TEMPLATE", "LPAR"})
+_TWO_CHAR_OPERATORS = ("==", "!=", "<=", ">=", "&&", "||", "=>", "::", "${", "%{", "<<")
+
+
+def _lexeme(text: str) -> str:
+    """What a reader sees at the start of an offending token: ``'}'``, ``'resource'``, ``newline``."""
+    if not text:
+        return "end of input"
+    if text[0] in "\r\n":
+        return "newline"
+    if text.startswith("..."):
+        return "'...'"
+    if text[:2] in _TWO_CHAR_OPERATORS:
+        return repr(text[:2])
+    end = 1
+    if text[0].isalnum() or text[0] == "_":
+        while end < len(text) and (text[end].isalnum() or text[end] in "_-."):
+            end += 1
+    return repr(text[:end])
+
+
+def _expected_text(expected: set[str]) -> str:
+    names = sorted(expected)
+    # A name alone may start the next attribute or block: only literals show an expression is wanted.
+    wants_expression = any(name in _LITERAL_STARTS for name in names)
+    parts = ["an expression"] if wants_expression else []
+    parts += [
+        _TERMINAL_TEXT[name]
+        for name in names
+        if name in _TERMINAL_TEXT and not (wants_expression and name in _EXPRESSION_STARTS)
+    ]
+    if not parts:
+        return ""
+    if len(parts) > 6:
+        parts = [*parts[:6], "..."]
+    return "; expected " + (parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1])
+
+
+def _syntax_error(exc: Exception, file: str, line_offset: int, col_offset: int) -> ConfigSyntaxError:
+    """Lark's error made readable: the position of what was found, named as it is written."""
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+
+    line = getattr(exc, "line", 1) or 1
+    column = getattr(exc, "column", 1) or 1
+    if isinstance(exc, UnexpectedToken) and exc.token is not None:
+        tok = exc.token
+        if tok.type == "$END":
+            message = "unexpected end of input"
+        else:
+            text = str(tok)
+            # A token may start with blanks the grammar did not skip there: point at what follows them.
+            stripped = text.lstrip(" \t")
+            column += len(text) - len(stripped)
+            message = f"unexpected {_lexeme(stripped)}{_expected_text(set(exc.expected))}"
+    elif isinstance(exc, UnexpectedCharacters):
+        message = f"unexpected character {exc.char!r}"
+    elif isinstance(exc, UnexpectedEOF):
+        message = "unexpected end of input"
+    else:
+        message = str(exc).splitlines()[0]
+    if line == 1:
+        column += col_offset
+    return ConfigSyntaxError(file, line + line_offset, column, message)
+
+
+def run_parser(text: str, start: str, file: str, line: int = 1, column: int = 1) -> Any:
+    """Parse ``text`` with the shared parser; positions are reported as if the text began at
+    (line, column) of ``file``."""
+    parser, conv = get_parser()
+    with _parse_lock:
+        return _run_locked(parser, conv, text, start, file, line, column)
+
+
+def _run_locked(
+    parser: Any, conv: _Converter, text: str, start: str, file: str, line: int, column: int
+) -> Any:
+    saved = (conv.file, conv.line_offset, conv.first_col_offset, conv.text, conv.paren_ids, conv.attr_src)
+    conv.file = file
+    conv.line_offset = line - 1
+    conv.first_col_offset = column - 1
+    conv.text = text
+    conv.paren_ids = set()
+    conv.attr_src = {}
+    from lark.exceptions import UnexpectedInput
+
+    try:
+        return parser.parse(text, start=start)
+    except UnexpectedInput as exc:
+        raise _syntax_error(exc, file, line - 1, column - 1) from None
+    finally:
+        (conv.file, conv.line_offset, conv.first_col_offset, conv.text, conv.paren_ids, conv.attr_src) = saved
+
+
+def parse_native(text: str, path: str) -> ast.File:
+    """Parse the text of a native-syntax file; raises ConfigSyntaxError naming path:line:column."""
+    if text.startswith("\ufeff"):  # a UTF-8 byte order mark is not part of the configuration
+        text = text[1:]
+    # The grammar ends attributes and heredocs on a newline token; a file whose last line has no
+    # newline would otherwise fail on its last attribute.
+    if not text.endswith("\n"):
+        text += "\n"
+    body = run_parser(text, "start", path)
+    if not isinstance(body, ast.Body):  # pragma: no cover - the start rule always yields a body
+        raise ConfigSyntaxError(path, 1, 1, "not a configuration file")
+    return ast.File(path, body)

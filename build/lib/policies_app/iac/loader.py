@@ -1,0 +1,485 @@
+"""A module directory -> its configuration files, parsed, with precedence and overrides applied.
+
+What is a module's configuration (as Terraform and OpenTofu read it):
+- files ending ``.tf``, ``.tofu``, ``.tf.json``, ``.tofu.json``; hidden files (``.x.tf``), editor
+  backups (``x.tf~``) and Emacs lock files (``#x.tf#``) are ignored;
+- ``x.tofu`` replaces ``x.tf`` and ``x.tofu.json`` replaces ``x.tf.json`` (the replaced file is listed
+  in ``ignored``);
+- override files (``override.tf``, ``*_override.tf`` and the other three suffixes) are not files of
+  their own: their blocks are merged into the blocks they override, file by file in lexical order,
+  as https://developer.hashicorp.com/terraform/language/files/override describes.
+
+Speed: parses are cached by content (parse_cache), repeated content within one process is parsed
+once (a module called from many places), and when several large files miss the cache they are
+parsed in parallel in forked processes.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from policies_app.iac import ast, parse_cache
+from policies_app.iac.expressions_parser import (
+    ConfigSyntaxError,
+    parse_expression,
+    parse_template,
+    parse_traversal,
+)
+from policies_app.iac.hcl_native import get_parser, parse_native
+
+__all__ = [
+    "ConfigSyntaxError",
+    "ModuleFiles",
+    "load_module",
+    "parse_expression",
+    "parse_file",
+    "parse_template",
+    "parse_traversal",
+]
+
+_SUFFIXES = (".tofu.json", ".tf.json", ".tofu", ".tf")  # longest first: ".tf.json" also ends ".json"
+
+# Parallel parsing pays for its fork and result transfer only on big inputs.
+_PARALLEL_MIN_BYTES = 96 * 1024
+_MEMO_MAX_BYTES = 64 * 1024 * 1024
+
+
+@dataclass
+class ModuleFiles:
+    directory: str
+    files: list[ast.File]  # primary files in lexical order, override files already merged in
+    ignored: list[str]  # files replaced by a .tofu/.tofu.json file of the same base name
+    overrides: list[str] = field(default_factory=list)  # override files that were merged, in order
+
+
+# --------------------------------------------------------------------------------------------------
+# Single files
+# --------------------------------------------------------------------------------------------------
+
+
+def _split_name(name: str) -> tuple[str, str] | None:
+    """(base name, suffix) of a configuration file name, or None for anything else."""
+    if name.startswith(".") or name.endswith("~") or (name.startswith("#") and name.endswith("#")):
+        return None
+    for suffix in _SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)], suffix
+    return None
+
+
+def _kind(path: str) -> str:
+    return "json" if path.endswith(".json") else "native"
+
+
+def _decode(data: bytes, path: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ConfigSyntaxError(path, line, column, "the file is not valid UTF-8") from None
+
+
+def _parse_text(text: str, path: str, kind: str) -> ast.File:
+    if kind == "json":
+        from policies_app.iac.hcl_json import parse_json
+
+        return parse_json(text, path)
+    return parse_native(text, path)
+
+
+# In-process memo of path-independent parses: a module used by 50 module calls is parsed once.
+_memo: OrderedDict[str, bytes] = OrderedDict()
+_memo_bytes = 0
+_memo_lock = threading.Lock()
+
+
+def _memo_get(key: str) -> bytes | None:
+    with _memo_lock:
+        blob = _memo.get(key)
+        if blob is not None:
+            _memo.move_to_end(key)
+        return blob
+
+
+def _memo_put(key: str, blob: bytes) -> None:
+    global _memo_bytes
+    with _memo_lock:
+        if key in _memo or len(blob) > _MEMO_MAX_BYTES // 4:
+            return
+        _memo[key] = blob
+        _memo_bytes += len(blob)
+        while _memo_bytes > _MEMO_MAX_BYTES and _memo:
+            _k, old = _memo.popitem(last=False)
+            _memo_bytes -= len(old)
+
+
+def _parse_to_blob(text: str, path: str, kind: str, key: str, cache_dir: str | None) -> bytes:
+    """Parse and pickle path-independently (also the work unit of a parallel worker)."""
+    blob = parse_cache.dumps_file(_parse_text(text, path, kind))
+    if cache_dir:
+        parse_cache.store_blob(cache_dir, key, blob)
+    return blob
+
+
+def _lookup(data: bytes, path: str, kind: str, cache_dir: str | None) -> tuple[str, ast.File | None]:
+    key = parse_cache.content_key(data, kind)
+    blob = _memo_get(key)
+    if blob is not None:
+        return key, parse_cache.loads_file(blob, path)
+    if cache_dir:
+        parsed = parse_cache.load(cache_dir, key, path)
+        if parsed is not None:
+            return key, parsed
+    return key, None
+
+
+def parse_file(path: str, *, cache_dir: str | None = None) -> ast.File:
+    """Parse one configuration file (native or JSON syntax by its extension), from the cache when the
+    same content was parsed before."""
+    with parse_cache.gc_paused():
+        return _parse_file(os.fspath(path), cache_dir)
+
+
+def _parse_file(path: str, cache_dir: str | None) -> ast.File:
+    with open(path, "rb") as f:
+        data = f.read()
+    kind = _kind(path)
+    key, parsed = _lookup(data, path, kind, cache_dir)
+    if parsed is not None:
+        return parsed
+    text = _decode(data, path)
+    blob = _parse_to_blob(text, path, kind, key, cache_dir)
+    _memo_put(key, blob)
+    return parse_cache.loads_file(blob, path)
+
+
+# --------------------------------------------------------------------------------------------------
+# Directories
+# --------------------------------------------------------------------------------------------------
+
+
+def _select_files(directory: str) -> tuple[list[str], list[str], list[str]]:
+    """(primary names, override names, ignored names), each in lexical order."""
+    names = sorted(os.listdir(directory))
+    by_base: dict[str, dict[str, str]] = {}
+    for name in names:
+        split = _split_name(name)
+        if split is None or not os.path.isfile(os.path.join(directory, name)):
+            continue
+        base, suffix = split
+        by_base.setdefault(base, {})[suffix] = name
+    chosen: set[str] = set()
+    ignored: list[str] = []
+    for suffixes in by_base.values():
+        for tofu, tf in ((".tofu", ".tf"), (".tofu.json", ".tf.json")):
+            if tofu in suffixes and tf in suffixes:
+                ignored.append(suffixes.pop(tf))
+        chosen.update(suffixes.values())
+    primary, overrides = [], []
+    for name in names:
+        if name in chosen:
+            base = _split_name(name)[0]
+            (overrides if base == "override" or base.endswith("_override") else primary).append(name)
+    return primary, overrides, sorted(ignored)
+
+
+def _default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _parse_many(
+    jobs: list[tuple[str, str, str, str]], cache_dir: str | None, workers: int
+) -> dict[str, bytes]:
+    """Parse (text, path, kind, key) jobs -> {path: blob}; in parallel when it pays."""
+    total = sum(len(text) for text, *_ in jobs)
+    results: dict[str, bytes] = {}
+    # Forking a process that runs other threads can deadlock the child on a lock one of them held
+    # (a web server, a threaded worker): parallel parsing is for single-threaded callers such as the CLI.
+    single_threaded = threading.active_count() == 1
+    if workers > 1 and len(jobs) > 1 and total >= _PARALLEL_MIN_BYTES and single_threaded:
+        bins: list[list[tuple[str, str, str, str]]] = [[] for _ in range(min(workers, len(jobs)))]
+        sizes = [0] * len(bins)
+        for job in sorted(jobs, key=lambda j: -len(j[0])):
+            i = sizes.index(min(sizes))
+            bins[i].append(job)
+            sizes[i] += len(job[0])
+        try:
+            results = _parse_parallel(bins, cache_dir)
+        except ConfigSyntaxError:
+            raise
+        except Exception:  # no fork here (daemonic Celery worker, sandbox...): parse in this process
+            results = {}
+    for text, path, kind, key in jobs:
+        if path not in results:
+            results[path] = _parse_to_blob(text, path, kind, key, cache_dir)
+    return results
+
+
+def _parse_group(group: list[tuple[str, str, str, str]], cache_dir: str | None) -> dict[str, bytes]:
+    with parse_cache.gc_paused():
+        return {path: _parse_to_blob(text, path, kind, key, cache_dir) for text, path, kind, key in group}
+
+
+def _parse_parallel(bins: list[list[tuple[str, str, str, str]]], cache_dir: str | None) -> dict[str, bytes]:
+    import multiprocessing
+
+    get_parser()  # build the grammar before forking so that the children inherit it
+    results: dict[str, bytes] = {}
+    with ProcessPoolExecutor(
+        max_workers=len(bins) - 1, mp_context=multiprocessing.get_context("fork")
+    ) as pool:
+        futures = [pool.submit(_parse_group, group, cache_dir) for group in bins[1:]]
+        results.update(_parse_group(bins[0], cache_dir))  # this process takes a share too
+        for future in futures:
+            results.update(future.result())
+    return results
+
+
+def load_module(directory: str, *, cache_dir: str | None = None, workers: int | None = None) -> ModuleFiles:
+    """Load every configuration file of a module directory, apply .tofu precedence and merge override
+    files. Raises ConfigSyntaxError (file:line:column) for a file that cannot be parsed or an override
+    that Terraform would refuse."""
+    with parse_cache.gc_paused():
+        return _load_module(os.fspath(directory), cache_dir, workers)
+
+
+def _load_module(directory: str, cache_dir: str | None, workers: int | None) -> ModuleFiles:
+    primary, overrides, ignored = _select_files(directory)
+    names = primary + overrides
+    parsed: dict[str, ast.File] = {}
+    jobs: list[tuple[str, str, str, str]] = []
+    for name in names:
+        path = os.path.join(directory, name)
+        with open(path, "rb") as f:
+            data = f.read()
+        kind = _kind(name)
+        key, hit = _lookup(data, path, kind, cache_dir)
+        if hit is not None:
+            parsed[path] = hit
+        else:
+            jobs.append((_decode(data, path), path, kind, key))
+    if jobs:
+        blobs = _parse_many(jobs, cache_dir, workers if workers is not None else _default_workers())
+        for _text, path, _job_kind, key in jobs:
+            _memo_put(key, blobs[path])
+            parsed[path] = parse_cache.loads_file(blobs[path], path)
+    files = [parsed[os.path.join(directory, name)] for name in primary]
+    override_files = [parsed[os.path.join(directory, name)] for name in overrides]
+    if override_files:
+        files = merge_overrides(files, override_files)
+    return ModuleFiles(directory, files, ignored, overrides)
+
+
+# --------------------------------------------------------------------------------------------------
+# Override files
+# --------------------------------------------------------------------------------------------------
+
+_NO_BASE_NEEDED = {"terraform"}
+_NOT_OVERRIDABLE = {"moved", "import", "removed", "check"}
+
+
+def _static_string(expr: ast.Expr) -> str | None:
+    if type(expr) is ast.Literal and isinstance(expr.value, str):
+        return expr.value
+    if type(expr) is ast.Reference:
+        return expr.name
+    return None
+
+
+def _identity(block: ast.Block) -> tuple:
+    if block.type == "provider":
+        alias = block.body.attributes.get("alias")
+        return (
+            "provider",
+            block.labels[0] if block.labels else "",
+            _static_string(alias.expr) if alias is not None else None,
+        )
+    return (block.type, *block.labels)
+
+
+def _nested_key(block: ast.Block) -> str:
+    # a `dynamic "x"` block generates x blocks: it replaces, and is replaced by, static x blocks
+    return block.labels[0] if block.type == "dynamic" and block.labels else block.type
+
+
+def _merge_nested(base: list[ast.Block], override: list[ast.Block]) -> list[ast.Block]:
+    """Nested blocks of a type present in the override replace ALL base blocks of that type (at the
+    place of the first one); types the override does not mention stay as they were."""
+    replaced: dict[str, list[ast.Block]] = {}
+    for block in override:
+        replaced.setdefault(_nested_key(block), []).append(block)
+    out: list[ast.Block] = []
+    done: set[str] = set()
+    for block in base:
+        key = _nested_key(block)
+        if key in replaced:
+            if key not in done:
+                out.extend(replaced[key])
+                done.add(key)
+        else:
+            out.append(block)
+    for key, blocks in replaced.items():
+        if key not in done:
+            out.extend(blocks)
+    return out
+
+
+def _merge_attributes(base: ast.Body, override: ast.Body) -> dict[str, ast.Attribute]:
+    attributes = dict(base.attributes)
+    attributes.update(override.attributes)  # one by one: an override argument replaces the original
+    return attributes
+
+
+def _merge_block(base: ast.Block, override: ast.Block) -> ast.Block:
+    if base.type in ("resource", "data", "ephemeral", "output") and "depends_on" in override.body.attributes:
+        where = override.body.attributes["depends_on"].pos
+        raise ConfigSyntaxError(
+            where.file, where.line, where.column, "depends_on may not be used in an override block"
+        )
+    attributes = _merge_attributes(base.body, override.body)
+    override_blocks = override.body.blocks
+    if base.type in ("resource", "data", "ephemeral"):
+        # lifecycle is merged argument by argument instead of replaced whole
+        base_lifecycle = next((b for b in base.body.blocks if b.type == "lifecycle"), None)
+        over_lifecycle = next((b for b in override_blocks if b.type == "lifecycle"), None)
+        if base_lifecycle is not None and over_lifecycle is not None:
+            merged = ast.Block(
+                "lifecycle",
+                [],
+                ast.Body(
+                    _merge_attributes(base_lifecycle.body, over_lifecycle.body),
+                    _merge_nested(base_lifecycle.body.blocks, over_lifecycle.body.blocks),
+                ),
+                base_lifecycle.pos,
+            )
+            override_blocks = [
+                merged if b is over_lifecycle else b
+                for b in override_blocks
+                if b.type != "lifecycle" or b is over_lifecycle
+            ]
+    blocks = _merge_nested(base.body.blocks, override_blocks)
+    return ast.Block(base.type, list(base.labels), ast.Body(attributes, blocks), base.pos)
+
+
+def _merge_terraform(files: list[ast.File], override: ast.Block) -> ast.Block | None:
+    """Merge an override ``terraform`` block setting by setting into the primary terraform blocks.
+    Returns the override block when there is no primary one to merge into (it is then kept as is)."""
+    targets = [
+        (fi, bi) for fi, f in enumerate(files) for bi, b in enumerate(f.body.blocks) if b.type == "terraform"
+    ]
+    if not targets:
+        return override
+    over = override.body
+    over_backend = [b for b in over.blocks if b.type in ("backend", "cloud")]
+    over_required = [b for b in over.blocks if b.type == "required_providers"]
+    required_names = {name for b in over_required for name in b.body.attributes}
+    over_other = [b for b in over.blocks if b.type not in ("backend", "cloud", "required_providers")]
+    other_types = {b.type for b in over_other}
+    first = True
+    for fi, bi in targets:
+        block = files[fi].body.blocks[bi]
+        attributes = {k: v for k, v in block.body.attributes.items() if k not in over.attributes}
+        blocks: list[ast.Block] = []
+        for nested in block.body.blocks:
+            if over_backend and nested.type in ("backend", "cloud"):
+                continue  # any backend or cloud block in an override replaces both kinds
+            if nested.type in other_types:
+                continue
+            if nested.type == "required_providers" and required_names:
+                kept = {k: v for k, v in nested.body.attributes.items() if k not in required_names}
+                nested = ast.Block(nested.type, nested.labels, ast.Body(kept, nested.body.blocks), nested.pos)
+            blocks.append(nested)
+        if first:
+            attributes.update(over.attributes)
+            blocks.extend(over_backend)
+            blocks.extend(over_other)
+            if over_required:
+                merged_required: dict[str, ast.Attribute] = {}
+                for b in over_required:
+                    merged_required.update(b.body.attributes)
+                existing = next((i for i, b in enumerate(blocks) if b.type == "required_providers"), None)
+                if existing is None:
+                    blocks.append(
+                        ast.Block(
+                            "required_providers", [], ast.Body(merged_required, []), over_required[0].pos
+                        )
+                    )
+                else:
+                    old = blocks[existing]
+                    attrs = dict(old.body.attributes)
+                    attrs.update(merged_required)
+                    blocks[existing] = ast.Block(
+                        old.type, old.labels, ast.Body(attrs, old.body.blocks), old.pos
+                    )
+            first = False
+        files[fi].body.blocks[bi] = ast.Block(
+            block.type, block.labels, ast.Body(attributes, blocks), block.pos
+        )
+    return None
+
+
+def merge_overrides(files: list[ast.File], override_files: list[ast.File]) -> list[ast.File]:
+    """Merge override files into copies of the primary files, in order (later overrides win)."""
+    files = [ast.File(f.path, ast.Body(dict(f.body.attributes), list(f.body.blocks))) for f in files]
+    index: dict[tuple, tuple[int, int]] = {}
+    local_index: dict[str, tuple[int, int]] = {}
+    for fi, f in enumerate(files):
+        for bi, block in enumerate(f.body.blocks):
+            if block.type == "locals":
+                for name in block.body.attributes:
+                    local_index[name] = (fi, bi)
+            elif block.type not in _NO_BASE_NEEDED:
+                index.setdefault(_identity(block), (fi, bi))
+    extra: list[ast.Block] = []
+    for override_file in override_files:
+        for block in override_file.body.blocks:
+            p = block.pos
+            if block.type in _NOT_OVERRIDABLE:
+                raise ConfigSyntaxError(
+                    p.file, p.line, p.column, f'"{block.type}" blocks cannot be overridden'
+                )
+            if block.type == "terraform":
+                kept = _merge_terraform(files, block)
+                if kept is not None:
+                    extra.append(kept)
+                continue
+            if block.type == "locals":
+                for name, attribute in block.body.attributes.items():
+                    if name not in local_index:
+                        ap = attribute.pos
+                        raise ConfigSyntaxError(
+                            ap.file,
+                            ap.line,
+                            ap.column,
+                            f'missing base local value definition to override: "{name}"',
+                        )
+                    fi, bi = local_index[name]
+                    target = files[fi].body.blocks[bi]
+                    attrs = dict(target.body.attributes)
+                    attrs[name] = attribute
+                    files[fi].body.blocks[bi] = ast.Block(
+                        target.type, target.labels, ast.Body(attrs, target.body.blocks), target.pos
+                    )
+                continue
+            identity = _identity(block)
+            if identity not in index:
+                what = " ".join(f'"{x}"' for x in identity[1:] if x is not None)
+                raise ConfigSyntaxError(
+                    p.file, p.line, p.column, f"missing base {block.type} configuration for override: {what}"
+                )
+            fi, bi = index[identity]
+            files[fi].body.blocks[bi] = _merge_block(files[fi].body.blocks[bi], block)
+    if extra:
+        if files:
+            files[0].body.blocks.extend(extra)
+        else:
+            files = [ast.File(extra[0].pos.file, ast.Body({}, extra))]
+    return files

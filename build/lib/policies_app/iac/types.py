@@ -1,0 +1,669 @@
+"""Terraform type constraints and the conversions between values of different types.
+
+``parse_type`` reads a type expression (``list(string)``, ``object({name=string, size=optional(number, 3)})``)
+into a ``TypeConstraint``; ``convert`` applies Terraform's conversion rules to a value (see values.py for
+how values are represented). The implicit conversions that operators and templates make (``"1" + 1``,
+``"${true}"``) are ``to_number``, ``to_string`` and ``to_bool``.
+
+The rules follow cty, the type system underneath Terraform: a string converts to a number when it is a
+decimal representation of one and to a bool only when it is exactly ``true`` or ``false``; numbers and bools
+always convert to strings; lists, sets and tuples convert between each other element by element; maps and
+objects likewise; ``null`` converts to every type and stays ``null``; an unknown value stays unknown.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from policies_app.iac.values import UNKNOWN, TfSet
+
+
+class TypeSyntaxError(ValueError):
+    """A type expression that is not valid HCL type syntax."""
+
+
+class ConversionError(ValueError):
+    """A value that cannot be converted to the type asked for."""
+
+
+# --- type constraints --------------------------------------------------------------------------------
+
+
+class TypeConstraint:
+    """Base of every type; ``str(t)`` gives the HCL spelling, used in error messages."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True)
+class PrimitiveType(TypeConstraint):
+    name: str  # "string", "number" or "bool"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class AnyType(TypeConstraint):
+    """``any``: the type is decided by the value (cty's DynamicPseudoType)."""
+
+    def __str__(self) -> str:
+        return "any"
+
+
+@dataclass(frozen=True)
+class ListType(TypeConstraint):
+    element: TypeConstraint
+
+    def __str__(self) -> str:
+        return f"list({self.element})"
+
+
+@dataclass(frozen=True)
+class SetType(TypeConstraint):
+    element: TypeConstraint
+
+    def __str__(self) -> str:
+        return f"set({self.element})"
+
+
+@dataclass(frozen=True)
+class MapType(TypeConstraint):
+    element: TypeConstraint
+
+    def __str__(self) -> str:
+        return f"map({self.element})"
+
+
+@dataclass(frozen=True)
+class TupleType(TypeConstraint):
+    elements: tuple[TypeConstraint, ...]
+
+    def __str__(self) -> str:
+        return "tuple([" + ", ".join(str(e) for e in self.elements) + "])"
+
+
+@dataclass(frozen=True)
+class OptionalAttribute:
+    """How an ``optional(...)`` attribute is filled when absent or null; ``has_default`` tells a
+    missing default apart from an explicit ``null`` default (both give null)."""
+
+    has_default: bool = False
+    default: Any = field(default=None, hash=False)  # may be a list or dict: kept out of the hash
+
+
+@dataclass(frozen=True)
+class ObjectType(TypeConstraint):
+    attributes: tuple[tuple[str, TypeConstraint], ...]
+    optional: tuple[tuple[str, OptionalAttribute], ...] = field(default=())
+
+    @property
+    def attribute_types(self) -> dict[str, TypeConstraint]:
+        return dict(self.attributes)
+
+    @property
+    def optional_attributes(self) -> dict[str, OptionalAttribute]:
+        return dict(self.optional)
+
+    def __str__(self) -> str:
+        optional = self.optional_attributes
+
+        def spelled(name: str, t: TypeConstraint) -> str:
+            if name not in optional:
+                return str(t)
+            marker = optional[name]
+            return f"optional({t}, {marker.default!r})" if marker.has_default else f"optional({t})"
+
+        return "object({" + ", ".join(f"{k}={spelled(k, v)}" for k, v in self.attributes) + "})"
+
+
+STRING = PrimitiveType("string")
+NUMBER = PrimitiveType("number")
+BOOL = PrimitiveType("bool")
+ANY = AnyType()
+
+
+def object_type(attributes: dict[str, TypeConstraint], optional: dict[str, OptionalAttribute] | None = None):
+    return ObjectType(tuple(sorted(attributes.items())), tuple(sorted((optional or {}).items())))
+
+
+# --- parsing type expressions -------------------------------------------------------------------------
+
+_TOKEN = re.compile(
+    r"""\s*(?:
+        (?P<comment>\#[^\n]*|//[^\n]*|/\*.*?\*/)
+      | (?P<number>-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)
+      | (?P<ident>[A-Za-z_][A-Za-z0-9_-]*)
+      | (?P<string>"(?:[^"\\]|\\.)*")
+      | (?P<punct>[()\[\]{},=:])
+      | (?P<other>.)
+    )""",
+    re.VERBOSE | re.DOTALL,
+)
+
+_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "\\": "\\"}
+
+
+def _unquote(token: str) -> str:
+    body = token[1:-1]
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt in _ESCAPES:
+                out.append(_ESCAPES[nxt])
+                i += 2
+                continue
+            if nxt in "uU":
+                width = 4 if nxt == "u" else 8
+                out.append(chr(int(body[i + 2 : i + 2 + width], 16)))
+                i += 2 + width
+                continue
+            raise TypeSyntaxError(f"invalid escape sequence \\{nxt} in {token}")
+        out.append(ch)
+        i += 1
+    # "$${" and "%%{" are the template escapes for a literal "${" / "%{".
+    return "".join(out).replace("$${", "${").replace("%%{", "%{")
+
+
+def _tokenize(text: str) -> list[tuple[str, str]]:
+    tokens: list[tuple[str, str]] = []
+    pos = 0
+    text = text.rstrip()
+    while pos < len(text):
+        match = _TOKEN.match(text, pos)
+        if not match:  # pragma: no cover - "other" matches any character
+            raise TypeSyntaxError(f"unexpected character {text[pos:].lstrip()[:1]!r} in type expression")
+        pos = match.end()
+        kind = match.lastgroup
+        if kind != "comment":
+            tokens.append((kind, match.group(kind)))
+    return tokens
+
+
+class _TypeParser:
+    def __init__(self, text: str) -> None:
+        self.tokens = _tokenize(text)
+        self.i = 0
+
+    def peek(self) -> tuple[str, str] | None:
+        return self.tokens[self.i] if self.i < len(self.tokens) else None
+
+    def take(self) -> tuple[str, str]:
+        token = self.peek()
+        if token is None:
+            raise TypeSyntaxError("unexpected end of type expression")
+        self.i += 1
+        return token
+
+    def expect(self, punct: str) -> None:
+        kind, value = self.take()
+        if kind != "punct" or value != punct:
+            raise TypeSyntaxError(f"expected {punct!r} but found {value!r} in type expression")
+
+    def accept(self, punct: str) -> bool:
+        token = self.peek()
+        if token == ("punct", punct):
+            self.i += 1
+            return True
+        return False
+
+    def parse_type(self, allow_optional: bool = False) -> TypeConstraint | tuple[str, Any]:
+        kind, value = self.take()
+        if kind == "string":
+            # Terraform 0.11's quoted type names, still accepted with a warning.
+            legacy = {"string": STRING, "list": ListType(STRING), "map": MapType(STRING)}
+            if _unquote(value) in legacy:
+                return legacy[_unquote(value)]
+            raise TypeSyntaxError(f"invalid legacy type name {value}")
+        if kind != "ident":
+            raise TypeSyntaxError(f"a type name is required, found {value!r}")
+        if value in ("string", "number", "bool"):
+            return PrimitiveType(value)
+        if value == "any":
+            return ANY
+        if value in ("list", "set", "map"):
+            if not self.accept("("):
+                raise TypeSyntaxError(
+                    f'the {value} type constructor requires one argument specifying the element type, as in "{value}(string)"'
+                )
+            element = self._plain_type()
+            self.expect(")")
+            return {"list": ListType, "set": SetType, "map": MapType}[value](element)
+        if value == "tuple":
+            self.expect("(")
+            self.expect("[")
+            elements: list[TypeConstraint] = []
+            while not self.accept("]"):
+                elements.append(self._plain_type())
+                if not self.accept(","):
+                    self.expect("]")
+                    break
+            self.expect(")")
+            return TupleType(tuple(elements))
+        if value == "object":
+            return self._object()
+        if value == "optional":
+            if not allow_optional:
+                raise TypeSyntaxError("optional() is only allowed for an attribute of an object type")
+            self.expect("(")
+            inner = self._plain_type()
+            marker = OptionalAttribute()
+            if self.accept(","):
+                marker = OptionalAttribute(True, _LiteralParser(self).value())
+            self.expect(")")
+            return ("optional", (inner, marker))
+        raise TypeSyntaxError(f'the keyword "{value}" is not a valid type')
+
+    def _plain_type(self) -> TypeConstraint:
+        result = self.parse_type()
+        assert isinstance(result, TypeConstraint)
+        return result
+
+    def _object(self) -> ObjectType:
+        self.expect("(")
+        self.expect("{")
+        attributes: dict[str, TypeConstraint] = {}
+        optional: dict[str, OptionalAttribute] = {}
+        while not self.accept("}"):
+            kind, name = self.take()
+            if kind == "string":
+                name = _unquote(name)
+            elif kind != "ident":
+                raise TypeSyntaxError(f"an attribute name is required, found {name!r}")
+            if not (self.accept("=") or self.accept(":")):
+                raise TypeSyntaxError(f'"=" is required after the attribute name "{name}"')
+            result = self.parse_type(allow_optional=True)
+            if isinstance(result, tuple):
+                inner, marker = result[1]
+                attributes[name] = inner
+                optional[name] = marker
+            else:
+                attributes[name] = result
+            self.accept(",")
+        self.expect(")")
+        for name, marker in list(optional.items()):
+            if marker.has_default and marker.default is not None:
+                try:
+                    optional[name] = OptionalAttribute(True, convert(marker.default, attributes[name]))
+                except ConversionError as exc:
+                    raise TypeSyntaxError(
+                        f'invalid default value for optional attribute "{name}": {exc}'
+                    ) from None
+        return object_type(attributes, optional)
+
+
+class _LiteralParser:
+    """Reads the constant default of ``optional(type, default)``: literals, tuples and objects."""
+
+    def __init__(self, parser: _TypeParser) -> None:
+        self.p = parser
+
+    def value(self) -> Any:
+        kind, token = self.p.take()
+        if kind == "number":
+            return normalize_number(float(token)) if any(c in token for c in ".eE") else int(token)
+        if kind == "string":
+            return _unquote(token)
+        if kind == "ident":
+            literals = {"true": True, "false": False, "null": None}
+            if token in literals:
+                return literals[token]
+            raise TypeSyntaxError(f"a default value must be a constant, found {token!r}")
+        if token == "[":
+            items: list[Any] = []
+            while not self.p.accept("]"):
+                items.append(self.value())
+                if not self.p.accept(","):
+                    self.p.expect("]")
+                    break
+            return items
+        if token == "{":
+            obj: dict[str, Any] = {}
+            while not self.p.accept("}"):
+                key_kind, key = self.p.take()
+                if key_kind == "string":
+                    key = _unquote(key)
+                elif key_kind not in ("ident", "number"):
+                    raise TypeSyntaxError(f"an object key is required, found {key!r}")
+                if not (self.p.accept("=") or self.p.accept(":")):
+                    raise TypeSyntaxError(f'"=" is required after the key "{key}"')
+                obj[key] = self.value()
+                self.p.accept(",")
+            return obj
+        raise TypeSyntaxError(f"a default value must be a constant, found {token!r}")
+
+
+def parse_type(text: str) -> TypeConstraint:
+    """The type that an HCL type expression such as ``map(object({a=optional(string, "x")}))`` names."""
+    parser = _TypeParser(text)
+    result = parser._plain_type()
+    leftover = parser.peek()
+    if leftover is not None:
+        raise TypeSyntaxError(f"unexpected {leftover[1]!r} after the type expression")
+    return result
+
+
+# --- numbers and primitive conversions ----------------------------------------------------------------
+
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def normalize_number(value: int | float) -> int | float:
+    """A number in the representation values.py asks for: ``int`` whenever it is whole."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return value
+
+
+def format_number(value: int | float) -> str:
+    """A number as Terraform prints it: no exponent, shortest digits that round-trip."""
+    if isinstance(value, int):
+        return str(value)
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value.is_integer():
+        return str(int(value))
+    return format(Decimal(decimal_digits(value)), "f")
+
+
+def decimal_digits(value: float) -> str:
+    """The shortest decimal text for a float, forgiving binary rounding noise of an ulp or two.
+
+    Terraform computes with 512-bit decimal-friendly floats, so ``0.1 + 0.2`` prints as ``0.3`` there; with
+    Python floats it is 0.30000000000000004. A 15-digit form within two ulps is the value terraform meant.
+    """
+    text = repr(value)
+    short = format(value, ".15g")
+    if short != text and math.isfinite(value) and abs(float(short) - value) <= 2 * math.ulp(value):
+        return short
+    return text
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def parse_number(text: str) -> int | float:
+    """A decimal number in a string, as tonumber() reads it; raises ConversionError otherwise."""
+    if not _DECIMAL.fullmatch(text):
+        raise ConversionError(
+            f'cannot convert "{text}" to number; given string must be a decimal representation of a number'
+        )
+    try:
+        exact = Decimal(text)
+    except InvalidOperation:  # pragma: no cover - the pattern above already rejects these
+        raise ConversionError(f'cannot convert "{text}" to number') from None
+    if exact == exact.to_integral_value():
+        return int(exact)
+    return float(exact)
+
+
+def to_number(value: Any) -> Any:
+    if value is UNKNOWN:
+        return UNKNOWN
+    if _is_number(value):
+        return normalize_number(value)
+    if isinstance(value, str):
+        return parse_number(value)
+    if value is None:
+        raise ConversionError("a number is required, but the value is null")
+    raise ConversionError(f"a number is required, got {type_name(value)}")
+
+
+def to_string(value: Any) -> Any:
+    if value is UNKNOWN:
+        return UNKNOWN
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if _is_number(value):
+        return format_number(value)
+    if value is None:
+        raise ConversionError("a string is required, but the value is null")
+    raise ConversionError(f"a string is required, got {type_name(value)}")
+
+
+def to_bool(value: Any) -> Any:
+    if value is UNKNOWN:
+        return UNKNOWN
+    if isinstance(value, bool):
+        return value
+    # cty also reads "1" and "0" as booleans (measured: tobool("1") is true in terraform 1.11).
+    if value in ("true", "1"):
+        return True
+    if value in ("false", "0"):
+        return False
+    if isinstance(value, str):
+        raise ConversionError(
+            f'cannot convert "{value}" to bool; only the strings "true", "false", "1" or "0" are allowed'
+        )
+    if value is None:
+        raise ConversionError("a bool is required, but the value is null")
+    raise ConversionError(f"a bool is required, got {type_name(value)}")
+
+
+def type_name(value: Any) -> str:
+    """The kind of a value in Terraform's words, for error messages."""
+    if value is None:
+        return "null"
+    if value is UNKNOWN:
+        return "unknown"
+    if isinstance(value, bool):
+        return "bool"
+    if _is_number(value):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, TfSet):
+        return "set"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    if isinstance(value, dict):
+        return "map"
+    return type(value).__name__
+
+
+def values_equal(a: Any, b: Any) -> bool:
+    """Terraform's ``==``: same kind and same content (a list equals a tuple holding the same).
+
+    Callers decide about unknown values first: an unknown operand makes ``==`` itself unknown.
+    """
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if _is_number(a) or _is_number(b):
+        return _is_number(a) and _is_number(b) and a == b
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str) and a == b
+    if isinstance(a, TfSet) or isinstance(b, TfSet):
+        if not (isinstance(a, TfSet) and isinstance(b, TfSet)) or len(a) != len(b):
+            return False
+        return all(any(values_equal(x, y) for y in b) for x in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(values_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(values_equal(a[k], b[k]) for k in a)
+    return a is b
+
+
+# --- type inference and unification (what "any" becomes) ---------------------------------------------
+
+
+def infer_type(value: Any) -> TypeConstraint:
+    """The most specific type of a value; null and unknown give ``any``."""
+    if value is None or value is UNKNOWN:
+        return ANY
+    if isinstance(value, bool):
+        return BOOL
+    if _is_number(value):
+        return NUMBER
+    if isinstance(value, str):
+        return STRING
+    if isinstance(value, TfSet):
+        element = unify([infer_type(v) for v in value])
+        return SetType(element if element is not None else ANY)
+    if isinstance(value, (list, tuple)):
+        return TupleType(tuple(infer_type(v) for v in value))
+    if isinstance(value, dict):
+        return object_type({k: infer_type(v) for k, v in value.items()})
+    return ANY
+
+
+def unify(types: list[TypeConstraint]) -> TypeConstraint | None:
+    """One type that every given type converts to, as cty chooses it, or None when there is none."""
+    concrete = [t for t in types if not isinstance(t, AnyType)]
+    if not concrete:
+        return ANY
+    first = concrete[0]
+    if all(t == first for t in concrete):
+        return first
+    if all(isinstance(t, PrimitiveType) for t in concrete):
+        # Strings absorb numbers and bools; a number and a bool have nothing in common.
+        return STRING if STRING in concrete else None
+    if all(isinstance(t, (ListType, TupleType)) for t in concrete):
+        if all(isinstance(t, TupleType) for t in concrete) and len({len(t.elements) for t in concrete}) == 1:
+            columns = zip(*(t.elements for t in concrete), strict=True)
+            unified = [unify(list(column)) for column in columns]
+            return None if None in unified else TupleType(tuple(unified))
+        element = unify([e for t in concrete for e in _element_types(t)])
+        return None if element is None else ListType(element)
+    if all(isinstance(t, (SetType,)) for t in concrete):
+        element = unify([t.element for t in concrete])
+        return None if element is None else SetType(element)
+    if all(isinstance(t, (MapType, ObjectType)) for t in concrete):
+        if all(isinstance(t, ObjectType) for t in concrete):
+            names = {tuple(k for k, _ in t.attributes) for t in concrete}
+            if len(names) == 1:
+                columns = {k: unify([t.attribute_types[k] for t in concrete]) for k in names.pop()}
+                if None not in columns.values():
+                    return object_type(columns)  # type: ignore[arg-type]
+        element = unify([e for t in concrete for e in _element_types(t)])
+        return None if element is None else MapType(element)
+    return None
+
+
+def _element_types(t: TypeConstraint) -> list[TypeConstraint]:
+    if isinstance(t, TupleType):
+        return list(t.elements)
+    if isinstance(t, ObjectType):
+        return [v for _, v in t.attributes]
+    return [t.element]  # type: ignore[attr-defined]
+
+
+# --- conversion ------------------------------------------------------------------------------------------
+
+
+def convert(value: Any, constraint: TypeConstraint) -> Any:
+    """The value converted to the type, with optional() defaults filled in; raises ConversionError."""
+    return _convert(value, constraint, "")
+
+
+def _fail(path: str, message: str) -> ConversionError:
+    return ConversionError(f"{path}{message}")
+
+
+def _describe(t: TypeConstraint) -> str:
+    if isinstance(t, PrimitiveType):
+        return f"a {t.name}" if t.name != "bool" else "a bool"
+    if isinstance(t, (ListType, SetType, MapType)):
+        kind = type(t).__name__[:-4].lower()
+        return f"{kind} of {t.element}"
+    if isinstance(t, TupleType):
+        return "a tuple"
+    return "an object"
+
+
+def _convert(value: Any, t: TypeConstraint, path: str) -> Any:
+    if value is UNKNOWN or value is None or isinstance(t, AnyType):
+        return value
+    if isinstance(t, PrimitiveType):
+        try:
+            if t.name == "string":
+                if isinstance(value, (str, bool)) or _is_number(value):
+                    return to_string(value)
+            elif t.name == "number":
+                if isinstance(value, str) or _is_number(value):
+                    return to_number(value)
+            elif isinstance(value, (str, bool)):
+                return to_bool(value)
+        except ConversionError as exc:
+            raise _fail(path, str(exc)) from None
+        raise _fail(path, f"{_describe(t)} is required, got {type_name(value)}")
+    if isinstance(t, (ListType, SetType)):
+        if not isinstance(value, (list, tuple)):
+            raise _fail(path, f"{_describe(t)} is required, got {type_name(value)}")
+        items = _convert_elements(list(value), t.element, path)
+        return TfSet(items) if isinstance(t, SetType) else items
+    if isinstance(t, TupleType):
+        if not isinstance(value, (list, tuple)) or isinstance(value, TfSet):
+            raise _fail(path, f"a tuple is required, got {type_name(value)}")
+        if len(value) != len(t.elements):
+            raise _fail(path, f"a tuple of {len(t.elements)} elements is required, got {len(value)}")
+        return [
+            _convert(v, et, f"{path}element {i}: ")
+            for i, (v, et) in enumerate(zip(value, t.elements, strict=True))
+        ]
+    if isinstance(t, MapType):
+        if not isinstance(value, dict):
+            raise _fail(path, f"{_describe(t)} is required, got {type_name(value)}")
+        keys = sorted(value)  # maps iterate in key order in terraform
+        converted = _convert_elements([value[k] for k in keys], t.element, path, keys)
+        return dict(zip(keys, converted, strict=True))
+    if isinstance(t, ObjectType):
+        if not isinstance(value, dict):
+            raise _fail(path, f"an object is required, got {type_name(value)}")
+        optional = t.optional_attributes
+        result: dict[str, Any] = {}
+        for name, attribute_type in t.attributes:
+            inner_path = f'{path}attribute "{name}": '
+            if name not in value and name not in optional:
+                raise _fail(path, f'attribute "{name}" is required')
+            raw = value.get(name)
+            if raw is None and name in optional:
+                result[name] = optional[name].default
+                continue
+            result[name] = _convert(raw, attribute_type, inner_path)
+        return result
+    raise _fail(path, f"unsupported type {t}")  # pragma: no cover
+
+
+def _convert_elements(
+    items: list[Any], element: TypeConstraint, path: str, keys: list[str] | None = None
+) -> list[Any]:
+    def where(i: int) -> str:
+        return f'{path}element "{keys[i]}": ' if keys is not None else f"{path}element {i}: "
+
+    converted = [_convert(v, element, where(i)) for i, v in enumerate(items)]
+    if not _has_any(element):
+        return converted
+    # A collection holds one element type. Where the constraint leaves it open ("any"), cty decides it by
+    # unifying the converted elements, then converts them all to it: list(any) of ["a", 1] is strings, and
+    # map(list(any)) of {a = [1], b = ["x"]} is map(list(string)).
+    unified = unify([infer_type(v) for v in converted])
+    if unified is None:
+        what = "map" if keys is not None else "list"
+        raise _fail(path, f"all {what} elements must have the same type")
+    if isinstance(unified, AnyType):
+        return converted
+    return [_convert(v, unified, where(i)) for i, v in enumerate(converted)]
+
+
+def _has_any(t: TypeConstraint) -> bool:
+    if isinstance(t, AnyType):
+        return True
+    if isinstance(t, (ListType, SetType, MapType)):
+        return _has_any(t.element)
+    if isinstance(t, TupleType):
+        return any(_has_any(e) for e in t.elements)
+    if isinstance(t, ObjectType):
+        return any(_has_any(a) for _, a in t.attributes)
+    return False

@@ -1,0 +1,216 @@
+"""Terraform values as plain Python data.
+
+Every part of the configuration engine (expressions, functions, type conversion, the graph) agrees on
+this representation:
+
+- null -> ``None``; bool -> ``bool``; string -> ``str``;
+- number -> ``int`` when the value is whole, else ``float`` (``1/2`` is ``0.5``, ``4/2`` is ``2``);
+- list and tuple -> ``list``; map and object -> ``dict`` with string keys;
+- set -> ``TfSet`` (elements unique, in Terraform's order: strings lexically, numbers numerically);
+- a value not known until apply -> ``UNKNOWN``; a collection may hold ``UNKNOWN`` inside it, as in
+  Terraform, where a list of two elements, one unknown, still has a known length of two;
+- a sensitive value -> ``Sensitive(value)``, a mark around any of the above (``Sensitive(UNKNOWN)`` too).
+  As in Terraform, the mark sits where it was put: ``{a = var.secret}`` is a plain dict holding a
+  ``Sensitive``; the dict itself is not sensitive. Operators and functions take the mark off their
+  operands and put it on their result (see expressions.py); code that inspects a value must
+  ``unmark`` it first. A wrapper rather than a side table: a value that holds no mark costs nothing,
+  and the chain of 4,000 locals pays one ``type() is`` test per operand.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class UnknownValue:
+    """The single value that stands for "known after apply"."""
+
+    _instance: UnknownValue | None = None
+
+    def __new__(cls) -> UnknownValue:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "(known after apply)"
+
+    def __reduce__(self) -> str:
+        return "UNKNOWN"
+
+    def __bool__(self) -> bool:
+        raise TypeError("an unknown value has no truth value yet; check is_unknown() first")
+
+
+UNKNOWN = UnknownValue()
+
+
+def is_unknown(value: Any) -> bool:
+    return value is UNKNOWN
+
+
+class Sensitive:
+    """A value marked sensitive (a variable with ``sensitive = true``, ``sensitive()``, what is derived
+    from them). Never nested directly: ``mark`` of a marked value returns it unchanged."""
+
+    __slots__ = ("value",)
+    # Set once any value of the process is marked. Until then no value can hold a mark, and the deep
+    # walks looking for one (every resource's sensitive tree, every function argument) are skipped:
+    # a configuration without sensitive values pays nothing for them.
+    created = False
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        Sensitive.created = True
+
+    def __repr__(self) -> str:
+        return f"Sensitive({self.value!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Sensitive)
+            and type(self.value) is type(other.value)
+            and self.value == other.value
+        )
+
+    def __hash__(self) -> int:
+        return hash(("sensitive", repr(self.value)))
+
+
+def mark(value: Any) -> Any:
+    """The value marked sensitive (once: marks do not nest)."""
+    return value if value.__class__ is Sensitive else Sensitive(value)
+
+
+def unmark(value: Any) -> tuple[Any, bool]:
+    """The value without its own (top-level) mark, and whether it had one; marks inside stay."""
+    if value.__class__ is Sensitive:
+        return value.value, True
+    return value, False
+
+
+def contains_sensitive(value: Any) -> bool:
+    """True when the value is sensitive or holds a sensitive value anywhere inside it."""
+    if not Sensitive.created:
+        return False
+    return _contains_sensitive(value)
+
+
+def _contains_sensitive(value: Any) -> bool:
+    if value.__class__ is Sensitive:
+        return True
+    if isinstance(value, dict):
+        return any(_contains_sensitive(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_contains_sensitive(v) for v in value)
+    return False
+
+
+def unmark_deep(value: Any) -> Any:
+    """The value with every mark removed, at any depth (the same object when it holds none)."""
+    if value.__class__ is Sensitive:
+        return unmark_deep(value.value)
+    if isinstance(value, dict):
+        if not any(contains_sensitive(v) for v in value.values()):
+            return value
+        result = {k: unmark_deep(v) for k, v in value.items()}
+        return type(value)(result) if type(value) is not dict else result
+    if isinstance(value, (list, tuple)):
+        if not any(contains_sensitive(v) for v in value):
+            return value
+        items = [unmark_deep(v) for v in value]
+        return (
+            TfSet(items) if isinstance(value, TfSet) else items if isinstance(value, list) else tuple(items)
+        )
+    return value
+
+
+def sensitive_tree(value: Any) -> Any:
+    """A tree parallel to the value marking what is sensitive, in the shape of a plan's
+    ``after_sensitive`` reduced to what leads to a mark: ``True`` where the value is sensitive; for
+    collections, only the sensitive parts (``False`` elsewhere in lists, keys omitted in maps);
+    ``False`` for anything else."""
+    if not Sensitive.created:
+        return (
+            {}
+            if isinstance(value, dict)
+            else [False] * len(value)
+            if isinstance(value, (list, tuple))
+            else False
+        )
+    if value.__class__ is Sensitive:
+        return True
+    if isinstance(value, dict):
+        return {k: sensitive_tree(v) for k, v in value.items() if contains_sensitive(v)}
+    if isinstance(value, (list, tuple)):
+        return [sensitive_tree(v) if contains_sensitive(v) else False for v in value]
+    return False
+
+
+def contains_unknown(value: Any) -> bool:
+    """True when the value is unknown or holds an unknown anywhere inside it."""
+    if value is UNKNOWN:
+        return True
+    if value.__class__ is Sensitive:
+        return contains_unknown(value.value)
+    if isinstance(value, dict):
+        return any(contains_unknown(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(contains_unknown(v) for v in value)
+    return False
+
+
+def _set_order_key(value: Any) -> tuple:
+    if isinstance(value, bool):
+        return (0, value)
+    if isinstance(value, (int, float)):
+        return (1, value)
+    if isinstance(value, str):
+        return (2, value)
+    return (3, repr(value))
+
+
+class TfSet(tuple):
+    """A Terraform set: unique elements in Terraform's iteration order."""
+
+    def __new__(cls, items: Any = ()) -> TfSet:
+        unique: list[Any] = []
+        for item in items:
+            if item not in unique:
+                unique.append(item)
+        if not any(v is UNKNOWN for v in unique):
+            unique.sort(key=_set_order_key)
+        return super().__new__(cls, unique)
+
+    def __repr__(self) -> str:
+        return f"TfSet({list(self)!r})"
+
+
+def to_json_compatible(value: Any) -> Any:
+    """The value with sets as lists and unknowns as None, for JSON output (see unknown_tree)."""
+    if value is UNKNOWN:
+        return None
+    if value.__class__ is Sensitive:
+        return to_json_compatible(value.value)
+    if isinstance(value, dict):
+        return {k: to_json_compatible(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json_compatible(v) for v in value]
+    return value
+
+
+def unknown_tree(value: Any) -> Any:
+    """A tree parallel to the value marking what is unknown, shaped as a plan's ``after_unknown``.
+
+    ``True`` where the value is wholly unknown; for collections, the same shape with only the unknown
+    parts marked (``False`` elsewhere in lists, keys omitted in maps); ``False`` for a known leaf.
+    """
+    if value is UNKNOWN:
+        return True
+    if value.__class__ is Sensitive:
+        return unknown_tree(value.value)
+    if isinstance(value, dict):
+        return {k: unknown_tree(v) for k, v in value.items() if contains_unknown(v)}
+    if isinstance(value, (list, tuple)):
+        return [unknown_tree(v) if contains_unknown(v) else False for v in value]
+    return False

@@ -1,0 +1,33 @@
+from .audit import AuditEntry
+from .deployments import Approval, Deployment, DeploymentEvent, Evaluation
+from .environments import Environment, EnvironmentState
+from .notifications import ApprovalRequestEmail, NotificationPreference
+from .policies import ApprovalPolicy, PolicyModule, PolicyRevision
+from .projects import OrganisationMembership, Project, ProjectMembership, ProjectPolicy, Team
+from .templates import Template
+from .tokens import ApiToken
+from .webhooks import Webhook, WebhookDelivery
+
+__all__ = [
+    "ApiToken",
+    "ApprovalRequestEmail",
+    "NotificationPreference",
+    "Webhook",
+    "WebhookDelivery",
+    "Approval",
+    "ApprovalPolicy",
+    "AuditEntry",
+    "Deployment",
+    "DeploymentEvent",
+    "Environment",
+    "EnvironmentState",
+    "OrganisationMembership",
+    "Evaluation",
+    "PolicyModule",
+    "PolicyRevision",
+    "Project",
+    "ProjectMembership",
+    "ProjectPolicy",
+    "Team",
+    "Template",
+]

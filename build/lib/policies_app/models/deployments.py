@@ -1,0 +1,146 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from ..choices import (
+    ApprovalDecision,
+    Decision,
+    DeploymentStatus,
+    DeploymentType,
+    EventKind,
+    RequestType,
+    TriggerName,
+)
+
+
+def empty_messages() -> dict:
+    return {"deny": [], "pending": [], "warn": [], "allow": []}
+
+
+class Deployment(models.Model):
+    """One deploy or destroy of an environment, waiting for the policies' verdict.
+
+    Its statuses and the allowed changes between them are written once, in choices.ALLOWED_TRANSITIONS.
+
+    ``evaluation_due_at`` is the platform's own to-do list: set whenever the deployment needs an
+    evaluation (on trigger, on each approval), cleared when a verdict covering it is recorded. A task
+    message can be lost (the broker down, a worker killed); the sweeper finds such deployments by this
+    field and enqueues them again, so no fault leaves a deployment unevaluated.
+    """
+
+    environment = models.ForeignKey("Environment", on_delete=models.PROTECT, related_name="deployments")
+    type = models.CharField(max_length=10, choices=DeploymentType.choices, default=DeploymentType.DEPLOY)
+    trigger_name = models.CharField(max_length=30, choices=TriggerName.choices, default=TriggerName.USER)
+    revision = models.CharField(max_length=200, blank=True)
+    plan = models.JSONField(null=True, blank=True)
+    total_monthly_cost = models.FloatField(null=True, blank=True)
+    monthly_cost_diff = models.FloatField(null=True, blank=True)
+    variables = models.JSONField(default=dict, blank=True, help_text="{environment: {...}, terraform: {...}}")
+    policy_data = models.JSONField(null=True, blank=True)
+    deployer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="deployments"
+    )
+    idempotency_key = models.CharField(max_length=200, blank=True)
+    status = models.CharField(
+        max_length=20, choices=DeploymentStatus.choices, default=DeploymentStatus.QUEUED
+    )
+    decision = models.CharField(max_length=10, choices=Decision.choices, blank=True)
+    messages = models.JSONField(default=empty_messages, blank=True)
+    error = models.TextField(blank=True)
+    # Pinned at the first evaluation, so that a resume judges by the rules the deployment started under.
+    policy_revisions = models.ManyToManyField("PolicyRevision", blank=True, related_name="deployments")
+    policies_pinned = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    evaluation_due_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    evaluation_enqueued_at = models.DateTimeField(null=True, blank=True)
+    evaluation_started_at = models.DateTimeField(null=True, blank=True)
+    pending_since = models.DateTimeField(
+        null=True, blank=True, help_text="When it started waiting for approvers."
+    )
+    released_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    # Set when it starts waiting for approvers, from its project's expiry (inherited, or the default).
+    expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="superseded"
+    )
+    # While set (and the deployment queued), it waits for this released deployment to complete.
+    queued_behind = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="queued_after"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["environment", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="deployment_idempotency_key_unique_per_environment",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["status", "environment"]),
+            models.Index(fields=["created_at", "id"], name="deployment_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} #{self.pk} of {self.environment}"
+
+
+class Evaluation(models.Model):
+    """One evaluation of a deployment's policies, kept forever with the exact input it saw."""
+
+    deployment = models.ForeignKey(Deployment, on_delete=models.CASCADE, related_name="evaluations")
+    request_type = models.CharField(max_length=20, choices=RequestType.choices)
+    input_json = models.TextField(help_text="The exact policy input, as given to the engine.")
+    policy_revisions = models.ManyToManyField("PolicyRevision", blank=True, related_name="evaluations")
+    decision = models.CharField(max_length=10, choices=Decision.choices)
+    messages = models.JSONField(default=empty_messages)
+    outcomes = models.JSONField(default=list, help_text="Each policy's decision and messages.")
+    error = models.TextField(blank=True)
+    engine = models.CharField(max_length=20)
+    sensitive_variables = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Names of the input's variables to mask wherever the input is shown.",
+    )
+    duration_ms = models.FloatField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.request_type} evaluation of deployment #{self.deployment_id}: {self.decision}"
+
+
+class Approval(models.Model):
+    deployment = models.ForeignKey(Deployment, on_delete=models.CASCADE, related_name="approvals")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="approvals")
+    decision = models.CharField(max_length=10, choices=ApprovalDecision.choices)
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [models.UniqueConstraint(fields=["deployment", "user"], name="approval_one_per_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.decision}d deployment #{self.deployment_id}"
+
+
+class DeploymentEvent(models.Model):
+    """The audit trail: everything that happened to a deployment, by whom."""
+
+    deployment = models.ForeignKey(Deployment, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=20, choices=EventKind.choices)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    detail = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"deployment #{self.deployment_id} {self.kind}"

@@ -1,0 +1,64 @@
+"""Signing in with a password, throttled: after too many wrong passwords for one user name (or from one
+address) within a window, signing in is refused for the rest of the window, even with the right password.
+Counts live in the cache (Redis in production), so every web process sees the same ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm
+from django.core.cache import cache
+from django.core.exceptions import ValidationError
+
+# An address may fail more often than one user name: several people can sign in from behind one NAT.
+ADDRESS_FACTOR = 5
+
+
+def _keys(username: str, address: str) -> list[tuple[str, int]]:
+    limit = settings.LOGIN_FAILURE_LIMIT
+    return [
+        (f"signin-failures:user:{username.lower()}", limit),
+        (f"signin-failures:addr:{address}", limit * ADDRESS_FACTOR),
+    ]
+
+
+def is_locked_out(username: str, address: str) -> bool:
+    return any((cache.get(key) or 0) >= limit for key, limit in _keys(username, address))
+
+
+def record_failure(username: str, address: str) -> None:
+    for key, _ in _keys(username, address):
+        cache.add(key, 0, timeout=settings.LOGIN_FAILURE_WINDOW_SECONDS)
+        try:
+            cache.incr(key)
+        except ValueError:  # expired between add and incr
+            cache.set(key, 1, timeout=settings.LOGIN_FAILURE_WINDOW_SECONDS)
+
+
+class ThrottledSignInMixin:
+    request: Any
+
+    def clean(self) -> dict:
+        username = self.data.get("username", "") or ""
+        address = self.request.META.get("REMOTE_ADDR", "") if self.request is not None else ""
+        if is_locked_out(username, address):
+            minutes = max(1, settings.LOGIN_FAILURE_WINDOW_SECONDS // 60)
+            raise ValidationError(
+                f"Too many failed sign-ins. Signing in is blocked for up to {minutes} minutes.",
+                code="throttled",
+            )
+        try:
+            return super().clean()
+        except ValidationError:
+            record_failure(username, address)
+            raise
+
+
+class ThrottledAuthenticationForm(ThrottledSignInMixin, AuthenticationForm):
+    pass
+
+
+class ThrottledAdminAuthenticationForm(ThrottledSignInMixin, AdminAuthenticationForm):
+    pass

@@ -1,0 +1,332 @@
+"""Settings, all from environment variables.
+
+With nothing configured the platform runs on SQLite with Celery tasks executed in-process; production
+sets DATABASE_URL (PostgreSQL) and CELERY_BROKER_URL (Redis) and runs worker processes.
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("PLATFORM_VAR_DIR", BASE_DIR / "var"))
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ImproperlyConfigured(f"{name} must be true or false, not {raw!r}")
+
+
+def env_number(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, not {raw!r}") from None
+    if value <= 0:
+        raise ImproperlyConfigured(f"{name} must be greater than zero, not {raw!r}")
+    return value
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+DEBUG = env_bool("DJANGO_DEBUG", True)
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("DJANGO_SECRET_KEY is required when DJANGO_DEBUG is off")
+    SECRET_KEY = "insecure-development-key-only-for-local-runs"
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "policies_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "policies_app.middleware.ContentSecurityPolicyMiddleware",
+    "policies_app.middleware.RequestBodyMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "policies_app.access.GrantsPerRequestMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+if not DEBUG:
+    # Serves the collected static files (admin, API docs) from gunicorn, with no separate web server;
+    # in development runserver serves them itself.
+    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
+
+ROOT_URLCONF = "policy_platform.urls"
+WSGI_APPLICATION = "policy_platform.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.parse(
+        os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}",
+        conn_max_age=int(env_number("DATABASE_CONN_MAX_AGE", 60)),
+        # A connection kept from before a database restart is tested before use, not failed on.
+        conn_health_checks=True,
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Approvals lock the deployment row; on SQLite that means waiting for the single writer.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    DATABASES["default"]["OPTIONS"]["transaction_mode"] = "IMMEDIATE"
+    # Readers do not wait for the writer (the web and the periodic process share the file).
+    DATABASES["default"]["OPTIONS"]["init_command"] = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+    # A file, not memory: tests that start a real server or worker process share the test database.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "web:deployment-queue"
+LOGOUT_REDIRECT_URL = "login"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "policies_app.api.throttling.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["policies_app.api.throttling.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": [
+        "policies_app.api.parsers.LimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "policies_app.api.pagination.BoundedLimitOffsetPagination",
+    "PAGE_SIZE": 100,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "policies_app.api.exceptions.api_exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+        "rest_framework.throttling.ScopedRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": os.environ.get("API_THROTTLE_ANON", "60/minute"),
+        "user": os.environ.get("API_THROTTLE_USER", "6000/minute"),
+        "dry_run": os.environ.get("API_THROTTLE_DRY_RUN", "30/minute"),
+    },
+}
+
+# Throttling counts and login lockouts need one store shared by every web process: Redis in production
+# (CACHE_URL, e.g. redis://localhost:6379/1), this process's memory in the embedded default.
+CACHE_URL = os.environ.get("CACHE_URL", "")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    if CACHE_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
+# After this many wrong passwords for one user name (or from one address) within the window, signing in
+# is refused for the rest of the window, even with the right password.
+LOGIN_FAILURE_LIMIT = int(env_number("LOGIN_FAILURE_LIMIT", 10))
+LOGIN_FAILURE_WINDOW_SECONDS = int(env_number("LOGIN_FAILURE_WINDOW_SECONDS", 900))
+
+# Production hardening, switched by environment variables. Secure cookies and HSTS are on when debug is
+# off; redirecting HTTP to HTTPS is opt-in, since behind a TLS-terminating proxy it needs the proxy header.
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", not DEBUG)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_HSTS_SECONDS = int(env_number("DJANGO_SECURE_HSTS_SECONDS", 31536000)) if not DEBUG else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+# Behind a proxy that terminates TLS, tell Django how the proxy marks a request that came in over HTTPS.
+if env_bool("DJANGO_SECURE_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+CONTENT_SECURITY_POLICY = os.environ.get(
+    "DJANGO_CONTENT_SECURITY_POLICY",
+    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "frame-ancestors 'none'; form-action 'self'; base-uri 'self'",
+)
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Approval policy platform API",
+    "DESCRIPTION": "Gate infrastructure deployments with approval policies written in Rego.",
+    "VERSION": "1",
+    # Swagger UI served from our own static files: no CDN, works on a closed network.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "DeploymentStatusEnum": "policies_app.choices.DeploymentStatus",
+        "DecisionEnum": "policies_app.choices.Decision",
+        "DeploymentTypeEnum": "policies_app.choices.DeploymentType",
+        "TemplateTypeEnum": "policies_app.choices.TemplateType",
+    },
+}
+
+# Celery: without a broker, tasks run in the calling process (the embedded default).
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "")
+CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ACKS_LATE = True
+# A worker killed mid-evaluation gives its task back, so the deployment is evaluated by another worker.
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_RESULT_BACKEND = None
+# A publish to a broker that is down fails fast: the deployment's row keeps the work, the sweeper resends.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0,
+    "interval_step": 0.5,
+    "interval_max": 1,
+}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# Periodic work, run by Celery beat in production and by `manage.py run_periodic` in the embedded setup.
+EVALUATION_SWEEP_INTERVAL_SECONDS = env_number("EVALUATION_SWEEP_INTERVAL_SECONDS", 30)
+CELERY_BEAT_SCHEDULE = {
+    "resend-lost-evaluations": {
+        "task": "policies_app.tasks.resend_lost_evaluations_task",
+        "schedule": EVALUATION_SWEEP_INTERVAL_SECONDS,
+    },
+}
+
+# Notifications and expiry (deployments that wait, emails, webhooks, one release at a time), owned by
+# the product pages; every value from an environment variable (README, "Configuration").
+# The platform's address as people reach it: links in emails and chat messages, the gate's default --url.
+PLATFORM_URL = os.environ.get(
+    "PLATFORM_URL", f"http://{os.environ.get('PLATFORM_ADDRESS') or '127.0.0.1:8000'}"
+).rstrip("/")
+# A deployment waiting for approval this long expires (a project may set its own, inherited below it).
+DEPLOYMENT_PENDING_EXPIRY_HOURS = env_number("DEPLOYMENT_PENDING_EXPIRY_HOURS", 72)
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+# Without an SMTP server the emails are printed on the console (the embedded default).
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_PORT = int(env_number("EMAIL_PORT", 25))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = 10
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "policy-platform@localhost")
+# The hour (UTC, 0-23) after which each day's digest is sent to users who chose one.
+EMAIL_DIGEST_HOUR = int(os.environ.get("EMAIL_DIGEST_HOUR") or 8)
+if not 0 <= EMAIL_DIGEST_HOUR <= 23:
+    raise ImproperlyConfigured(f"EMAIL_DIGEST_HOUR must be an hour from 0 to 23, not {EMAIL_DIGEST_HOUR}")
+WEBHOOK_TIMEOUT_SECONDS = env_number("WEBHOOK_TIMEOUT_SECONDS", 5)
+# A failed delivery is retried after 10 s, 20 s, 40 s... (doubling), WEBHOOK_MAX_ATTEMPTS attempts in all.
+WEBHOOK_RETRY_BASE_SECONDS = env_number("WEBHOOK_RETRY_BASE_SECONDS", 10)
+WEBHOOK_MAX_ATTEMPTS = int(env_number("WEBHOOK_MAX_ATTEMPTS", 8))
+# Uploaded template archives are served at this path, to those who may see the template.
+MEDIA_URL = "/media/"
+NOTIFICATION_SWEEP_INTERVAL_SECONDS = env_number("NOTIFICATION_SWEEP_INTERVAL_SECONDS", 30)
+CELERY_BEAT_SCHEDULE.update(
+    {
+        "sweep-waiting-deployments": {
+            "task": "policies_app.tasks.sweep_waiting_deployments_task",
+            "schedule": NOTIFICATION_SWEEP_INTERVAL_SECONDS,
+        },
+        "resend-lost-notifications": {
+            "task": "policies_app.tasks.resend_lost_notifications_task",
+            "schedule": NOTIFICATION_SWEEP_INTERVAL_SECONDS,
+        },
+        "send-daily-digests": {
+            "task": "policies_app.tasks.send_daily_digests_task",
+            "schedule": 600,
+        },
+    }
+)
+
+# Policy evaluation
+# regorus decides as OPA and is fast; opa is OPA 1.20 itself, slower on large plans (docs/opa-fidelity.md).
+POLICY_ENGINE = os.environ.get("POLICY_ENGINE", "regorus")
+if POLICY_ENGINE not in ("regorus", "opa"):
+    raise ImproperlyConfigured(f"POLICY_ENGINE must be regorus or opa, not {POLICY_ENGINE!r}")
+POLICY_EVALUATION_TIMEOUT_SECONDS = env_number("POLICY_EVALUATION_TIMEOUT_SECONDS", 10)
+POLICY_ENGINE_MEMORY_MB = int(env_number("POLICY_ENGINE_MEMORY_MB", 2048))
+# An evaluation that is due and whose task was sent this long ago without a worker starting on it is
+# sent again; one started longer ago than the lease is taken to belong to a dead worker.
+EVALUATION_RESEND_AFTER_SECONDS = env_number("EVALUATION_RESEND_AFTER_SECONDS", 60)
+IAC_EVALUATION_TIMEOUT_SECONDS = env_number("IAC_EVALUATION_TIMEOUT_SECONDS", 60)
+EVALUATION_LEASE_SECONDS = env_number(
+    "EVALUATION_LEASE_SECONDS", POLICY_EVALUATION_TIMEOUT_SECONDS + IAC_EVALUATION_TIMEOUT_SECONDS + 30
+)
+EVALUATION_RESEND_BATCH = 500
+# Every request body (a deployment with its plan, a state, an archive) is refused with 413 above this.
+REQUEST_SIZE_LIMIT_BYTES = int(env_number("REQUEST_SIZE_LIMIT_BYTES", 50 * 1024 * 1024))
+# The middleware answers 413 itself; Django must not refuse first with a less helpful error.
+DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_SIZE_LIMIT_BYTES + 1024 * 1024
+# JSON documents from outside (plans, states, inputs) nest at most this deep (json_limits.py).
+JSON_MAX_DEPTH = int(env_number("JSON_MAX_DEPTH", 100))
+# What one evaluation keeps of the policies' messages (cut in the engine worker, with a visible marker).
+POLICY_MESSAGE_MAX_COUNT = int(env_number("POLICY_MESSAGE_MAX_COUNT", 100))  # per policy
+POLICY_MESSAGE_MAX_LENGTH = int(env_number("POLICY_MESSAGE_MAX_LENGTH", 10_000))  # characters
+POLICY_MESSAGE_MAX_TOTAL = int(env_number("POLICY_MESSAGE_MAX_TOTAL", 1_000))  # per evaluation
+
+# The IaC engine's caches: parsed files by content hash, template checkouts by commit.
+IAC_PARSE_CACHE_DIR = os.environ.get("IAC_PARSE_CACHE_DIR", str(VAR_DIR / "cache" / "parse"))
+TEMPLATE_CHECKOUT_DIR = os.environ.get("TEMPLATE_CHECKOUT_DIR", str(VAR_DIR / "cache" / "templates"))
+MEDIA_ROOT = VAR_DIR / "media"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+}
