@@ -9,11 +9,12 @@ import tarfile
 
 import pytest
 from django.core import mail
-from django.template import Context, Template as DjangoTemplate
+from django.template import Context
+from django.template import Template as DjangoTemplate
 from django.test import RequestFactory
 from django.urls import reverse
 
-from policies_app import projects, webhooks
+from policies_app import projects
 from policies_app.models import (
     ApiToken,
     Approval,
