@@ -12,13 +12,14 @@ from . import access, projects, templates
 from .access import Grants
 from .choices import Capability
 from .errors import Invalid
-from .models import ApprovalPolicy, Project, Template
+from .models import ApprovalPolicy, Project, ProjectPolicy, Template
 from .tree import ProjectTree
 
 
 @dataclass
 class AttachmentChoices:
-    attached: list[tuple[str, str]] = field(default_factory=list)  # (target key, name) the user sees
+    # (target key, name, whether the user may detach it there), where the user sees it attached
+    attached: list[tuple[str, str, bool]] = field(default_factory=list)
     attachable: list[tuple[str, str]] = field(default_factory=list)  # (target key, name)
 
 
@@ -26,23 +27,39 @@ def attachment_choices(user: AbstractBaseUser, policy: ApprovalPolicy) -> Attach
     """Targets are keyed "project:<id>" or "template:<id>"."""
     held = Grants.of(user)
     visible = access.visible_projects(user)
-    attached_projects = list(visible.filter(policy_attachments__policy=policy))
+    attachments = {a.project_id: a for a in ProjectPolicy.objects.filter(policy=policy, project__in=visible)}
+    attached_projects = list(visible.filter(pk__in=attachments))
     administered = visible.filter(held.capability_filter(Capability.ADMINISTER) or Q()).exclude(
         pk__in=[project.pk for project in attached_projects]
     )
     administered = list(administered)
     tree = ProjectTree.around([*attached_projects, *administered])
     choices = AttachmentChoices()
-    choices.attached = [(f"project:{p.pk}", f"project {tree.full_name(p)}") for p in attached_projects]
+
+    def may_detach(project: Project) -> bool:
+        # The rule of projects._detach: only admins of the project it was attached from.
+        authority = attachments[project.pk].authority_id
+        if held.is_organisation_admin:
+            return True
+        return authority is not None and held.can(
+            Capability.ADMINISTER, tree.projects.get(authority) or project
+        )
+
+    choices.attached = [
+        (f"project:{p.pk}", f"project {tree.full_name(p)}", may_detach(p)) for p in attached_projects
+    ]
     attached_templates = list(policy.templates.all())
     visible_templates = set(access.visible_templates(user).values_list("pk", flat=True))
+    manages_templates = access.may_manage_templates(user)
     choices.attached += [
-        (f"template:{t.pk}", f"template {t.name}") for t in attached_templates if t.pk in visible_templates
+        (f"template:{t.pk}", f"template {t.name}", manages_templates)
+        for t in attached_templates
+        if t.pk in visible_templates
     ]
     choices.attachable = sorted(
         ((f"project:{p.pk}", f"project {tree.full_name(p)}") for p in administered), key=lambda c: c[1]
     )
-    if access.may_manage_templates(user):
+    if manages_templates:
         choices.attachable += [
             (f"template:{t.pk}", f"template {t.name}")
             for t in Template.objects.exclude(pk__in=[t.pk for t in attached_templates])

@@ -204,18 +204,31 @@ def _attach(
         )
 
 
+def may_detach(held: Grants, attachment: ProjectPolicy, tree: ProjectTree) -> bool:
+    """Only admins of the project a policy was attached from (organisation admins for the
+    organisation's attachments) may detach it."""
+    if held.is_organisation_admin:
+        return True
+    if attachment.authority_id is None:
+        return False
+    owner = (
+        tree.projects.get(attachment.authority_id)
+        or Project.objects.filter(pk=attachment.authority_id).first()
+    )
+    return owner is not None and held.can(Capability.ADMINISTER, owner)
+
+
 def _detach(
     held: Grants, user: AbstractBaseUser, tree: ProjectTree, attachments: list[ProjectPolicy]
 ) -> None:
     for attachment in attachments:
-        authority_id = attachment.authority_id
-        owner = (
-            None
-            if authority_id is None
-            else tree.projects.get(authority_id) or Project.objects.get(pk=authority_id)
-        )
-        if not (held.is_organisation_admin or (owner is not None and held.can(Capability.ADMINISTER, owner))):
-            where = "the organisation" if owner is None else f"project {owner.name}"
+        if not may_detach(held, attachment, tree):
+            owner = tree.projects.get(attachment.authority_id) if attachment.authority_id else None
+            where = (
+                "the organisation"
+                if attachment.authority_id is None
+                else f"project {owner.name if owner else attachment.authority_id}"
+            )
             raise Forbidden(
                 f"Policy {attachment.policy.name} was attached from {where}; only its admins may detach it.",
                 code="drops_controls",

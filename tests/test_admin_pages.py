@@ -113,6 +113,13 @@ def test_a_policy_attached_from_above_cannot_be_detached_from_below(client, worl
     policy = make_policy("org rule", ALLOW)
     projects.attach_policy(world.admin, world.payments_eu, policy)  # from the organisation
     url = reverse("web:project-detail", args=[world.payments_eu.pk])
+    assert 'value="detach_policy"' not in login(client, pat).get(url).content.decode(), "no button"
+    request = RequestFactory().get("/")
+    request.user = pat
+    include = DjangoTemplate("{% load platform_tags %}{% policy_attachments policy %}").render(
+        Context({"request": request, "policy": policy, "csrf_token": "x"})
+    )
+    assert "project Platform / Payments / Payments EU" in include and 'value="detach"' not in include
     refused = post(login(client, pat), url, action="detach_policy", policy=policy.pk)
     assert refused.status_code == 403 and "only its admins may detach it" in refused.content.decode()
 

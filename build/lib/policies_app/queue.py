@@ -83,8 +83,12 @@ def count_waiting_for(user: AbstractBaseUser) -> int:
     return waiting_for(user).count()
 
 
+# A list never shows these, and on a large table reading them is most of a list's cost.
+LIST_DEFERRED = ("plan", "variables", "policy_data")
+
+
 def deployments_for(user: AbstractBaseUser, filters: QueueFilters) -> QuerySet[Deployment]:
-    deployments = access.visible_deployments(user)
+    deployments = access.visible_deployments(user).defer(*LIST_DEFERRED)
     if filters.view == "waiting":
         deployments = waiting_for(user, deployments)
     elif filters.view == "mine":

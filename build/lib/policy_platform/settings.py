@@ -276,6 +276,8 @@ WEBHOOK_MAX_ATTEMPTS = int(env_number("WEBHOOK_MAX_ATTEMPTS", 8))
 # Uploaded template archives are served at this path, to those who may see the template.
 MEDIA_URL = "/media/"
 NOTIFICATION_SWEEP_INTERVAL_SECONDS = env_number("NOTIFICATION_SWEEP_INTERVAL_SECONDS", 30)
+# How often an open deployment page asks whether the deployment changed.
+DEPLOYMENT_PAGE_POLL_SECONDS = env_number("DEPLOYMENT_PAGE_POLL_SECONDS", 3)
 CELERY_BEAT_SCHEDULE.update(
     {
         "sweep-waiting-deployments": {

@@ -6,6 +6,7 @@ and the buttons shown are exactly the actions deployments.available_actions allo
 import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -105,6 +106,7 @@ def _live_context(request: HttpRequest, deployment: Deployment) -> dict[str, Any
         else "",
         "revision": deployment.revision or deployment.environment.template.revision,
         "revision_from_template": not deployment.revision and bool(deployment.environment.template.revision),
+        "summary": summarise_plan(deployment.plan),
         "version": live_version(deployment, len(approvals), len(evaluations)),
         "final": deployment.status in FINAL_STATUSES,
     }
@@ -122,12 +124,11 @@ def _render_deployment(
     error: str = "",
     status: int = 200,
 ) -> HttpResponse:
-    summary = summarise_plan(deployment.plan)
     context = {
         **_live_context(request, deployment),
-        "summary": summary,
         "approval_form": form or ApprovalForm(),
         "error": error,
+        "poll_ms": int(settings.DEPLOYMENT_PAGE_POLL_SECONDS * 1000),
     }
     return render(request, "web/deployment_detail.html", context, status=status)
 

@@ -79,6 +79,12 @@ def _parent_choices(user: Any, tree_projects: list[Project]) -> list[tuple[int, 
     return sorted(((p.pk, tree.full_name(p)) for p in tree_projects), key=lambda choice: choice[1])
 
 
+def _visible_parent(user: Any, pk: int | None) -> Project | None:
+    """The chosen parent, if the user may see it (whether they may place a project there is the use
+    case's to say)."""
+    return access.visible_projects(user).filter(pk=pk).first() if pk is not None else None
+
+
 def _administered(user: Any) -> list[Project]:
     held = Grants.of(user)
     return list(access.visible_projects(user).filter(held.capability_filter(Capability.ADMINISTER) or Q()))
@@ -111,9 +117,9 @@ def project_create(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return page(status=400)
     data = form.cleaned_data
-    parent = next((p for p in administered if p.pk == data["parent"]), None)
+    parent = _visible_parent(request.user, data["parent"])
     if data["parent"] is not None and parent is None:
-        return page(errors={"parent": ["Choose a project you administer."]}, status=400)
+        return page(errors={"parent": ["Choose a project."]}, status=400)
     return act(
         request,
         lambda: projects.create_project(
@@ -162,7 +168,7 @@ def _project_page(
         "project": project,
         "full_name": tree.full_name(project),
         "chain": list(reversed(tree.chain(project)))[:-1],
-        "attachments": attachments,
+        "attachments": [(a, projects.may_detach(held, a, tree)) for a in attachments],
         "inherited": tree.inherited_policies(project),
         "effective_expiry": pending_expiry_hours(tree, project),
         "members": project.memberships.select_related("user", "team").order_by("role", "user__username"),
@@ -233,7 +239,9 @@ def _change_settings(request: HttpRequest, project: Project) -> HttpResponse:
     if not form.is_valid():
         return _invalid(request, project, form, "settings")
     data = form.cleaned_data
-    parent = Project.objects.filter(pk=data["parent"]).first() if data["parent"] else None
+    parent = _visible_parent(request.user, data["parent"])
+    if data["parent"] is not None and parent is None:
+        return _project_page(request, project, error="parent: Choose a project.", status=400)
     return _project_act(
         request,
         project,

@@ -70,7 +70,10 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     filterset_class = DeploymentFilter
 
     def get_queryset(self):
-        return with_details(access.visible_deployments(self.request.user))
+        deployments = access.visible_deployments(self.request.user)
+        if self.action == "list":
+            deployments = deployments.defer(*queue.LIST_DEFERRED)
+        return with_details(deployments)
 
     def get_serializer_context(self) -> dict:
         # One deployment is shown with who may still act on it; a list is not (a query per row).
