@@ -176,15 +176,15 @@ def test_an_admin_creates_and_changes_an_environment_and_a_viewer_cannot(client,
         create,
         name="staging",
         template=world.template.pk,
-        environment_variables='{"AWS_REGION": "eu-west-1", "TOKEN": "s3"}',
+        environment_variables='{"AWS_REGION": "eu-west-1", "TOKEN": "not-to-be-shown"}',
         sensitive_environment="TOKEN",
     )
     environment = Environment.objects.get(name="staging")
     assert response.status_code == 302
-    assert environment.environment_variables == {"AWS_REGION": "eu-west-1", "TOKEN": "s3"}
+    assert environment.environment_variables == {"AWS_REGION": "eu-west-1", "TOKEN": "not-to-be-shown"}
     edit = reverse("web:environment-edit", args=[environment.pk])
     form = client.get(edit).content.decode()
-    assert "s3" not in form and "********" in form
+    assert "not-to-be-shown" not in form and "********" in form
     bad = post(client, edit, name="staging", template=world.template.pk, terraform_variables="[1]")
     assert bad.status_code == 400 and "A JSON object" in bad.content.decode()
     assert login(client, world.vera).get(edit).status_code == 404
