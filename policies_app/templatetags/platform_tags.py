@@ -1,6 +1,7 @@
 from typing import Any
 
 from django import template
+from django.utils.html import format_html
 
 from ..choices import APPROVAL_TONES, DECISION_TONES, STATUS_TONES
 
@@ -11,6 +12,12 @@ register = template.Library()
 def tone(value: str) -> str:
     """The colour of a status, a decision or an approval (choices.py holds the one mapping)."""
     return STATUS_TONES.get(value) or DECISION_TONES.get(value) or APPROVAL_TONES.get(value) or "neutral"
+
+
+@register.simple_tag
+def badge(status: str, label: str = "") -> str:
+    """A coloured badge (what web/_status.html draws), cheap enough for every row of a long list."""
+    return format_html('<span class="badge tone-{}">{}</span>', tone(status), label or status)
 
 
 @register.simple_tag(takes_context=True)

@@ -35,12 +35,11 @@ SORT_COLUMNS = [("-created", "Created"), ("environment", "Environment"), ("statu
 @require_GET
 def deployment_queue(request: HttpRequest) -> HttpResponse:
     """ "Waiting for me" unless another view is asked for; every filter in the URL, so a view can be shared."""
-    environments = list(access.visible_environments(request.user))
-    projects = list(access.visible_projects(request.user))
+    environments = access.visible_environments(request.user).values_list("pk", "project__name", "name")
     form = QueueFilterForm(
         request.GET,
-        environments=[(e.pk, str(e)) for e in environments],
-        projects=[(p.pk, p.name) for p in projects],
+        environments=[(pk, f"{project} / {name}") for pk, project, name in environments],
+        projects=list(access.visible_projects(request.user).values_list("pk", "name")),
     )
     if form.is_valid():
         filters = form.filters()
