@@ -319,7 +319,13 @@ def test_an_unexpected_failure_is_exit_two_never_pythons_one(monkeypatch, capsys
 
 
 def test_the_gate_installs_with_pip_as_a_command_that_runs_from_any_directory(tmp_path):
-    root = GATE_SOURCE.parents[1]
+    # Built from a copy: pip builds a local project in place and would leave build/ in the checkout.
+    checkout = GATE_SOURCE.parents[1]
+    root = tmp_path / "checkout"
+    ignored = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for package in ("policies_app", "policy_platform"):
+        shutil.copytree(checkout / package, root / package, ignore=ignored)
+    shutil.copy(checkout / "pyproject.toml", root / "pyproject.toml")
     target = tmp_path / "site"
     installed = subprocess.run(
         [

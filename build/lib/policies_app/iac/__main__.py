@@ -1,5 +1,0 @@
-import sys
-
-from policies_app.iac.cli import main
-
-sys.exit(main())
