@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import reduce
 from operator import or_
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 
@@ -141,6 +142,19 @@ class Grants:
         ]
         return reduce(or_, clauses)
 
+    def capability_filter(self, capability: str, prefix: str = "") -> Q | None:
+        """A filter on projects (through ``prefix``) to those where the user holds ``capability``;
+        None means every project."""
+        if capability in self.organisation:
+            return None
+        granted = [pk for pk, capabilities in self.projects.items() if capability in capabilities]
+        if not granted:
+            return Q(**{f"{prefix}pk__in": []})
+        clauses = [
+            Q(**{f"{prefix}pk": pk}) | Q(**{f"{prefix}lineage__startswith": self.paths[pk]}) for pk in granted
+        ]
+        return reduce(or_, clauses)
+
     def reaching_filter(self, prefix: str) -> Q:
         """A filter (through ``prefix``, e.g. "projects__") to the projects whose policies and roles reach a
         visible project: the visible ones, and the ancestors of the granted ones (their ids are in the
@@ -149,6 +163,27 @@ class Grants:
         clauses = [Q(**{f"{prefix}pk__in": chain_ids})]
         clauses += [Q(**{f"{prefix}lineage__startswith": path}) for path in self.paths.values()]
         return reduce(or_, clauses)
+
+
+def users_with(capability: str, project: Project) -> QuerySet:
+    """Every active user holding ``capability`` on ``project``: through a role on it or an ancestor (their
+    own or a team's), an organisation role, or as a superuser. One query."""
+    User = get_user_model()
+    chain = [project.pk, *project.ancestor_ids]
+    roles = [role for role, capabilities in ROLE_CAPABILITIES.items() if capability in capabilities]
+    organisation_roles = [
+        role for role, capabilities in ORGANISATION_ROLE_CAPABILITIES.items() if capability in capabilities
+    ]
+    return (
+        User.objects.filter(is_active=True)
+        .filter(
+            Q(is_superuser=True)
+            | Q(organisation_role__role__in=organisation_roles)
+            | Q(memberships__project_id__in=chain, memberships__role__in=roles)
+            | Q(policy_teams__memberships__project_id__in=chain, policy_teams__memberships__role__in=roles)
+        )
+        .distinct()
+    )
 
 
 def grants(user: AbstractBaseUser) -> Grants:

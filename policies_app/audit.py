@@ -28,6 +28,7 @@ def record(
     *,
     before: Any = None,
     after: Any = None,
+    project: Project | None = None,
 ) -> AuditEntry:
     return AuditEntry.objects.create(
         actor=actor if actor is not None and actor.is_authenticated else None,
@@ -35,7 +36,7 @@ def record(
         target_type=target._meta.model_name,
         target_id=str(target.pk),
         target_repr=str(target)[:300],
-        project=_project_of(target),
+        project=project or _project_of(target),
         before=before,
         after=after,
     )

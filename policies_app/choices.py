@@ -115,6 +115,9 @@ class ApprovalDecision(models.TextChoices):
     REJECT = "reject", "Reject"
 
 
+APPROVAL_TONES: dict[str, str] = {ApprovalDecision.APPROVE: "good", ApprovalDecision.REJECT: "bad"}
+
+
 class DeploymentStatus(models.TextChoices):
     QUEUED = "queued", "Queued"
     EVALUATING = "evaluating", "Evaluating"
@@ -126,25 +129,34 @@ class DeploymentStatus(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
     SUCCEEDED = "succeeded", "Succeeded"
     FAILED = "failed", "Failed"
+    EXPIRED = "expired", "Expired"
+    SUPERSEDED = "superseded", "Superseded"
 
 
 S = DeploymentStatus
 # The status diagram; every other list of statuses below is derived from it or checked against it.
-# queued -> evaluating | cancelled
-# evaluating -> pending_approval | approved | denied | error | cancelled
+# queued -> evaluating | cancelled | superseded
+#   (a deployment also stays queued, without an evaluation, while an earlier one of its environment is
+#   released and not yet completed: at most one released deployment per environment at a time)
+# evaluating -> pending_approval | approved | denied | error | cancelled | superseded
 # pending_approval -> approved | denied | rejected | cancelled | error (a resume that fails closed)
-# approved -> succeeded | failed (reported by the pipeline)
+#                     | expired (nobody decided in time) | superseded (a newer deployment of the environment)
+# approved -> succeeded | failed (reported by the pipeline) | cancelled (the pipeline will not apply it)
 ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
-    S.QUEUED: frozenset({S.EVALUATING, S.CANCELLED}),
-    S.EVALUATING: frozenset({S.PENDING_APPROVAL, S.APPROVED, S.DENIED, S.ERROR, S.CANCELLED}),
-    S.PENDING_APPROVAL: frozenset({S.APPROVED, S.DENIED, S.REJECTED, S.CANCELLED, S.ERROR}),
-    S.APPROVED: frozenset({S.SUCCEEDED, S.FAILED}),
+    S.QUEUED: frozenset({S.EVALUATING, S.CANCELLED, S.SUPERSEDED}),
+    S.EVALUATING: frozenset({S.PENDING_APPROVAL, S.APPROVED, S.DENIED, S.ERROR, S.CANCELLED, S.SUPERSEDED}),
+    S.PENDING_APPROVAL: frozenset(
+        {S.APPROVED, S.DENIED, S.REJECTED, S.CANCELLED, S.ERROR, S.EXPIRED, S.SUPERSEDED}
+    ),
+    S.APPROVED: frozenset({S.SUCCEEDED, S.FAILED, S.CANCELLED}),
     S.DENIED: frozenset(),
     S.ERROR: frozenset(),
     S.REJECTED: frozenset(),
     S.CANCELLED: frozenset(),
     S.SUCCEEDED: frozenset(),
     S.FAILED: frozenset(),
+    S.EXPIRED: frozenset(),
+    S.SUPERSEDED: frozenset(),
 }
 # Nothing happens to a deployment in a final status any more.
 FINAL_STATUSES = frozenset(status for status, targets in ALLOWED_TRANSITIONS.items() if not targets)
@@ -157,6 +169,12 @@ STOPPED_STATUSES = FINAL_STATUSES - RELEASED_STATUSES
 CANCELLABLE_STATUSES = frozenset(
     status for status, targets in ALLOWED_TRANSITIONS.items() if S.CANCELLED in targets
 )
+# A newer deployment of the same environment replaces these: nobody should approve an outdated plan.
+SUPERSEDABLE_STATUSES = frozenset(
+    status for status, targets in ALLOWED_TRANSITIONS.items() if S.SUPERSEDED in targets
+)
+# Released and not yet reported back by the pipeline: holds its environment until it completes.
+UNFINISHED_RELEASE_STATUSES = RELEASED_STATUSES - FINAL_STATUSES
 
 # How the UI colours a status: every status has exactly one tone (a test keeps it complete).
 STATUS_TONES: dict[str, str] = {
@@ -170,6 +188,8 @@ STATUS_TONES: dict[str, str] = {
     S.REJECTED: "bad",
     S.FAILED: "bad",
     S.CANCELLED: "neutral",
+    S.EXPIRED: "neutral",
+    S.SUPERSEDED: "neutral",
 }
 del S
 
@@ -184,3 +204,26 @@ class EventKind(models.TextChoices):
     FAILED_CLOSED = "error", "Failed closed"
     CANCELLED = "cancelled", "Cancelled"
     COMPLETED = "completed", "Completed"
+    EXPIRED = "expired", "Expired"
+    SUPERSEDED = "superseded", "Superseded"
+    QUEUED_BEHIND = "queued_behind", "Waits for an earlier release"
+    STARTED = "started", "Started after the earlier release"
+
+
+class EmailMode(models.TextChoices):
+    """How a user hears that a deployment waits for them."""
+
+    IMMEDIATELY = "immediately", "An email for each deployment, at once"
+    DAILY_DIGEST = "daily_digest", "One email a day listing what waits"
+    OFF = "off", "No email"
+
+
+class WebhookFormat(models.TextChoices):
+    JSON = "json", "JSON (the deployment and its change of status)"
+    CHAT = "chat", "Chat message (Slack and Microsoft Teams incoming webhooks)"
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    DELIVERED = "delivered", "Delivered"
+    FAILED = "failed", "Failed (gave up)"

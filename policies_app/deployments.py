@@ -1,7 +1,13 @@
-"""A deployment's use cases, one transaction each: trigger, evaluate, approve, reject, cancel, complete.
+"""A deployment's use cases, one transaction each: trigger, evaluate, approve, reject, cancel, complete,
+expire; and who may still act on a deployment.
 
 Status changes go through ``move_deployment``: a conditional UPDATE that only succeeds from an expected
-status, so two workers or two approvers racing each other can never release a deployment twice.
+status, so two workers or two approvers racing each other can never release a deployment twice. What a
+change of status owes the world (an expiry date, emails to approvers, webhook deliveries, starting the
+next deployment of the environment) is written in the same transaction (``_after_status_change``).
+
+One environment, one line: a newer deployment supersedes the older ones still waiting, and while a
+released deployment has not completed, a newer one stays queued behind it.
 
 Work the platform owes a deployment (an evaluation) is recorded in the deployment's own row
 (``evaluation_due_at``) in the transaction that makes it due; sending the task is only a wake-up call.
@@ -11,7 +17,8 @@ When the broker is down or a worker dies, ``resend_lost_evaluations`` (run perio
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -20,10 +27,14 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from . import access, audit
+from . import access, audit, notifications, webhooks
+from .access import Grants
 from .choices import (
     ALLOWED_TRANSITIONS,
     CANCELLABLE_STATUSES,
+    FINAL_STATUSES,
+    SUPERSEDABLE_STATUSES,
+    UNFINISHED_RELEASE_STATUSES,
     WAITING_STATUSES,
     ApprovalDecision,
     Capability,
@@ -31,11 +42,11 @@ from .choices import (
     DeploymentStatus,
     EventKind,
 )
-from .errors import Conflict, Forbidden, Invalid
+from .errors import Conflict, DomainError, Forbidden, Invalid
 from .evaluation import Verdict, active_revisions, judge, request_type_for
 from .iac.plan_formats import PlanFormatError, check_plan
 from .models import Approval, Deployment, DeploymentEvent, Environment, Evaluation
-from .tree import tree_for
+from .tree import ProjectTree, tree_for
 
 logger = logging.getLogger(__name__)
 
@@ -60,10 +71,54 @@ def move_deployment(deployment_id: int, from_status: str, to_status: str, **fiel
         raise ValueError(f"a deployment cannot go from {from_status} to {to_status}")
     if to_status == DeploymentStatus.PENDING_APPROVAL:
         fields.setdefault("pending_since", timezone.now())
-    changed = Deployment.objects.filter(pk=deployment_id, status=from_status).update(
-        status=to_status, updated_at=timezone.now(), **fields
-    )
+    with transaction.atomic():
+        changed = Deployment.objects.filter(pk=deployment_id, status=from_status).update(
+            status=to_status, updated_at=timezone.now(), **fields
+        )
+        if changed == 1:
+            _after_status_change(deployment_id, from_status, to_status)
     return changed == 1
+
+
+def _after_status_change(deployment_id: int, from_status: str, to_status: str) -> None:
+    """What a change of status owes, written in its transaction: nothing is lost if a process dies."""
+    deployment = Deployment.objects.select_related("environment__project", "deployer").get(pk=deployment_id)
+    tree = tree_for(deployment.environment.project)
+    if to_status == DeploymentStatus.PENDING_APPROVAL:
+        deployment.expires_at = deployment.pending_since + timedelta(
+            hours=pending_expiry_hours(tree, deployment.environment.project)
+        )
+        Deployment.objects.filter(pk=deployment_id).update(expires_at=deployment.expires_at)
+        notifications.request_approvals(deployment, tree)
+    webhooks.queue_status_change(deployment, from_status, to_status, tree)
+    if from_status in UNFINISHED_RELEASE_STATUSES and to_status in FINAL_STATUSES:
+        _start_held_deployments(deployment.environment_id)
+
+
+def pending_expiry_hours(tree: ProjectTree, project: Any) -> float:
+    """The nearest expiry set on the project or an ancestor, else the platform's default."""
+    for node in tree.chain(project):
+        if node.pending_expiry_hours is not None:
+            return node.pending_expiry_hours
+    return settings.DEPLOYMENT_PENDING_EXPIRY_HOURS
+
+
+def _start_held_deployments(environment_id: int) -> list[int]:
+    """Once no released deployment of the environment is unfinished, the one queued behind it is evaluated."""
+    if Deployment.objects.filter(
+        environment_id=environment_id, status__in=UNFINISHED_RELEASE_STATUSES
+    ).exists():
+        return []
+    held = Deployment.objects.filter(
+        environment_id=environment_id, status=DeploymentStatus.QUEUED, evaluation_due_at__isnull=True
+    ).values_list("pk", flat=True)
+    started = []
+    for deployment_id in held:
+        Deployment.objects.filter(pk=deployment_id).update(queued_behind=None)
+        record_event(deployment_id, EventKind.STARTED, detail="The earlier release is done.")
+        _make_evaluation_due(deployment_id, resume=False)
+        started.append(deployment_id)
+    return started
 
 
 def record_event(
@@ -126,7 +181,14 @@ def trigger_deployment(
             return _same_request_or_conflict(existing, type, revision), False
     try:
         with transaction.atomic():
+            # Triggers of one environment are serialised: each sees the one before it.
+            Environment.objects.select_for_update().filter(pk=environment.pk).first()
             now = timezone.now()
+            release = (
+                Deployment.objects.filter(environment=environment, status__in=UNFINISHED_RELEASE_STATUSES)
+                .order_by("-released_at", "-id")
+                .first()
+            )
             deployment = Deployment.objects.create(
                 environment=environment,
                 deployer=deployer,
@@ -139,11 +201,16 @@ def trigger_deployment(
                 variables=variables or {},
                 policy_data=policy_data,
                 idempotency_key=idempotency_key,
-                evaluation_due_at=now,
-                evaluation_enqueued_at=now,
+                evaluation_due_at=None if release else now,
+                evaluation_enqueued_at=None if release else now,
+                queued_behind=release,
             )
             record_event(deployment, EventKind.TRIGGERED, deployer, f"{type} triggered by {trigger_name}")
-            _send_evaluation_task(deployment.pk, resume=False)
+            _supersede_older(deployment)
+            if release is not None:
+                record_event(deployment, EventKind.QUEUED_BEHIND, detail=queued_reason(release.pk))
+            else:
+                _send_evaluation_task(deployment.pk, resume=False)
     except IntegrityError:
         if not idempotency_key:
             raise
@@ -151,6 +218,25 @@ def trigger_deployment(
         existing = Deployment.objects.get(environment=environment, idempotency_key=idempotency_key)
         return _same_request_or_conflict(existing, type, revision), False
     return deployment, True
+
+
+def queued_reason(release_id: int) -> str:
+    return (
+        f"Waits for deployment #{release_id} of this environment, released and not yet completed: "
+        "it is evaluated once that one completes, fails or is cancelled."
+    )
+
+
+def _supersede_older(newer: Deployment) -> None:
+    """An older deployment still waiting would apply an outdated plan: the newer one replaces it."""
+    older = Deployment.objects.filter(
+        environment_id=newer.environment_id, status__in=SUPERSEDABLE_STATUSES, pk__lt=newer.pk
+    ).values_list("pk", "status")
+    for deployment_id, status in older:
+        if move_deployment(
+            deployment_id, status, DeploymentStatus.SUPERSEDED, superseded_by=newer, evaluation_due_at=None
+        ):
+            record_event(deployment_id, EventKind.SUPERSEDED, detail=f"superseded by deployment #{newer.pk}")
 
 
 def check_may_trigger(environment: Environment, user: AbstractBaseUser) -> None:
@@ -223,6 +309,10 @@ def evaluate_deployment(deployment_id: int, resume: bool = False) -> None:
     from_status = DeploymentStatus.PENDING_APPROVAL if resume else DeploymentStatus.EVALUATING
     started_at = timezone.now()
     if not resume:
+        if Deployment.objects.filter(
+            pk=deployment_id, status=DeploymentStatus.QUEUED, evaluation_due_at__isnull=True
+        ).exists():
+            return  # held behind an unfinished release: evaluated when that one is done
         # A deployment found already "evaluating" is one whose worker died mid-way and whose task was
         # delivered again: it is evaluated again.
         move_deployment(deployment_id, DeploymentStatus.QUEUED, DeploymentStatus.EVALUATING)
@@ -280,15 +370,12 @@ def record_approval(
     if decision not in ApprovalDecision.values:
         raise Invalid({"decision": [f"Must be one of {', '.join(ApprovalDecision.values)}."]})
     project = deployment.environment.project
-    access.require(user, Capability.APPROVE, project)
     with transaction.atomic():
         locked = Deployment.objects.select_for_update().get(pk=deployment.pk)
-        if locked.status != DeploymentStatus.PENDING_APPROVAL:
-            raise Conflict(f"The deployment is {locked.status}, not pending approval.", code="not_pending")
-        if locked.deployer_id == user.pk and not tree_for(project).self_approval_allowed(project):
-            raise Forbidden("You may not approve or reject your own deployment.", code="self_approval")
-        if Approval.objects.filter(deployment=locked, user=user).exists():
-            raise Conflict("You have already approved or rejected this deployment.", code="already_decided")
+        acted = set(Approval.objects.filter(deployment=locked).values_list("user_id", flat=True))
+        refusal = refusal_to_decide(user, Grants.of(user), locked, project, tree_for(project), acted)
+        if refusal is not None:
+            raise refusal
         approval = Approval.objects.create(deployment=locked, user=user, decision=decision, comment=comment)
         if decision == ApprovalDecision.REJECT:
             move_deployment(
@@ -305,19 +392,90 @@ def record_approval(
     return approval
 
 
-def cancel_deployment(deployment: Deployment, user: AbstractBaseUser) -> Deployment:
-    access.require(
-        user,
-        Capability.DEPLOY,
-        deployment.environment.project,
-        "Only deployers of this project may cancel deployments.",
+def refusal_to_decide(
+    user: AbstractBaseUser,
+    held: Grants,
+    deployment: Deployment,
+    project: Any,
+    tree: ProjectTree,
+    acted: set[int],
+) -> DomainError | None:
+    """Why ``user`` may not approve or reject ``deployment`` now (None: they may). ``acted`` holds the ids
+    of the users who already decided. The one statement of the rule, for the use case and the pages."""
+    if not held.can(Capability.APPROVE, project):
+        return Forbidden(access.WHAT_IS_NEEDED[Capability.APPROVE])
+    if deployment.status != DeploymentStatus.PENDING_APPROVAL:
+        return Conflict(f"The deployment is {deployment.status}, not pending approval.", code="not_pending")
+    if deployment.deployer_id == user.pk and not tree.self_approval_allowed(project):
+        return Forbidden("You may not approve or reject your own deployment.", code="self_approval")
+    if user.pk in acted:
+        return Conflict("You have already approved or rejected this deployment.", code="already_decided")
+    return None
+
+
+def refusal_to_cancel(user: AbstractBaseUser, held: Grants, deployment: Deployment) -> DomainError | None:
+    """Only the deployer who triggered it (still a deployer) and project admins may cancel a deployment."""
+    project = deployment.environment.project
+    if not held.can(Capability.ADMINISTER, project):
+        if not held.can(Capability.DEPLOY, project):
+            return Forbidden("Only deployers of this project may cancel deployments.")
+        if deployment.deployer_id != user.pk:
+            return Forbidden(
+                "Only the deployer who triggered this deployment and project admins may cancel it.",
+                code="not_own_deployment",
+            )
+    if deployment.status not in CANCELLABLE_STATUSES:
+        return Conflict(
+            f"The deployment is {deployment.status}; only "
+            f"{', '.join(sorted(CANCELLABLE_STATUSES))} deployments can be cancelled.",
+            code="not_pending",
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class Actions:
+    """What a user may do on a deployment now: the pages show exactly these buttons."""
+
+    may_decide: bool
+    may_cancel: bool
+    # For someone who holds the approver role but may not act now (own deployment, already decided).
+    why_not_decide: str = ""
+
+
+def available_actions(
+    user: AbstractBaseUser, deployment: Deployment, tree: ProjectTree, acted: set[int]
+) -> Actions:
+    held = Grants.of(user)
+    project = deployment.environment.project
+    refusal = refusal_to_decide(user, held, deployment, project, tree, acted)
+    shown = (
+        refusal.message
+        if refusal is not None
+        and held.can(Capability.APPROVE, project)
+        and deployment.status == DeploymentStatus.PENDING_APPROVAL
+        else ""
     )
+    return Actions(refusal is None, refusal_to_cancel(user, held, deployment) is None, shown)
+
+
+def cancel_deployment(deployment: Deployment, user: AbstractBaseUser) -> Deployment:
+    held = Grants.of(user)
     with transaction.atomic():
+        locked = (
+            Deployment.objects.select_for_update()
+            .select_related("environment__project")
+            .get(pk=deployment.pk)
+        )
+        refusal = refusal_to_cancel(user, held, locked)
+        if isinstance(refusal, Forbidden):
+            raise refusal
         for from_status in sorted(CANCELLABLE_STATUSES):
             if move_deployment(
                 deployment.pk, from_status, DeploymentStatus.CANCELLED, evaluation_due_at=None
             ):
                 record_event(deployment, EventKind.CANCELLED, user)
+                audit.record(user, "deployment.cancelled", locked, before={"status": from_status})
                 break
         else:
             current = Deployment.objects.values_list("status", flat=True).get(pk=deployment.pk)
@@ -352,3 +510,36 @@ def complete_deployment(
             store_state(deployment.environment, state, user=user, deployment=deployment, force=True)
     deployment.refresh_from_db()
     return deployment
+
+
+def sweep_waiting_deployments(now: datetime | None = None) -> dict[str, list[int]]:
+    """Periodic: expire deployments nobody decided on in time, and start any deployment still held
+    behind a release that is done (a safety net: completing a release starts the next one itself)."""
+    now = now or timezone.now()
+    expired = []
+    due = Deployment.objects.filter(
+        status=DeploymentStatus.PENDING_APPROVAL, expires_at__lte=now
+    ).values_list("pk", "pending_since")
+    for deployment_id, pending_since in due[: settings.EVALUATION_RESEND_BATCH]:
+        if move_deployment(
+            deployment_id, DeploymentStatus.PENDING_APPROVAL, DeploymentStatus.EXPIRED, evaluation_due_at=None
+        ):
+            waited = now - pending_since if pending_since else timedelta(0)
+            record_event(
+                deployment_id,
+                EventKind.EXPIRED,
+                detail=f"Nobody approved or rejected it within {waited.total_seconds() / 3600:.1f} hours.",
+            )
+            expired.append(deployment_id)
+    started = []
+    held_environments = (
+        Deployment.objects.filter(status=DeploymentStatus.QUEUED, evaluation_due_at__isnull=True)
+        .values_list("environment_id", flat=True)
+        .distinct()
+    )
+    for environment_id in held_environments:
+        with transaction.atomic():
+            started += _start_held_deployments(environment_id)
+    if expired or started:
+        logger.info("expired deployments %s; started held deployments %s", expired, started)
+    return {"expired": expired, "started": started}

@@ -1,14 +1,20 @@
 """Pipeline gate: ask the platform whether a deployment may go ahead, and wait for the answer.
 
-    python -m policies_app.gate deploy --environment 7 --plan plan.json --wait
-    python -m policies_app.gate destroy --environment 7 --plan plan.json --wait
-    python -m policies_app.gate complete --deployment 42 --status succeeded --state terraform.tfstate
+    policy-gate deploy --environment 7 --plan plan.json --wait
+    policy-gate destroy --environment 7 --plan plan.json --wait
+    policy-gate complete --deployment 42 --status succeeded --state terraform.tfstate
+
+``policy-gate`` is installed by ``pip install`` of the project; ``python gate.py`` runs a copy of this
+one file the same way, from any directory.
 
 Exit codes (what a pipeline step branches on):
     0  released: the deployment may be applied (status approved or succeeded); `complete` accepted
-    1  stopped: denied by a policy, rejected by an approver, cancelled (or failed)
-    2  error: the evaluation failed closed, an HTTP or network error, a bad file, or the wait timed out
+    1  never used by the gate: Python itself exits 1 when the gate cannot even start
+    2  error: the gate could not get a verdict (bad arguments or file, HTTP or network error, the
+       evaluation failed closed)
     3  pending approval (only without --wait)
+    4  stopped: denied by a policy, rejected by an approver, cancelled, expired, superseded (or failed)
+    5  timed out waiting; the deployment was cancelled unless --keep-on-timeout
 
 Standard library only, on purpose: a pipeline copies this one file to its runner and runs it with any
 Python 3.11, without installing Django or the platform. A test keeps it that way.
@@ -27,12 +33,13 @@ from collections.abc import Callable
 from typing import Any
 
 EXIT_RELEASED = 0
-EXIT_STOPPED = 1
 EXIT_ERROR = 2
 EXIT_PENDING = 3
+EXIT_STOPPED = 4
+EXIT_TIMED_OUT = 5
 
 RELEASED = frozenset({"approved", "succeeded"})
-STOPPED = frozenset({"denied", "rejected", "cancelled", "failed"})
+STOPPED = frozenset({"denied", "rejected", "cancelled", "failed", "expired", "superseded"})
 # Statuses in which the platform is still deciding; any other status is final for the gate.
 UNDECIDED = frozenset({"queued", "evaluating", "pending_approval"})
 # Before a verdict exists a deployment is only queued or evaluating: not worth an exit 3 even without --wait.
@@ -160,6 +167,17 @@ def messages_of(deployment: dict[str, Any], kind: str) -> list[str]:
     return [str(value) for value in values] if isinstance(values, list) else []
 
 
+def approvals_of(deployment: dict[str, Any]) -> list[dict[str, Any]]:
+    approvals = deployment.get("approvals")
+    return [a for a in approvals if isinstance(a, dict)] if isinstance(approvals, list) else []
+
+
+def approval_line(approval: dict[str, Any]) -> str:
+    verb = "rejected" if approval.get("decision") == "reject" else "approved"
+    comment = str(approval.get("comment") or "").strip()
+    return f"  {verb} by {approval.get('user', '?')}" + (f": {comment}" if comment else "")
+
+
 def report_final(deployment: dict[str, Any], out: Callable[[str], None]) -> int:
     """Print the verdict with its reasons and return the exit code for a final status."""
     status = deployment.get("status")
@@ -167,6 +185,15 @@ def report_final(deployment: dict[str, Any], out: Callable[[str], None]) -> int:
     for kind in ("deny", "warn"):
         for message in messages_of(deployment, kind):
             out(f"  {kind}: {message}")
+    approvals = approvals_of(deployment)
+    if approvals:
+        out(f"approvals ({len(approvals)}):")
+        for approval in approvals:
+            out(approval_line(approval))
+    if status == "superseded" and deployment.get("superseded_by"):
+        out(f"  superseded by deployment {deployment['superseded_by']}, a newer one of this environment")
+    if status == "expired":
+        out("  nobody approved or rejected it in time")
     if status in RELEASED:
         out("released: the deployment may proceed")
         return EXIT_RELEASED
@@ -185,6 +212,7 @@ def wait_for_verdict(
     wait_for_approval: bool,
     timeout: float,
     poll_interval: float,
+    cancel_on_timeout: bool = True,
     out: Callable[[str], None] = say,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
@@ -193,6 +221,7 @@ def wait_for_verdict(
     deadline = clock() + timeout
     shown_pending: list[str] | None = None
     shown_status: str | None = None
+    shown_approvals = 0
     failures = 0
     deployment_id = deployment.get("id")
     while True:
@@ -206,17 +235,34 @@ def wait_for_verdict(
                 for message in pending or ["(no policy gave a reason; waiting for an approver)"]:
                     out(f"  pending: {message}")
                 shown_pending = pending
+            approvals = approvals_of(deployment)
+            if len(approvals) > shown_approvals:
+                for approval in approvals[shown_approvals:]:
+                    out(approval_line(approval))
+                shown_approvals = len(approvals)
+                waiting_on = deployment.get("approvers_to_act")
+                if isinstance(waiting_on, list):
+                    out(f"  may still approve: {', '.join(map(str, waiting_on)) or 'nobody'}")
             if not wait_for_approval:
                 out(
                     f"not released: deployment {deployment_id} waits for approval (pass --wait to wait for it)"
                 )
                 return EXIT_PENDING
         elif status != shown_status:
-            out(f"{describe(deployment)}; waiting for the policies' verdict")
+            if deployment.get("queued_reason"):
+                out(f"{describe(deployment)}: {deployment['queued_reason']}")
+            else:
+                out(f"{describe(deployment)}; waiting for the policies' verdict")
         shown_status = status
         if clock() >= deadline:
-            out(f"error: timed out after {timeout:g}s; deployment {deployment_id} is still {status}")
-            return EXIT_ERROR
+            out(f"timed out after {timeout:g}s; deployment {deployment_id} is still {status}")
+            if cancel_on_timeout:
+                try:
+                    client.request("POST", f"/api/v1/deployments/{deployment_id}/cancel/")
+                    out(f"cancelled deployment {deployment_id} (pass --keep-on-timeout to leave it waiting)")
+                except GateError as exc:
+                    out(f"warning: could not cancel deployment {deployment_id}: {exc}")
+            return EXIT_TIMED_OUT
         sleep(max(0.0, min(poll_interval, deadline - clock())))
         try:
             deployment = client.request("GET", f"/api/v1/deployments/{deployment_id}/")
@@ -241,6 +287,7 @@ def command_deploy(args: argparse.Namespace, deployment_type: str) -> int:
         wait_for_approval=args.wait,
         timeout=args.timeout,
         poll_interval=args.poll_interval,
+        cancel_on_timeout=not args.keep_on_timeout,
     )
 
 
@@ -267,12 +314,18 @@ def positive_number(raw: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m policies_app.gate",
+        prog="policy-gate",
         description="Gate a deployment on the approval-policy platform.",
-        epilog="Exit codes: 0 released, 1 denied/rejected/cancelled, 2 error or timeout, 3 pending (without --wait).",
+        epilog="Exit codes: 0 released; 2 error (no verdict); 3 pending (without --wait); "
+        "4 denied, rejected, cancelled, expired or superseded; 5 timed out (deployment cancelled unless "
+        "--keep-on-timeout). 1 is Python's own: the gate could not start.",
     )
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--url", default=os.environ.get("PLATFORM_URL", "http://127.0.0.1:8000"))
+    common.add_argument(
+        "--url",
+        default=os.environ.get("PLATFORM_URL", "http://127.0.0.1:8000"),
+        help="the platform's address (default: $PLATFORM_URL, else http://127.0.0.1:8000)",
+    )
     common.add_argument(
         "--token", default=os.environ.get("PLATFORM_TOKEN", ""), help="API token (default: $PLATFORM_TOKEN)"
     )
@@ -291,6 +344,11 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--cost-diff", type=float, default=None, help="monthly cost difference")
         sub.add_argument("--timeout", type=positive_number, default=3600.0, help="seconds (default 3600)")
         sub.add_argument("--poll-interval", type=positive_number, default=5.0, help="seconds (default 5)")
+        sub.add_argument(
+            "--keep-on-timeout",
+            action="store_true",
+            help="leave the deployment waiting when --timeout passes (default: cancel it)",
+        )
     complete = commands.add_parser("complete", parents=[common], help="report the outcome of an apply")
     complete.add_argument("--deployment", required=True, help="deployment id")
     complete.add_argument("--status", required=True, choices=["succeeded", "failed"])
@@ -311,6 +369,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:  # noqa: BLE001 - an unexpected failure is "no verdict" (2), never Python's 1
+        print(f"error: the gate failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_ERROR
 
 

@@ -1,5 +1,6 @@
-"""Use cases of the project tree: create, change (rename, move, attach policies, self-approval) and give
-roles. Each checks who may do it; controls.py says who may drop which control."""
+"""Use cases of the project tree: create, change (rename, move, attach policies, self-approval, expiry of
+waiting deployments) and give or take roles. Each checks who may do it; controls.py says who may drop
+which control."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from . import access, audit
 from .access import Grants
 from .choices import Capability, Role
 from .controls import check_may_weaken, project_controls
-from .errors import Forbidden, Invalid
+from .errors import Forbidden, Invalid, NotFound
 from .models import ApprovalPolicy, Project, ProjectMembership, ProjectPolicy, Team
 from .models.projects import CYCLE_MESSAGE, MAX_DEPTH
 from .tree import ProjectTree
@@ -42,16 +43,22 @@ def create_project(
     description: str = "",
     allow_self_approval: bool = False,
     approval_policies: Iterable[ApprovalPolicy] = (),
+    pending_expiry_hours: int | None = None,
 ) -> Project:
     held = Grants.of(user)
     _check_may_place_under(held, parent, "create")
+    if not name or not name.strip():
+        raise Invalid({"name": ["A name is required."]})
     _check_name_free(name, parent)
+    _check_expiry(pending_expiry_hours)
     if parent is not None and parent.lineage.count("/") >= MAX_DEPTH:
         raise Invalid({"parent": [f"Projects may be nested at most {MAX_DEPTH} levels deep."]})
     approval_policies = list(approval_policies)
     access.check_policies_visible(user, approval_policies)
     with transaction.atomic():
-        project = Project.objects.create(name=name, parent=parent, description=description)
+        project = Project.objects.create(
+            name=name, parent=parent, description=description, pending_expiry_hours=pending_expiry_hours
+        )
         tree = ProjectTree.around([project])
         if allow_self_approval:
             _set_self_approval(held, tree, project, True)
@@ -69,10 +76,13 @@ def update_project(
     parent: Project | None | type(...) = ...,
     allow_self_approval: bool | None = None,
     approval_policies: Iterable[ApprovalPolicy] | None = None,
+    pending_expiry_hours: int | None | type(...) = ...,
 ) -> Project:
     """Change a project; every weakening of its controls is checked against who may drop them."""
     held = Grants.of(user)
     access.require(held, Capability.ADMINISTER, project, "Only admins of this project may change it.")
+    if pending_expiry_hours is not ...:
+        _check_expiry(pending_expiry_hours)
     with transaction.atomic():
         project = Project.objects.select_for_update().get(pk=project.pk)
         before = _snapshot(project)
@@ -84,6 +94,8 @@ def update_project(
             project.name = name
         if description is not None:
             project.description = description
+        if pending_expiry_hours is not ...:
+            project.pending_expiry_hours = pending_expiry_hours
         project.save()
         tree = ProjectTree.around([project])
         if allow_self_approval is not None and allow_self_approval != project.allow_self_approval:
@@ -93,7 +105,10 @@ def update_project(
             current = {attachment.policy_id: attachment for attachment in tree.own_attachments(project)}
             access.check_policies_visible(user, [p for p in approval_policies if p.pk not in current])
             _detach(
-                held, tree, [a for pk, a in current.items() if pk not in {p.pk for p in approval_policies}]
+                held,
+                user,
+                tree,
+                [a for pk, a in current.items() if pk not in {p.pk for p in approval_policies}],
             )
             _attach(held, user, tree, project, [p for p in approval_policies if p.pk not in current])
         project.refresh_from_db()
@@ -101,11 +116,28 @@ def update_project(
     return project
 
 
+MAX_EXPIRY_HOURS = 24 * 366
+
+
+def _check_expiry(hours: int | None) -> None:
+    if hours is not None and (
+        isinstance(hours, bool) or not isinstance(hours, int) or not 1 <= hours <= MAX_EXPIRY_HOURS
+    ):
+        raise Invalid(
+            {
+                "pending_expiry_hours": [
+                    f"A whole number of hours from 1 to {MAX_EXPIRY_HOURS}, or empty to inherit."
+                ]
+            }
+        )
+
+
 def _snapshot(project: Project) -> dict:
     return {
         "name": project.name,
         "parent": project.parent_id,
         "allow_self_approval": project.allow_self_approval,
+        "pending_expiry_hours": project.pending_expiry_hours,
         "approval_policies": sorted(project.policy_attachments.values_list("policy_id", flat=True)),
     }
 
@@ -149,23 +181,74 @@ def _attach(
         ProjectPolicy(project=project, policy=policy, authority=authority, attached_by=user)
         for policy in policies
     )
-
-
-def _detach(held: Grants, tree: ProjectTree, attachments: list[ProjectPolicy]) -> None:
-    for attachment in attachments:
-        authority_id = attachment.authority_id
-        owner = (
-            None
-            if authority_id is None
-            else tree.projects.get(authority_id) or Project.objects.get(pk=authority_id)
+    for policy in policies:
+        audit.record(
+            user,
+            "policy.attached",
+            policy,
+            after={
+                "project": project.pk,
+                "project_name": project.name,
+                "authority": authority and authority.pk,
+            },
+            project=project,
         )
-        if not (held.is_organisation_admin or (owner is not None and held.can(Capability.ADMINISTER, owner))):
-            where = "the organisation" if owner is None else f"project {owner.name}"
+
+
+def may_detach(held: Grants, attachment: ProjectPolicy, tree: ProjectTree) -> bool:
+    """Only admins of the project a policy was attached from (organisation admins for the
+    organisation's attachments) may detach it."""
+    if held.is_organisation_admin:
+        return True
+    if attachment.authority_id is None:
+        return False
+    owner = (
+        tree.projects.get(attachment.authority_id)
+        or Project.objects.filter(pk=attachment.authority_id).first()
+    )
+    return owner is not None and held.can(Capability.ADMINISTER, owner)
+
+
+def _detach(
+    held: Grants, user: AbstractBaseUser, tree: ProjectTree, attachments: list[ProjectPolicy]
+) -> None:
+    for attachment in attachments:
+        if not may_detach(held, attachment, tree):
+            owner = tree.projects.get(attachment.authority_id) if attachment.authority_id else None
+            where = (
+                "the organisation"
+                if attachment.authority_id is None
+                else f"project {owner.name if owner else attachment.authority_id}"
+            )
             raise Forbidden(
                 f"Policy {attachment.policy.name} was attached from {where}; only its admins may detach it.",
                 code="drops_controls",
             )
     ProjectPolicy.objects.filter(pk__in=[a.pk for a in attachments]).delete()
+    for attachment in attachments:
+        audit.record(
+            user,
+            "policy.detached",
+            attachment.policy,
+            before={"project": attachment.project_id, "authority": attachment.authority_id},
+            project=tree.projects.get(attachment.project_id),
+        )
+
+
+def attach_policy(user: AbstractBaseUser, project: Project, policy: ApprovalPolicy) -> Project:
+    """Attach one policy to a project (and so to its sub-projects)."""
+    attached = list(ApprovalPolicy.objects.filter(project_attachments__project=project))
+    if policy in attached:
+        raise Invalid({"policy": [f"{policy.name} is already attached to {project.name}."]})
+    return update_project(user, project, approval_policies=[*attached, policy])
+
+
+def detach_policy(user: AbstractBaseUser, project: Project, policy: ApprovalPolicy) -> Project:
+    """Detach one policy from a project; only the admins of the project it was attached from may."""
+    attached = list(ApprovalPolicy.objects.filter(project_attachments__project=project))
+    if policy not in attached:
+        raise NotFound(f"{policy.name} is not attached to {project.name}.")
+    return update_project(user, project, approval_policies=[p for p in attached if p != policy])
 
 
 def grant_role(
@@ -183,9 +266,36 @@ def grant_role(
     if (member is None) == (team is None):
         raise Invalid({"username": ["Give either a username or a team."]})
     with transaction.atomic():
+        previous = (
+            ProjectMembership.objects.filter(project=project, user=member, team=team)
+            .values_list("role", flat=True)
+            .first()
+        )
         membership, _ = ProjectMembership.objects.update_or_create(
             project=project, user=member, team=team, defaults={"role": role}
         )
         access.forget_cached_grants()
-        audit.record(user, "membership.granted", project, after={"member": str(member or team), "role": role})
+        audit.record(
+            user,
+            "membership.granted",
+            project,
+            before={"role": previous} if previous else None,
+            after={"member": str(member or team), "role": role},
+        )
     return membership
+
+
+def revoke_role(user: AbstractBaseUser, membership: ProjectMembership) -> None:
+    """Take a user's or a team's role on a project away."""
+    access.require(
+        user, Capability.ADMINISTER, membership.project, "Only admins of this project may remove members."
+    )
+    with transaction.atomic():
+        audit.record(
+            user,
+            "membership.revoked",
+            membership.project,
+            before={"member": str(membership.user or membership.team), "role": membership.role},
+        )
+        membership.delete()
+        access.forget_cached_grants()

@@ -3,7 +3,8 @@
 from celery import shared_task
 from django.db import DatabaseError
 
-from .deployments import evaluate_deployment, resend_lost_evaluations
+from . import notifications, webhooks
+from .deployments import evaluate_deployment, resend_lost_evaluations, sweep_waiting_deployments
 from .models import ApprovalPolicy, Deployment
 from .policy_sources import sync_all_repository_policies, sync_policy
 from .replay import run_replay
@@ -37,3 +38,35 @@ def sync_policy_repositories_task() -> int:
 @shared_task(acks_late=True, autoretry_for=(DatabaseError,), retry_backoff=True, max_retries=8)
 def replay_task(replay_id: int) -> None:
     run_replay(replay_id)
+
+
+@shared_task
+def sweep_waiting_deployments_task() -> dict[str, list[int]]:
+    return sweep_waiting_deployments()
+
+
+@shared_task(acks_late=True)
+def send_approval_emails_task(deployment_id: int) -> int:
+    return notifications.send_approval_emails(deployment_id)
+
+
+@shared_task(bind=True, acks_late=True, max_retries=None)
+def deliver_webhook_task(self, delivery_id: int) -> None:
+    """One attempt; a failed one is retried by Celery after the delivery's backoff (without a broker,
+    tasks run in-process and the periodic sweep makes the retries instead)."""
+    retry_in = webhooks.attempt_delivery(delivery_id)
+    if retry_in is not None and not self.request.is_eager:
+        raise self.retry(countdown=retry_in)
+
+
+@shared_task
+def resend_lost_notifications_task() -> dict[str, int]:
+    return {
+        "emails": notifications.send_approval_emails(),
+        "webhooks": len(webhooks.resend_due_deliveries()),
+    }
+
+
+@shared_task
+def send_daily_digests_task() -> int:
+    return notifications.send_daily_digests()

@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
 from . import access, audit
-from .errors import Forbidden, Invalid
+from .errors import Forbidden, Invalid, NotFound
 from .iac.provider_schemas import ProviderSchemaError, parse_provider_schemas
 from .iac.sources import TemplateSourceError, extract_archive
 from .models import ApprovalPolicy, Template
@@ -92,4 +92,29 @@ def upload_archive(user: AbstractBaseUser, template: Template, upload: UploadedF
         before = _snapshot(template)
         template.archive.save(upload.name, upload, save=True)
         audit.record(user, "template.changed", template, before=before, after=_snapshot(template))
+    return template
+
+
+def attach_policy(user: AbstractBaseUser, template: Template, policy: ApprovalPolicy) -> Template:
+    """Attach one policy to a template: it then applies to every environment of the template."""
+    attached = list(template.approval_policies.all())
+    if policy in attached:
+        raise Invalid({"policy": [f"{policy.name} is already attached to {template.name}."]})
+    with transaction.atomic():
+        template = save_template(user, template, approval_policies=[*attached, policy])
+        audit.record(
+            user, "policy.attached", policy, after={"template": template.pk, "template_name": template.name}
+        )
+    return template
+
+
+def detach_policy(user: AbstractBaseUser, template: Template, policy: ApprovalPolicy) -> Template:
+    attached = list(template.approval_policies.all())
+    if policy not in attached:
+        raise NotFound(f"{policy.name} is not attached to {template.name}.")
+    with transaction.atomic():
+        template = save_template(user, template, approval_policies=[p for p in attached if p != policy])
+        audit.record(
+            user, "policy.detached", policy, before={"template": template.pk, "template_name": template.name}
+        )
     return template

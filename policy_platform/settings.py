@@ -244,6 +244,57 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# Notifications and expiry (deployments that wait, emails, webhooks, one release at a time), owned by
+# the product pages; every value from an environment variable (README, "Configuration").
+# The platform's address as people reach it: links in emails and chat messages, the gate's default --url.
+PLATFORM_URL = os.environ.get(
+    "PLATFORM_URL", f"http://{os.environ.get('PLATFORM_ADDRESS') or '127.0.0.1:8000'}"
+).rstrip("/")
+# A deployment waiting for approval this long expires (a project may set its own, inherited below it).
+DEPLOYMENT_PENDING_EXPIRY_HOURS = env_number("DEPLOYMENT_PENDING_EXPIRY_HOURS", 72)
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+# Without an SMTP server the emails are printed on the console (the embedded default).
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_PORT = int(env_number("EMAIL_PORT", 25))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = 10
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "policy-platform@localhost")
+# The hour (UTC, 0-23) after which each day's digest is sent to users who chose one.
+EMAIL_DIGEST_HOUR = int(os.environ.get("EMAIL_DIGEST_HOUR") or 8)
+if not 0 <= EMAIL_DIGEST_HOUR <= 23:
+    raise ImproperlyConfigured(f"EMAIL_DIGEST_HOUR must be an hour from 0 to 23, not {EMAIL_DIGEST_HOUR}")
+WEBHOOK_TIMEOUT_SECONDS = env_number("WEBHOOK_TIMEOUT_SECONDS", 5)
+# A failed delivery is retried after 10 s, 20 s, 40 s... (doubling), WEBHOOK_MAX_ATTEMPTS attempts in all.
+WEBHOOK_RETRY_BASE_SECONDS = env_number("WEBHOOK_RETRY_BASE_SECONDS", 10)
+WEBHOOK_MAX_ATTEMPTS = int(env_number("WEBHOOK_MAX_ATTEMPTS", 8))
+# Uploaded template archives are served at this path, to those who may see the template.
+MEDIA_URL = "/media/"
+NOTIFICATION_SWEEP_INTERVAL_SECONDS = env_number("NOTIFICATION_SWEEP_INTERVAL_SECONDS", 30)
+# How often an open deployment page asks whether the deployment changed.
+DEPLOYMENT_PAGE_POLL_SECONDS = env_number("DEPLOYMENT_PAGE_POLL_SECONDS", 3)
+CELERY_BEAT_SCHEDULE.update(
+    {
+        "sweep-waiting-deployments": {
+            "task": "policies_app.tasks.sweep_waiting_deployments_task",
+            "schedule": NOTIFICATION_SWEEP_INTERVAL_SECONDS,
+        },
+        "resend-lost-notifications": {
+            "task": "policies_app.tasks.resend_lost_notifications_task",
+            "schedule": NOTIFICATION_SWEEP_INTERVAL_SECONDS,
+        },
+        "send-daily-digests": {
+            "task": "policies_app.tasks.send_daily_digests_task",
+            "schedule": 600,
+        },
+    }
+)
+
 # Policy evaluation
 # regorus decides as OPA and is fast; opa is OPA 1.20 itself, slower on large plans (docs/opa-fidelity.md).
 POLICY_ENGINE = os.environ.get("POLICY_ENGINE", "regorus")

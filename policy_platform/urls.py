@@ -18,5 +18,14 @@ urlpatterns = [
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # An invited user (users.create_user without a password) chooses a password here.
+    path(
+        "accounts/reset/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(success_url="/accounts/reset/done/"),
+        name="password_reset_confirm",
+    ),
+    path(
+        "accounts/reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"
+    ),
     path("", include("policies_app.web.urls")),
 ]

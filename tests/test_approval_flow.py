@@ -304,6 +304,7 @@ def test_a_resume_uses_the_policy_revisions_the_deployment_started_with(world, a
     final = api(world.sam).post(f"/api/v1/deployments/{body['id']}/approve/", {}, format="json").json()
     assert final["status"] == "approved"
     assert {r["revision"] for e in final["evaluations"] for r in e["policy_revisions"]} == {1}
+    api(world.bob).post(f"/api/v1/deployments/{body['id']}/complete/", {"status": "succeeded"}, format="json")
     # A new deployment is judged by revision 2.
     assert trigger(api(world.bob), world.environment).json()["status"] == "denied"
 

@@ -8,7 +8,9 @@ The routes come from the schema itself, so a new route without expectations here
   outsider  Charlie, no role anywhere
 Objects: the environment "prod" (Platform / Payments / Payments EU), a deployment of it pending approval
 (triggered by Bob), one approved (for complete), a policy attached to Platform, the template "network",
-the team "security team" (approvers on Platform).
+the team "security team" (approvers on Platform), a webhook of Payments, Bob's API token, the user Sam
+(for the user routes), a member of Payments EU and a policy attached to it from Payments, a policy
+attached to the template.
 """
 
 import io
@@ -17,6 +19,7 @@ import tarfile
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
+from policies_app import tokens, webhooks
 from policies_app.models import (
     Deployment,
     EnvironmentState,
@@ -25,6 +28,7 @@ from policies_app.models import (
     PolicyReplay,
     PolicyRepository,
     ProjectMembership,
+    ProjectPolicy,
 )
 from tests.builders import api_client_for, make_policy, make_user
 
@@ -45,7 +49,14 @@ ORG_WRITE = row(A, F, F, F, F, F, N)
 DEPLOYERS = row(A, F, A, A, A, F, N)
 APPROVERS = row(A, F, A, A, F, F, N)
 AUTHORS = row(A, F, F, F, F, F, F)  # organisation-wide writes, not about one visible object
-ORG_READ = row(A, A, F, F, F, F, N)
+AUTHORS_READ = row(A, A, F, F, F, F, N)  # replays: policy authors and organisation roles
+# The deployer who triggered it (Bob) and project admins.
+CANCELLERS = row(A, F, A, F, A, F, N)
+# Webhooks are seen by the admins of their project and by organisation roles.
+WEBHOOK_READ = row(A, A, A, N, N, N, N)
+WEBHOOK_WRITE = row(A, F, A, N, N, N, N)
+ORG_READ = row(A, A, N, N, N, N, N)
+OWN_TOKEN = row(N, N, N, N, A, N, N)  # Bob's token
 
 # (method, path) -> (expectations, body). Bodies may name objects with {placeholders} (see objects()).
 MATRIX = {
@@ -88,8 +99,8 @@ MATRIX = {
     ("post", "/api/v1/policies/{id}/sync/"): (row(I, F, F, F, F, F, N), {}),
     ("post", "/api/v1/policies/{id}/publish/"): (ORG_WRITE, {"revision": 1}),
     ("post", "/api/v1/policies/{id}/replay/"): (ORG_WRITE, {"revision": 1, "limit": 5}),
-    ("get", "/api/v1/policies/{id}/replays/"): (ORG_READ, None),
-    ("get", "/api/v1/policies/{id}/replays/{replay_id}/"): (ORG_READ, None),
+    ("get", "/api/v1/policies/{id}/replays/"): (AUTHORS_READ, None),
+    ("get", "/api/v1/policies/{id}/replays/{replay_id}/"): (AUTHORS_READ, None),
     ("post", "/api/v1/policies/check/"): (
         AUTHORS,
         {"modules": [{"filename": "main.rego", "source": "package env0\n"}]},
@@ -138,8 +149,43 @@ MATRIX = {
     ("get", "/api/v1/deployments/{id}/input/"): (MEMBERS_READ, None),
     ("post", "/api/v1/deployments/{id}/approve/"): (APPROVERS, {"comment": "ok"}),
     ("post", "/api/v1/deployments/{id}/reject/"): (APPROVERS, {"comment": "no"}),
-    ("post", "/api/v1/deployments/{id}/cancel/"): (DEPLOYERS, None),
+    ("post", "/api/v1/deployments/{id}/cancel/"): (CANCELLERS, None),
     ("post", "/api/v1/deployments/{id}/complete/"): (DEPLOYERS, {"status": "succeeded"}),
+    ("get", "/api/v1/deployments/{id}/plan-summary/"): (MEMBERS_READ, None),
+    ("delete", "/api/v1/projects/{id}/members/{membership_id}/"): (ADMINS_WRITE, None),
+    ("post", "/api/v1/projects/{id}/policies/"): (ADMINS_WRITE, {"policy": "{policy}"}),
+    ("delete", "/api/v1/projects/{id}/policies/{policy_id}/"): (ADMINS_WRITE, None),
+    ("post", "/api/v1/templates/{id}/policies/"): (ORG_WRITE, {"policy": "{policy}"}),
+    ("delete", "/api/v1/templates/{id}/policies/{policy_id}/"): (ORG_WRITE, None),
+    ("get", "/api/v1/webhooks/"): (EVERYONE, None),
+    ("post", "/api/v1/webhooks/"): (
+        row(A, F, A, F, F, F, I),
+        {"project": "{payments_eu}", "name": "new", "url": "http://127.0.0.1:9/hook"},
+    ),
+    ("get", "/api/v1/webhooks/{id}/"): (WEBHOOK_READ, None),
+    ("put", "/api/v1/webhooks/{id}/"): (
+        WEBHOOK_WRITE,
+        {"project": "{payments}", "name": "chat", "url": "http://127.0.0.1:9/other"},
+    ),
+    ("patch", "/api/v1/webhooks/{id}/"): (WEBHOOK_WRITE, {"active": False}),
+    ("delete", "/api/v1/webhooks/{id}/"): (WEBHOOK_WRITE, None),
+    ("post", "/api/v1/webhooks/{id}/test/"): (WEBHOOK_WRITE, None),
+    ("get", "/api/v1/webhooks/{id}/deliveries/"): (WEBHOOK_READ, None),
+    ("get", "/api/v1/users/"): (EVERYONE, None),
+    ("post", "/api/v1/users/"): (
+        row(A, F, F, F, F, F, F),
+        {"username": "newbie", "password": "a-long-password"},
+    ),
+    ("get", "/api/v1/users/{id}/"): (ORG_READ, None),
+    ("patch", "/api/v1/users/{id}/"): (row(A, F, N, N, N, N, N), {"is_active": False}),
+    ("get", "/api/v1/tokens/"): (EVERYONE, None),
+    ("post", "/api/v1/tokens/"): (EVERYONE, {"name": "pipeline"}),
+    ("get", "/api/v1/tokens/{id}/"): (OWN_TOKEN, None),
+    ("delete", "/api/v1/tokens/{id}/"): (OWN_TOKEN, None),
+    ("get", "/api/v1/me/"): (EVERYONE, None),
+    ("patch", "/api/v1/me/"): (EVERYONE, {"email_notifications": "daily_digest"}),
+    ("get", "/api/v1/audit/"): (EVERYONE, None),
+    ("get", "/api/v1/audit/export/"): (EVERYONE, None),
 }
 OBJECT_OF_PATH = {
     "projects": "payments_eu",
@@ -149,8 +195,11 @@ OBJECT_OF_PATH = {
     "environments": "environment",
     "deployments": "deployment",
     "policy-repositories": "repository",
+    "webhooks": "webhook",
+    "users": "user",
+    "tokens": "token",
 }
-STATUS = {A: {200, 201}, F: {403}, N: {404}, I: {400}}
+STATUS = {A: {200, 201, 204}, F: {403}, N: {404}, I: {400}}
 
 
 def schema_routes() -> set[tuple[str, str]]:
@@ -187,6 +236,13 @@ def objects(world) -> dict:
     EnvironmentState.objects.create(
         environment=world.environment, document={"version": 4}, serial=1, lineage="l"
     )
+    member = ProjectMembership.objects.create(project=world.payments_eu, user=make_user("mia"), role="viewer")
+    eu_policy = make_policy("eu policy", 'package env0\n\nallow contains "ok" if true\n')
+    ProjectPolicy.objects.create(project=world.payments_eu, policy=eu_policy, authority=world.payments)
+    template_policy = make_policy("template policy", 'package env0\n\nallow contains "ok" if true\n')
+    world.template.approval_policies.add(template_policy)
+    webhook = webhooks.create_webhook(world.admin, world.payments, name="chat", url="http://127.0.0.1:9/hook")
+    token, _ = tokens.create_token(world.bob, "ci")
     personas = {
         "orgadmin": world.admin,
         "auditor": audrey,
@@ -208,6 +264,12 @@ def objects(world) -> dict:
         "approved": approved.pk,
         "replay": replay.pk,
         "repository": repository.pk,
+        "webhook": webhook.pk,
+        "user": world.sam.pk,
+        "token": token.pk,
+        "membership_id": member.pk,
+        "policy_id": eu_policy.pk,
+        "template_policy_id": template_policy.pk,
     }
 
 
@@ -237,8 +299,14 @@ def test_each_persona_is_allowed_forbidden_or_not_found_as_expected(world, metho
     expectations, body = MATRIX[(method, path)]
     ids = objects(world)
     resource = path.split("/")[3]
-    target = ids["approved"] if path.endswith("/complete/") else ids[OBJECT_OF_PATH[resource]]
-    url = path.replace("{id}", str(target)).replace("{replay_id}", str(ids["replay"]))
+    target = ids["approved"] if path.endswith("/complete/") else ids.get(OBJECT_OF_PATH.get(resource))
+    policy_id = ids["template_policy_id"] if resource == "templates" else ids["policy_id"]
+    url = (
+        path.replace("{id}", str(target))
+        .replace("{membership_id}", str(ids["membership_id"]))
+        .replace("{policy_id}", str(policy_id))
+        .replace("{replay_id}", str(ids["replay"]))
+    )
     client = api_client_for(ids["personas"][persona])
     if body == "archive":
         response = client.post(url, {"archive": archive()}, format="multipart")

@@ -20,7 +20,7 @@ import pytest
 from django.db import connection
 from rest_framework.authtoken.models import Token
 
-from policies_app.models import Deployment
+from policies_app.models import Deployment, Environment
 from tests.builders import make_policy, make_user
 from tests.processes import RedisServer, celery_beat, celery_worker, gunicorn, wait_until
 
@@ -75,6 +75,13 @@ class Api:
         return status, json.loads(raw or b"{}")
 
 
+def more_environments(world, count: int) -> list[Environment]:
+    return Environment.objects.bulk_create(
+        Environment(name=f"load-{number}", project=world.payments_eu, template=world.template)
+        for number in range(count)
+    )
+
+
 def statuses(ids: list[int]) -> dict[int, str]:
     return dict(Deployment.objects.filter(pk__in=ids).values_list("pk", "status"))
 
@@ -96,14 +103,22 @@ def test_a_broker_outage_while_triggering_and_approving_loses_nothing(world, tmp
             lambda: statuses([first["id"]])[first["id"]] == "pending_approval", 30, what="first evaluation"
         )
 
+        # One environment each: a newer deployment of an environment would supersede the older ones.
+        outage_urls = [
+            f"/api/v1/environments/{environment.pk}/deployments/"
+            for environment in more_environments(world, 6)
+        ]
         redis.stop()
         triggered = []
-        for number in range(6):
-            status, body = api.call(world.bob, "POST", url, {"idempotency_key": f"outage-{number}"})
+        for number, outage_url in enumerate(outage_urls):
+            status, body = api.call(world.bob, "POST", outage_url, {"idempotency_key": f"outage-{number}"})
             assert status == 201, body
             triggered.append(body["id"])
         # The same request again during the outage answers for the same deployment.
-        assert api.call(world.bob, "POST", url, {"idempotency_key": "outage-0"})[1]["id"] == triggered[0]
+        assert (
+            api.call(world.bob, "POST", outage_urls[0], {"idempotency_key": "outage-0"})[1]["id"]
+            == triggered[0]
+        )
         for approver in (world.alice, world.sam):
             status, body = api.call(approver, "POST", f"/api/v1/deployments/{first['id']}/approve/", {})
             assert status == 200, body
@@ -174,14 +189,16 @@ def test_a_postgresql_restart_under_load_costs_no_error_and_loses_nothing(world,
         # Tokens are read before the restart: the load below must not use the test's own connection.
         for user in (world.bob, *approvers):
             api.call(user, "GET", "/api/v1/projects/")
-        url = f"/api/v1/environments/{world.environment.pk}/deployments/"
+        # One environment each: a newer deployment of an environment would supersede the older ones.
+        urls = [f"/api/v1/environments/{e.pk}/deployments/" for e in more_environments(world, 400)]
         created: list[int] = []
         refused_while_down: list[int] = []
         stop = threading.Event()
 
         def load() -> None:
             number = 0
-            while not stop.is_set():
+            while not stop.is_set() and number < len(urls):
+                url = urls[number]
                 number += 1
                 try:
                     status, body = api.call(world.bob, "POST", url, {"idempotency_key": f"load-{number}"})

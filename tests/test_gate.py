@@ -5,6 +5,7 @@ directory, no PYTHONPATH), which proves that the client needs nothing but the st
 
 import ast
 import json
+import os
 import queue
 import shutil
 import subprocess
@@ -110,7 +111,16 @@ def test_an_unreachable_platform_is_an_error(capsys):
 
 @pytest.mark.parametrize(
     ("status", "code"),
-    [("approved", 0), ("succeeded", 0), ("denied", 1), ("rejected", 1), ("cancelled", 1), ("error", 2)],
+    [
+        ("approved", 0),
+        ("succeeded", 0),
+        ("denied", 4),
+        ("rejected", 4),
+        ("cancelled", 4),
+        ("expired", 4),
+        ("superseded", 4),
+        ("error", 2),
+    ],
 )
 def test_each_final_status_has_its_exit_code(status, code):
     lines = []
@@ -169,10 +179,10 @@ def test_a_released_deployment_exits_zero(world, pipeline):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_denied_deployment_exits_one_with_the_reason(world, pipeline):
+def test_a_denied_deployment_exits_four_with_the_reason(world, pipeline):
     world.platform.approval_policies.add(make_policy("budget", DENY_OVER_BUDGET))
     result = pipeline("deploy", "--wait", "--cost-total", "900", "--cost-diff", "250")
-    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.returncode == 4, result.stdout + result.stderr
     assert "deny: monthly cost grows by 250, over 100" in result.stdout
     deployment = Deployment.objects.get()
     assert (deployment.status, deployment.total_monthly_cost, deployment.monthly_cost_diff) == (
@@ -220,14 +230,137 @@ def test_the_gate_waits_while_pending_and_is_released_by_an_approval(world, pipe
 
 
 @pytest.mark.django_db(transaction=True)
-def test_waiting_longer_than_the_timeout_exits_two(world, pipeline):
+def test_waiting_longer_than_the_timeout_exits_five_and_cancels_the_deployment(world, pipeline):
     world.platform.approval_policies.add(make_policy("one approver", ONE_APPROVER))
     started = time.monotonic()
     result = pipeline("deploy", "--wait", "--timeout", "1", "--poll-interval", "0.2")
-    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.returncode == 5, result.stdout + result.stderr
     assert "timed out after 1s" in result.stdout
     assert time.monotonic() - started < 20
+    deployment = Deployment.objects.get()
+    assert deployment.status == "cancelled"
+    assert f"cancelled deployment {deployment.pk}" in result.stdout
+
+
+@pytest.mark.django_db(transaction=True)
+def test_told_to_keep_it_the_gate_leaves_a_timed_out_deployment_waiting(world, pipeline):
+    world.platform.approval_policies.add(make_policy("one approver", ONE_APPROVER))
+    result = pipeline("deploy", "--wait", "--timeout", "1", "--poll-interval", "0.2", "--keep-on-timeout")
+    assert result.returncode == 5, result.stdout + result.stderr
     assert Deployment.objects.get().status == "pending_approval"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rejection_prints_the_rejecter_and_the_comment_and_exits_four(world, pipeline):
+    world.platform.approval_policies.add(make_policy("one approver", ONE_APPROVER))
+    process = subprocess.Popen(
+        pipeline.command("deploy", "--wait", "--poll-interval", "0.2", "--timeout", "60"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not Deployment.objects.filter(status="pending_approval").exists():
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.1)
+        record_approval(Deployment.objects.get(), world.alice, "reject", "not on a Friday")
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 4, out + err
+    assert "rejected by alice: not on a Friday" in out
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_gate_says_why_a_deployment_waits_queued_behind_an_unfinished_release(world, pipeline):
+    world.platform.approval_policies.add(make_policy("allow", ALLOW))
+    first = pipeline("deploy", "--wait")
+    assert first.returncode == 0, first.stdout + first.stderr
+    released = Deployment.objects.get()
+    result = pipeline("deploy", "--wait", "--timeout", "1", "--poll-interval", "0.2", "--keep-on-timeout")
+    assert result.returncode == 5
+    assert f"Waits for deployment #{released.pk} of this environment, released and not yet completed" in (
+        result.stdout
+    )
+
+
+def test_approval_progress_is_printed_as_approvals_arrive():
+    lines = []
+    pending = {
+        "id": 7,
+        "status": "pending_approval",
+        "messages": {"pending": ["needs two approvals"]},
+        "approvals": [{"user": "alice", "decision": "approve", "comment": "ok"}],
+        "approvers_to_act": ["sam"],
+    }
+    approved = {**pending, "status": "approved", "approvers_to_act": None}
+
+    class Client:
+        def request(self, method, path, body=None):
+            return approved
+
+    code = gate.wait_for_verdict(
+        Client(), pending, wait_for_approval=True, timeout=60, poll_interval=0.01, out=lines.append
+    )
+    assert code == 0
+    assert "  approved by alice: ok" in lines
+    assert "  may still approve: sam" in lines
+
+
+def test_an_unexpected_failure_is_exit_two_never_pythons_one(monkeypatch, capsys):
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(gate, "command_deploy", broken)
+    assert gate.main(["deploy", "--url", "http://127.0.0.1:9", "--token", "t", "--environment", "1"]) == 2
+    assert "RuntimeError: boom" in capsys.readouterr().err
+
+
+def test_the_gate_installs_with_pip_as_a_command_that_runs_from_any_directory(tmp_path):
+    # Built from a copy: pip builds a local project in place and would leave build/ in the checkout.
+    checkout = GATE_SOURCE.parents[1]
+    root = tmp_path / "checkout"
+    ignored = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for package in ("policies_app", "policy_platform"):
+        shutil.copytree(checkout / package, root / package, ignore=ignored)
+    shutil.copy(checkout / "pyproject.toml", root / "pyproject.toml")
+    target = tmp_path / "site"
+    installed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(target),
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+    )
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    command = target / "bin" / "policy-gate"
+    assert command.exists()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = subprocess.run(
+        [str(command), "deploy", "--url", "http://127.0.0.1:9", "--token", "t", "--environment", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=elsewhere,
+        env={**os.environ, "PYTHONPATH": str(target)},
+    )
+    assert result.returncode == 2, result.stderr
+    assert "cannot reach the platform" in result.stderr
 
 
 @pytest.mark.django_db(transaction=True)

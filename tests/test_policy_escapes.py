@@ -179,6 +179,10 @@ def test_a_deployer_who_is_a_project_admin_still_cannot_approve_their_own_deploy
     assert refused.status_code == 403
     deployment = trigger(org, revision="main", cost_estimation={"monthly_cost_diff": 10})
     assert deployment["status"] == "approved"  # within budget: the cost policy allows
+    # Completed, so that the next deployment of the environment is evaluated at once.
+    api(org.bob).post(
+        f"/api/v1/deployments/{deployment['id']}/complete/", {"status": "succeeded"}, format="json"
+    )
     pending = make_policy("always pending", 'package env0\n\npending contains "wait" if true\n')
     org.platform.approval_policies.add(pending)
     waiting = trigger(org, revision="main", idempotency_key="2")

@@ -108,6 +108,8 @@ def test_policies_see_the_configuration_evaluated_with_the_deployment_variables(
     few = trigger(api(world.bob), world.environment, variables={"terraform": {"replicas": 2}})
     assert few["status"] == "approved", few
     assert few["messages"]["allow"] == ["2 replicas"]
+    # Completed, so that the next deployment of the environment is evaluated at once.
+    api(world.bob).post(f"/api/v1/deployments/{few['id']}/complete/", {"status": "succeeded"}, format="json")
     many = trigger(api(world.bob), world.environment, variables={"terraform": {"replicas": 3}})
     assert many["status"] == "denied"
 

@@ -9,9 +9,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from policies_app import tokens, webhooks
 from policies_app.models import (
     Approval,
     Deployment,
+    DeploymentEvent,
     Environment,
     Evaluation,
     PolicyReplay,
@@ -20,9 +22,11 @@ from policies_app.models import (
     ProjectMembership,
     Team,
     Template,
+    Webhook,
+    WebhookDelivery,
 )
 from policies_app.policies import revise_policy
-from tests.builders import make_policy
+from tests.builders import make_policy, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -30,10 +34,38 @@ BUDGETS = json.loads((Path(__file__).parent / "query_budgets.json").read_text())
 PENDING = 'package env0\n\npending contains "wait" if true\n'
 
 
+def watched(world) -> tuple[Deployment, Webhook]:
+    """The deployment and the webhook whose own pages are counted (their evaluations, approvals,
+    events and deliveries grow)."""
+    deployment = Deployment.objects.filter(
+        environment=world.environment
+    ).first() or Deployment.objects.create(
+        environment=world.environment, deployer=world.bob, status="pending_approval", decision="pending"
+    )
+    webhook = Webhook.objects.filter(project=world.payments).first() or webhooks.create_webhook(
+        world.admin, world.payments, name="chat", url="http://127.0.0.1:9/"
+    )
+    return deployment, webhook
+
+
 def grow(world, rows: int, start: int) -> None:
     """Add ``rows`` of everything: nested projects with policies, environments, deployments with
-    evaluations and approvals, teams and templates."""
+    evaluations and approvals, teams and templates, members, webhook deliveries, tokens, users."""
+    deployment, webhook = watched(world)
     for number in range(start, start + rows):
+        approver = make_user(f"approver{number}")
+        ProjectMembership.objects.create(project=world.payments_eu, user=approver, role="approver")
+        Approval.objects.create(deployment=deployment, user=approver, decision="approve", comment="ok")
+        Evaluation.objects.create(
+            deployment=deployment,
+            request_type="deployResume",
+            input_json="{}",
+            decision="pending",
+            engine="x",
+        )
+        DeploymentEvent.objects.create(deployment=deployment, kind="approved", actor=approver)
+        WebhookDelivery.objects.create(webhook=webhook, deployment=deployment, event="ping", body="{}")
+        tokens.create_token(world.alice, f"token {number}")
         parent = Project.objects.create(name=f"p{number}", parent=world.payments)
         child = Project.objects.create(name=f"c{number}", parent=parent)
         policy = make_policy(f"policy {number}", PENDING)
@@ -85,6 +117,7 @@ def policy_with_history(world) -> tuple[int, int]:
     return policy.pk, replay.pk
 
 
+# name -> (api or page, path, who asks: Alice unless said)
 ENDPOINTS = {
     "api projects": ("api", "/api/v1/projects/"),
     "api environments": ("api", "/api/v1/environments/"),
@@ -107,6 +140,27 @@ ENDPOINTS = {
     "page policy catalog": ("page", "/policies/catalog/"),
     "api policy replays": ("api", "/api/v1/policies/{policy}/replays/", "admin"),
     "api policy repositories": ("api", "/api/v1/policy-repositories/", "admin"),
+    "api deployments waiting for me": ("api", "/api/v1/deployments/?view=waiting&search=prod"),
+    "api deployment": ("api", "/api/v1/deployments/{deployment}/"),
+    "api webhooks": ("api", "/api/v1/webhooks/", "admin"),
+    "api webhook deliveries": ("api", "/api/v1/webhooks/{webhook}/deliveries/", "admin"),
+    "api users": ("api", "/api/v1/users/", "admin"),
+    "api tokens": ("api", "/api/v1/tokens/"),
+    "api audit": ("api", "/api/v1/audit/", "admin"),
+    "page queue waiting for me": ("page", "/"),
+    "page queue all, searched and sorted": (
+        "page",
+        "/?view=all&q=e&sort=environment&status=pending_approval",
+    ),
+    "page deployment": ("page", "/deployments/{deployment}/"),
+    "page deployment live": ("page", "/deployments/{deployment}/live/"),
+    "page project": ("page", "/projects/{project}/", "admin"),
+    "page templates": ("page", "/templates/", "admin"),
+    "page template": ("page", "/templates/{template}/", "admin"),
+    "page webhook": ("page", "/webhooks/{webhook}/", "admin"),
+    "page users": ("page", "/users/", "admin"),
+    "page account": ("page", "/account/"),
+    "page audit log": ("page", "/audit/?action=policy.", "admin"),
 }
 
 
@@ -117,9 +171,18 @@ def test_every_endpoint_has_a_budget():
 @pytest.mark.parametrize("name", sorted(ENDPOINTS))
 def test_queries_do_not_grow_with_rows_and_stay_within_budget(world, api, client, name):
     kind, path, *who = ENDPOINTS[name]
-    policy, replay = policy_with_history(world) if "{policy}" in path or "policy" in name else (None, None)
-    path = path.format(environment=world.environment.pk, policy=policy, replay=replay)
     user = getattr(world, who[0] if who else "alice")
+    deployment, webhook = watched(world)
+    policy, replay = policy_with_history(world) if "{policy}" in path or "policy" in name else (None, None)
+    path = path.format(
+        environment=world.environment.pk,
+        deployment=deployment.pk,
+        webhook=webhook.pk,
+        project=world.payments.pk,
+        template=world.template.pk,
+        policy=policy,
+        replay=replay,
+    )
     fetch = api_get(api, user, path) if kind == "api" else page_get(client, user, path)
     grow(world, 2, 0)
     few = count_queries(fetch)

@@ -63,6 +63,8 @@ def test_two_approvals_at_the_same_moment_are_both_recorded_and_release_once(wor
         assert deployment.status == "approved"
         assert deployment.approvals.count() == 2
         assert DeploymentEvent.objects.filter(deployment=deployment, kind="released").count() == 1
+        # Completed, so that the next round's deployment of the environment is evaluated at once.
+        deployments.complete_deployment(deployment, world.bob, "succeeded")
 
 
 def test_more_concurrent_approvals_than_needed_release_once_and_late_ones_are_refused(world):

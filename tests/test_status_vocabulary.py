@@ -31,5 +31,17 @@ def test_the_gates_copy_of_the_statuses_agrees_with_the_platforms():
     assert gate.NOT_YET_EVALUATED < gate.UNDECIDED
 
 
-def test_only_waiting_deployments_can_be_cancelled():
-    assert choices.CANCELLABLE_STATUSES == choices.WAITING_STATUSES
+def test_waiting_deployments_and_unfinished_releases_can_be_cancelled():
+    assert choices.CANCELLABLE_STATUSES == choices.WAITING_STATUSES | choices.UNFINISHED_RELEASE_STATUSES
+
+
+def test_what_a_newer_deployment_supersedes_is_what_still_waits():
+    assert choices.SUPERSEDABLE_STATUSES == choices.WAITING_STATUSES
+    assert {"expired", "superseded"} <= choices.FINAL_STATUSES - choices.RELEASED_STATUSES
+
+
+def test_the_api_offers_every_status_to_filter_on():
+    from policies_app.api.views.deployments import DeploymentFilter
+
+    offered = {value for value, _ in DeploymentFilter.base_filters["status"].extra["choices"]}
+    assert offered == set(DeploymentStatus.values)

@@ -143,15 +143,16 @@ def test_the_queue_filters_by_status_and_environment(client, world):
     make_deployment(world)
     alice = client_for(client, world.alice)
 
-    by_status = alice.get(reverse("web:deployment-queue"), {"status": "approved"})
+    by_status = alice.get(reverse("web:deployment-queue"), {"view": "all", "status": "approved"})
     assert {d.pk for d in by_status.context["page"].object_list} == {approved_prod.pk, approved_staging.pk}
 
     by_both = alice.get(
-        reverse("web:deployment-queue"), {"status": "approved", "environment": other_environment.pk}
+        reverse("web:deployment-queue"),
+        {"view": "all", "status": "approved", "environment": other_environment.pk},
     )
     assert [d.pk for d in by_both.context["page"].object_list] == [approved_staging.pk]
 
-    every_status = alice.get(reverse("web:deployment-queue"), {"status": ""})
+    every_status = alice.get(reverse("web:deployment-queue"), {"view": "all", "status": ""})
     assert len(every_status.context["page"].object_list) == 3
 
 
@@ -198,7 +199,7 @@ def test_an_approver_sees_the_deployment_with_its_reasons_evaluations_events_and
     assert reverse("web:evaluation-input", args=[deployment.pk, evaluation.pk]) in html
     assert "fine by security" in html
     assert "Triggered" in html and "by cd" in html
-    assert response.context["may_approve"] is True
+    assert response.context["actions"].may_decide is True
     assert 'value="approve"' in html and 'value="reject"' in html
 
 
@@ -209,14 +210,14 @@ def test_a_deployer_or_viewer_sees_the_deployment_without_approve_buttons(client
         reverse("web:deployment-detail", args=[deployment.pk])
     )
     assert response.status_code == 200
-    assert response.context["may_approve"] is False
+    assert response.context["actions"].may_decide is False
     assert 'value="approve"' not in response.content.decode()
 
 
 def test_an_approver_is_not_offered_buttons_once_the_deployment_is_decided(client, world):
     deployment = make_deployment(world, status="approved")
     response = client_for(client, world.alice).get(reverse("web:deployment-detail", args=[deployment.pk]))
-    assert response.context["may_approve"] is False
+    assert response.context["actions"].may_decide is False
 
 
 def test_an_outsider_gets_not_found_for_a_deployment(client, world):

@@ -5,15 +5,28 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db.models import Manager, QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .. import access
-from ..choices import DeploymentType, RegoVersion, Role, TriggerName
+from ..choices import (
+    DeploymentStatus,
+    DeploymentType,
+    EmailMode,
+    OrganisationRole,
+    RegoVersion,
+    Role,
+    TriggerName,
+)
+from ..deployments import pending_expiry_hours, queued_reason
 from ..environments import masked
 from ..evaluation import approves_automatically
 from ..models import (
+    ApiToken,
     Approval,
     ApprovalPolicy,
+    AuditEntry,
     Deployment,
     Enforcement,
     Environment,
@@ -24,6 +37,8 @@ from ..models import (
     ProjectMembership,
     Team,
     Template,
+    Webhook,
+    WebhookDelivery,
 )
 from ..policies import activation_refusal
 from ..tree import ProjectTree
@@ -72,6 +87,13 @@ class ProjectSerializer(TreeSerializerMixin, serializers.ModelSerializer):
         read_only=True,
         help_text="Whether this project or a parent lets deployers approve their own deployments.",
     )
+    pending_expiry_hours = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        help_text="Hours a deployment may wait for approval; null inherits the parent's or the default.",
+    )
+    effective_pending_expiry_hours = serializers.FloatField(read_only=True)
 
     class Meta:
         model = Project
@@ -85,6 +107,8 @@ class ProjectSerializer(TreeSerializerMixin, serializers.ModelSerializer):
             "inherited_policies",
             "allow_self_approval",
             "self_approval_allowed",
+            "pending_expiry_hours",
+            "effective_pending_expiry_hours",
             "created_at",
         ]
         read_only_fields = ["created_at"]
@@ -108,6 +132,8 @@ class ProjectSerializer(TreeSerializerMixin, serializers.ModelSerializer):
             ),
             "allow_self_approval": project.allow_self_approval,
             "self_approval_allowed": tree.self_approval_allowed(project),
+            "pending_expiry_hours": project.pending_expiry_hours,
+            "effective_pending_expiry_hours": pending_expiry_hours(tree, project),
             "created_at": serializers.DateTimeField().to_representation(project.created_at),
         }
 
@@ -461,6 +487,12 @@ class DeploymentSerializer(serializers.ModelSerializer):
     cost_estimation = serializers.SerializerMethodField()
     evaluations = EvaluationSerializer(many=True, read_only=True)
     approvals = ApprovalSerializer(many=True, read_only=True)
+    queued_reason = serializers.SerializerMethodField(
+        help_text="Why a queued deployment is not evaluated yet (an earlier release is unfinished)."
+    )
+    approvers_to_act = serializers.SerializerMethodField(
+        help_text="Who may still approve or reject (a single deployment only; null in lists)."
+    )
 
     class Meta:
         model = Deployment
@@ -481,9 +513,28 @@ class DeploymentSerializer(serializers.ModelSerializer):
             "approvals",
             "created_at",
             "pending_since",
+            "expires_at",
             "released_at",
             "completed_at",
+            "superseded_by",
+            "queued_behind",
+            "queued_reason",
+            "approvers_to_act",
         ]
+
+    def get_queued_reason(self, deployment: Deployment) -> str | None:
+        if deployment.status == "queued" and deployment.queued_behind_id:
+            return queued_reason(deployment.queued_behind_id)
+        return None
+
+    def get_approvers_to_act(self, deployment: Deployment) -> list[str] | None:
+        if not self.context.get("with_progress") or deployment.status != "pending_approval":
+            return None
+        from ..notifications import approvers_still_to_act
+
+        acted = {approval.user_id for approval in deployment.approvals.all()}
+        tree = ProjectTree.around([deployment.environment.project])
+        return [user.username for user in approvers_still_to_act(deployment, tree, acted)]
 
     def get_cost_estimation(self, deployment: Deployment) -> dict:
         return {
@@ -504,3 +555,149 @@ class CompleteDeploymentSerializer(serializers.Serializer):
         if state is not None and not isinstance(state, dict):
             raise serializers.ValidationError("The state must be a JSON object or null.")
         return state
+
+
+@extend_schema_field(OpenApiTypes.INT)
+class VisibleIdField(VisibleRelatedField):
+    """A VisibleRelatedField outside a model serializer, typed for the schema."""
+
+
+class PolicyAttachmentSerializer(serializers.Serializer):
+    policy = VisibleIdField(access.visible_policies, help_text="The id of the policy to attach.")
+
+
+class WebhookSerializer(serializers.ModelSerializer):
+    project = VisibleRelatedField(access.visible_projects)
+    secret = serializers.CharField(
+        write_only=True,
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text="Signs each body (HMAC-SHA256). Empty on create: one is made; on update: kept.",
+    )
+    statuses = serializers.ListField(
+        child=serializers.ChoiceField(choices=DeploymentStatus.choices), required=False
+    )
+
+    class Meta:
+        model = Webhook
+        fields = ["id", "project", "name", "url", "secret", "format", "statuses", "active", "created_at"]
+        read_only_fields = ["created_at"]
+        validators = []
+
+
+class WebhookCreatedSerializer(WebhookSerializer):
+    """The answer to a create: the only time the secret is shown."""
+
+    secret = serializers.CharField(read_only=True)
+
+
+class WebhookDeliverySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = WebhookDelivery
+        fields = [
+            "id",
+            "event",
+            "deployment",
+            "status",
+            "attempts",
+            "response_code",
+            "error",
+            "next_attempt_at",
+            "created_at",
+            "delivered_at",
+            "body",
+        ]
+
+
+class AccountSerializer(serializers.ModelSerializer):
+    organisation_role = serializers.SerializerMethodField()
+
+    class Meta:
+        model = User
+        fields = [
+            "id",
+            "username",
+            "email",
+            "first_name",
+            "last_name",
+            "is_active",
+            "organisation_role",
+            "last_login",
+        ]
+
+    def get_organisation_role(self, account) -> str | None:
+        role = getattr(account, "organisation_role", None)
+        return role.role if role else None
+
+
+class AccountCreateSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    email = serializers.EmailField(required=False, allow_blank=True, default="")
+    first_name = serializers.CharField(required=False, allow_blank=True, default="", max_length=150)
+    last_name = serializers.CharField(required=False, allow_blank=True, default="", max_length=150)
+    password = serializers.CharField(
+        required=False, allow_blank=True, default="", write_only=True, help_text="Empty: invite by email."
+    )
+    organisation_role = serializers.ChoiceField(
+        choices=OrganisationRole.choices, required=False, allow_blank=True, default=""
+    )
+
+
+class AccountChangeSerializer(serializers.Serializer):
+    is_active = serializers.BooleanField(required=False)
+    email = serializers.EmailField(required=False)
+    organisation_role = serializers.ChoiceField(
+        choices=OrganisationRole.choices, required=False, allow_blank=True, help_text='"" takes it away.'
+    )
+
+
+class ApiTokenSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ApiToken
+        fields = ["id", "name", "prefix", "created_at", "last_used_at"]
+        read_only_fields = ["prefix", "created_at", "last_used_at"]
+        validators = []
+
+
+class ApiTokenCreatedSerializer(ApiTokenSerializer):
+    key = serializers.CharField(read_only=True, help_text="Shown this once: only a hash is kept.")
+
+    class Meta(ApiTokenSerializer.Meta):
+        fields = [*ApiTokenSerializer.Meta.fields, "key"]
+
+
+class MeSerializer(serializers.Serializer):
+    username = serializers.CharField(read_only=True)
+    email = serializers.EmailField(read_only=True)
+    email_notifications = serializers.ChoiceField(choices=EmailMode.choices)
+
+
+class AuditEntrySerializer(serializers.ModelSerializer):
+    actor = serializers.CharField(source="actor.username", default=None)
+    target = serializers.CharField(source="target_repr")
+
+    class Meta:
+        model = AuditEntry
+        fields = [
+            "id",
+            "created_at",
+            "actor",
+            "action",
+            "target_type",
+            "target_id",
+            "target",
+            "project",
+            "before",
+            "after",
+        ]
+
+
+class AuditFilterSerializer(serializers.Serializer):
+    actor = serializers.CharField(required=False, allow_blank=True, default="")
+    action = serializers.CharField(required=False, allow_blank=True, default="")
+    target_type = serializers.CharField(required=False, allow_blank=True, default="")
+    project = serializers.IntegerField(required=False, allow_null=True, default=None)
+    since = serializers.DateField(required=False, allow_null=True, default=None)
+    until = serializers.DateField(required=False, allow_null=True, default=None)
+    text = serializers.CharField(required=False, allow_blank=True, default="")

@@ -27,6 +27,16 @@ def count_unauthenticated(request: Any) -> None:
 
 
 class TokenAuthentication(authentication.TokenAuthentication):
+    """A user's named API tokens (tokens.py), and the older one-per-user tokens of DRF."""
+
+    def authenticate_credentials(self, key: str) -> Any:
+        from ..tokens import user_for_key
+
+        user = user_for_key(key)
+        if user is not None:
+            return (user, None)
+        return super().authenticate_credentials(key)
+
     def authenticate(self, request: Any) -> Any:
         try:
             return super().authenticate(request)

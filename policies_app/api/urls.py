@@ -1,6 +1,7 @@
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from .views import deployments, environments, policies, projects, templates
+from .views import accounts, audit, deployments, environments, policies, projects, templates, webhooks
 
 router = DefaultRouter()
 router.register("projects", projects.ProjectViewSet, basename="project")
@@ -10,5 +11,9 @@ router.register("policies", policies.PolicyViewSet, basename="policy")
 router.register("policy-repositories", policies.PolicyRepositoryViewSet, basename="policy-repository")
 router.register("teams", projects.TeamViewSet, basename="team")
 router.register("deployments", deployments.DeploymentViewSet, basename="deployment")
+router.register("webhooks", webhooks.WebhookViewSet, basename="webhook")
+router.register("users", accounts.AccountViewSet, basename="user")
+router.register("tokens", accounts.ApiTokenViewSet, basename="token")
+router.register("audit", audit.AuditEntryViewSet, basename="audit")
 
-urlpatterns = router.urls
+urlpatterns = [path("me/", accounts.MeView.as_view(), name="me"), *router.urls]

@@ -60,6 +60,15 @@ class Deployment(models.Model):
     )
     released_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    # Set when it starts waiting for approvers, from its project's expiry (inherited, or the default).
+    expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="superseded"
+    )
+    # While set (and the deployment queued), it waits for this released deployment to complete.
+    queued_behind = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="queued_after"
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -70,7 +79,10 @@ class Deployment(models.Model):
                 name="deployment_idempotency_key_unique_per_environment",
             )
         ]
-        indexes = [models.Index(fields=["status", "environment"])]
+        indexes = [
+            models.Index(fields=["status", "environment"]),
+            models.Index(fields=["created_at", "id"], name="deployment_created"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.type} #{self.pk} of {self.environment}"

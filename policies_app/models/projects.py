@@ -36,6 +36,12 @@ class Project(models.Model):
         default=False,
         help_text="Let a deployer approve their own deployment (applies to sub-projects too).",
     )
+    pending_expiry_hours = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Hours a deployment may wait for approval before it expires (applies to sub-projects "
+        "that set none; empty: inherited, or the platform's default).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

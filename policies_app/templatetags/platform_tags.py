@@ -1,11 +1,52 @@
-from django import template
+from typing import Any
 
-from ..choices import DECISION_TONES, STATUS_TONES
+from django import template
+from django.utils.html import format_html
+
+from ..choices import APPROVAL_TONES, DECISION_TONES, STATUS_TONES
 
 register = template.Library()
 
 
 @register.filter
 def tone(value: str) -> str:
-    """The colour of a status or a decision (choices.py holds the one mapping)."""
-    return STATUS_TONES.get(value) or DECISION_TONES.get(value) or "neutral"
+    """The colour of a status, a decision or an approval (choices.py holds the one mapping)."""
+    return STATUS_TONES.get(value) or DECISION_TONES.get(value) or APPROVAL_TONES.get(value) or "neutral"
+
+
+@register.simple_tag
+def badge(status: str, label: str = "") -> str:
+    """A coloured badge (what web/_status.html draws), cheap enough for every row of a long list."""
+    return format_html('<span class="badge tone-{}">{}</span>', tone(status), label or status)
+
+
+@register.simple_tag(takes_context=True)
+def waiting_for_me_count(context: dict[str, Any]) -> int:
+    """How many deployments the signed-in user may approve now (the navigation's count)."""
+    from ..queue import count_waiting_for
+
+    return count_waiting_for(context["request"].user)
+
+
+@register.filter
+def reads_audit_log(user: Any) -> bool:
+    from ..audit_log import may_read_audit_log
+
+    return may_read_audit_log(user)
+
+
+@register.filter
+def manages_users(user: Any) -> bool:
+    from ..access import grants
+
+    return grants(user).is_organisation_admin
+
+
+@register.inclusion_tag("web/_policy_attach.html", takes_context=True)
+def policy_attachments(context: dict[str, Any], policy: Any) -> dict[str, Any]:
+    """For the policy page: where the policy is attached (that the user may see), and a form to attach
+    it to a project or template the user may attach it to. ``{% policy_attachments policy %}``."""
+    from ..attachments import attachment_choices
+
+    request = context["request"]
+    return {"request": request, "policy": policy, "choices": attachment_choices(request.user, policy)}

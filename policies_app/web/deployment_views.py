@@ -1,55 +1,118 @@
-"""Pages of deployments: the queue, a deployment with its evaluations, approving, rejecting, cancelling.
-Who may see and do what comes from access.py, what happens from the use cases: a page the user may not
-see answers 404, a refusal of a use case is shown on the page with its status (``_refused``)."""
+"""Pages of deployments: the queue, a deployment with its plan summary and approval progress, approving,
+rejecting, cancelling. Who may see and do what comes from access.py and the use cases: a page the user
+may not see answers 404, a refusal of a use case is shown on the page with its status (``_refused``),
+and the buttons shown are exactly the actions deployments.available_actions allows."""
 
 import json
 from typing import Any
 
+from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Prefetch
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import access
-from ..choices import CANCELLABLE_STATUSES, Capability, DeploymentStatus
-from ..deployments import cancel_deployment, record_approval
+from .. import access, queue
+from ..choices import FINAL_STATUSES, DeploymentStatus, DeploymentType
+from ..deployments import available_actions, cancel_deployment, queued_reason, record_approval
 from ..environments import masked_input
 from ..errors import DomainError
 from ..models import Deployment, PolicyRevision
-from .forms import ApprovalForm, DeploymentFilterForm
+from ..notifications import approvers_still_to_act
+from ..plan_summary import summarise_plan
+from ..tree import ProjectTree
+from .forms import ApprovalForm, QueueFilterForm
 
 QUEUE_PAGE_SIZE = 50
+SORT_COLUMNS = [("-created", "Created"), ("environment", "Environment"), ("status", "Status")]
 
 
 @login_required
 @require_GET
 def deployment_queue(request: HttpRequest) -> HttpResponse:
-    environments = access.visible_environments(request.user)
-    # Without any filter in the URL the queue shows what waits for someone: the pending deployments.
-    data = request.GET if "status" in request.GET else {"status": DeploymentStatus.PENDING_APPROVAL}
-    form = DeploymentFilterForm(data, environments=[(e.pk, str(e)) for e in environments])
-    deployments = access.visible_deployments(request.user)
+    """ "Waiting for me" unless another view is asked for; every filter in the URL, so a view can be shared."""
+    environments = access.visible_environments(request.user).values_list("pk", "project__name", "name")
+    form = QueueFilterForm(
+        request.GET,
+        environments=[(pk, f"{project} / {name}") for pk, project, name in environments],
+        projects=list(access.visible_projects(request.user).values_list("pk", "name")),
+    )
     if form.is_valid():
-        if form.cleaned_data["status"]:
-            deployments = deployments.filter(status=form.cleaned_data["status"])
-        if form.cleaned_data["environment"] is not None:
-            deployments = deployments.filter(environment_id=form.cleaned_data["environment"])
+        filters = form.filters()
+        deployments = queue.deployments_for(request.user, filters)
     else:
-        deployments = deployments.none()
-    page = Paginator(deployments, QUEUE_PAGE_SIZE).get_page(request.GET.get("page"))
+        filters = queue.QueueFilters(view=request.GET.get("view", "waiting"))
+        deployments = Deployment.objects.none()
+    page = Paginator(
+        deployments.select_related("environment__project", "deployer"), QUEUE_PAGE_SIZE
+    ).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
+    without_sort = query.copy()
+    without_sort.pop("sort", None)
+    tabs = query.copy()
+    for key in ("view", "page"):
+        tabs.pop(key, None)
     return render(
         request,
         "web/deployment_queue.html",
-        {"form": form, "page": page, "query": query.urlencode()},
+        {
+            "form": form,
+            "filters": filters,
+            "page": page,
+            "query": query.urlencode(),
+            "query_without_sort": without_sort.urlencode(),
+            "tab_query": tabs.urlencode(),
+            "views": [("waiting", "Waiting for me"), ("mine", "My deployments"), ("all", "All")],
+            "sort_columns": SORT_COLUMNS,
+        },
     )
 
 
 def _visible_deployment(request: HttpRequest, pk: int) -> Deployment:
     return get_object_or_404(access.visible_deployments(request.user), pk=pk)
+
+
+def _live_context(request: HttpRequest, deployment: Deployment) -> dict[str, Any]:
+    """Everything on the page that changes while the deployment moves: status, progress, actions."""
+    project = deployment.environment.project
+    tree = ProjectTree.around([project])
+    approvals = list(deployment.approvals.select_related("user"))
+    acted = {approval.user_id for approval in approvals}
+    actions = available_actions(request.user, deployment, tree, acted)
+    evaluations = list(
+        deployment.evaluations.prefetch_related(
+            Prefetch("policy_revisions", queryset=PolicyRevision.objects.select_related("policy"))
+        )
+    )
+    pending = deployment.status == DeploymentStatus.PENDING_APPROVAL
+    return {
+        "deployment": deployment,
+        "project_name": tree.full_name(project),
+        "approvals": approvals,
+        "still_to_act": approvers_still_to_act(deployment, tree, acted) if pending else [],
+        "latest_evaluation": evaluations[-1] if evaluations else None,
+        "older_evaluations": list(reversed(evaluations[:-1])),
+        "events": deployment.events.select_related("actor"),
+        "actions": actions,
+        "is_destroy": deployment.type == DeploymentType.DESTROY,
+        "queued_reason": queued_reason(deployment.queued_behind_id)
+        if deployment.status == DeploymentStatus.QUEUED and deployment.queued_behind_id
+        else "",
+        "revision": deployment.revision or deployment.environment.template.revision,
+        "revision_from_template": not deployment.revision and bool(deployment.environment.template.revision),
+        "summary": summarise_plan(deployment.plan),
+        "version": live_version(deployment, len(approvals), len(evaluations)),
+        "final": deployment.status in FINAL_STATUSES,
+    }
+
+
+def live_version(deployment: Deployment, approvals: int, evaluations: int) -> str:
+    return f"{deployment.status}:{deployment.updated_at.timestamp()}:{approvals}:{evaluations}"
 
 
 def _render_deployment(
@@ -60,23 +123,11 @@ def _render_deployment(
     error: str = "",
     status: int = 200,
 ) -> HttpResponse:
-    project = deployment.environment.project
-    pending = deployment.status == DeploymentStatus.PENDING_APPROVAL
-    held = access.grants(request.user)
-    evaluations = deployment.evaluations.prefetch_related(
-        Prefetch("policy_revisions", queryset=PolicyRevision.objects.select_related("policy"))
-    )
-    context: dict[str, Any] = {
-        "deployment": deployment,
-        "project": project,
-        "evaluations": evaluations,
-        "approvals": deployment.approvals.select_related("user"),
-        "events": deployment.events.select_related("actor"),
-        "pinned_revisions": deployment.policy_revisions.select_related("policy"),
-        "may_approve": pending and held.can(Capability.APPROVE, project),
-        "may_cancel": deployment.status in CANCELLABLE_STATUSES and held.can(Capability.DEPLOY, project),
+    context = {
+        **_live_context(request, deployment),
         "approval_form": form or ApprovalForm(),
         "error": error,
+        "poll_ms": int(settings.DEPLOYMENT_PAGE_POLL_SECONDS * 1000),
     }
     return render(request, "web/deployment_detail.html", context, status=status)
 
@@ -88,19 +139,35 @@ def deployment_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
+@require_GET
+def deployment_live(request: HttpRequest, pk: int) -> JsonResponse:
+    """What the page polls: the changing part of the page, and a version to tell whether it changed."""
+    deployment = _visible_deployment(request, pk)
+    context = {**_live_context(request, deployment), "approval_form": ApprovalForm()}
+    html = render_to_string("web/_deployment_live.html", context, request=request)
+    return JsonResponse({"version": context["version"], "final": context["final"], "html": html})
+
+
+@login_required
 @require_POST
 def deployment_decide(request: HttpRequest, pk: int) -> HttpResponse:
     """Approve or reject; record_approval holds every rule (role, self-approval, still pending, once)."""
     deployment = _visible_deployment(request, pk)
-    form = ApprovalForm(request.POST)
+    form = ApprovalForm(request.POST, destroy=deployment.type == DeploymentType.DESTROY)
     if not form.is_valid():
-        return _render_deployment(
-            request, deployment, form=form, error="Choose approve or reject.", status=400
-        )
+        problems = " ".join(error for errors in form.errors.values() for error in errors)
+        return _render_deployment(request, deployment, form=form, error=problems, status=400)
+    decision = form.cleaned_data["decision"]
     try:
-        record_approval(deployment, request.user, form.cleaned_data["decision"], form.cleaned_data["comment"])
+        record_approval(deployment, request.user, decision, form.cleaned_data["comment"])
     except DomainError as refusal:
         return _refused(request, deployment, refusal, form)
+    deployment.refresh_from_db()
+    verb = "approved" if decision == "approve" else "rejected"
+    messages.success(
+        request,
+        f"You {verb} deployment #{deployment.pk}; it is now {deployment.get_status_display().lower()}.",
+    )
     return redirect("web:deployment-detail", pk=deployment.pk)
 
 
@@ -122,6 +189,7 @@ def deployment_cancel(request: HttpRequest, pk: int) -> HttpResponse:
         cancel_deployment(deployment, request.user)
     except DomainError as refusal:
         return _refused(request, deployment, refusal)
+    messages.success(request, f"Deployment #{deployment.pk} is cancelled.")
     return redirect("web:deployment-detail", pk=deployment.pk)
 
 

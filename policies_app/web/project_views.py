@@ -1,18 +1,32 @@
-"""Pages of the project tree and of environments."""
+"""Pages of the project tree, of a project (its settings, members, policies, environments and
+webhooks) and of environments. Anyone who may see a project reads its page; the forms are shown to
+those who may use them, and every change is one use case, which checks again."""
 
 from dataclasses import dataclass, field
+from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.db.models import Q
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
 
-from .. import access
+from .. import access, environments, projects, webhooks
+from ..access import Grants
+from ..choices import Capability
+from ..deployments import pending_expiry_hours
 from ..environments import masked
-from ..models import ApprovalPolicy, Environment, Project
+from ..errors import Invalid
+from ..models import ApprovalPolicy, Environment, Project, ProjectMembership, Team
+from ..state_summary import summarise_state
 from ..tree import InheritedPolicy, ProjectTree, tree_for
+from .admin_forms import EnvironmentForm, MemberForm, PolicyChoiceForm, ProjectForm, WebhookForm
+from .common import act
 
 RECENT_DEPLOYMENTS = 20
+User = get_user_model()
 
 
 @dataclass
@@ -21,6 +35,7 @@ class ProjectNode:
     own_policies: list[ApprovalPolicy]
     inherited_policies: list[InheritedPolicy]
     environments: list[Environment] = field(default_factory=list)
+    members: list[ProjectMembership] = field(default_factory=list)
     children: list["ProjectNode"] = field(default_factory=list)
 
 
@@ -30,15 +45,21 @@ def project_tree(request: HttpRequest) -> HttpResponse:
     visible = list(access.visible_projects(request.user))
     # Loaded around the visible projects, because they inherit from ancestors the user may not see.
     tree = ProjectTree.around(visible)
-    environments: dict[int, list[Environment]] = {}
-    for environment in access.visible_environments(request.user):
-        environments.setdefault(environment.project_id, []).append(environment)
+    environments_by_project: dict[int, list[Environment]] = {}
+    for environment in access.visible_environments(request.user).prefetch_related(
+        "template__approval_policies"
+    ):
+        environments_by_project.setdefault(environment.project_id, []).append(environment)
+    members: dict[int, list[ProjectMembership]] = {}
+    for membership in ProjectMembership.objects.filter(project__in=visible).select_related("user", "team"):
+        members.setdefault(membership.project_id, []).append(membership)
     nodes = {
         project.pk: ProjectNode(
             project,
             [attachment.policy for attachment in tree.own_attachments(project)],
             tree.inherited_policies(project),
-            environments.get(project.pk, []),
+            environments_by_project.get(project.pk, []),
+            members.get(project.pk, []),
         )
         for project in sorted(visible, key=lambda project: project.name.lower())
     }
@@ -46,7 +67,270 @@ def project_tree(request: HttpRequest) -> HttpResponse:
     for node in nodes.values():
         parent = nodes.get(node.project.parent_id)
         (parent.children if parent is not None else roots).append(node)
-    return render(request, "web/project_tree.html", {"roots": roots})
+    held = Grants.of(request.user)
+    may_create = held.is_organisation_admin or any(
+        Capability.ADMINISTER in capabilities for capabilities in held.projects.values()
+    )
+    return render(request, "web/project_tree.html", {"roots": roots, "may_create": may_create})
+
+
+def _parent_choices(user: Any, tree_projects: list[Project]) -> list[tuple[int, str]]:
+    tree = ProjectTree.around(tree_projects)
+    return sorted(((p.pk, tree.full_name(p)) for p in tree_projects), key=lambda choice: choice[1])
+
+
+def _visible_parent(user: Any, pk: int | None) -> Project | None:
+    """The chosen parent, if the user may see it (whether they may place a project there is the use
+    case's to say)."""
+    return access.visible_projects(user).filter(pk=pk).first() if pk is not None else None
+
+
+def _administered(user: Any) -> list[Project]:
+    held = Grants.of(user)
+    return list(access.visible_projects(user).filter(held.capability_filter(Capability.ADMINISTER) or Q()))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_create(request: HttpRequest) -> HttpResponse:
+    held = Grants.of(request.user)
+    administered = _administered(request.user)
+    if not administered and not held.is_organisation_admin:
+        raise Http404("Only project admins create projects.")
+    parents = _parent_choices(request.user, administered)
+    initial_parent = request.GET.get("parent")
+    form = ProjectForm(
+        request.POST or None,
+        parents=parents,
+        root=held.is_organisation_admin,
+        initial={"parent": initial_parent},
+    )
+
+    def page(error: str = "", errors: dict | None = None, status: int = 200) -> HttpResponse:
+        for name, problems in (errors or {}).items():
+            if name in form.fields:
+                form.add_error(name, problems)
+        return render(request, "web/project_form.html", {"form": form, "error": error}, status=status)
+
+    if request.method == "GET":
+        return page()
+    if not form.is_valid():
+        return page(status=400)
+    data = form.cleaned_data
+    parent = _visible_parent(request.user, data["parent"])
+    if data["parent"] is not None and parent is None:
+        return page(errors={"parent": ["Choose a project."]}, status=400)
+    return act(
+        request,
+        lambda: projects.create_project(
+            request.user,
+            name=data["name"],
+            parent=parent,
+            description=data["description"],
+            allow_self_approval=data["allow_self_approval"],
+            pending_expiry_hours=data["pending_expiry_hours"],
+        ),
+        done=f"Project {data['name']} is created.",
+        then=lambda project: reverse("web:project-detail", args=[project.pk]),
+        page=page,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """The project's page; its forms post here with ``action`` naming the one use case to run."""
+    project = get_object_or_404(access.visible_projects(request.user), pk=pk)
+    if request.method == "GET":
+        return _project_page(request, project)
+    action = request.POST.get("action", "")
+    handler = PROJECT_ACTIONS.get(action)
+    if handler is None:
+        return _project_page(request, project, error="Unknown action.", status=400)
+    return handler(request, project)
+
+
+def _project_page(
+    request: HttpRequest,
+    project: Project,
+    *,
+    error: str = "",
+    errors: dict | None = None,
+    status: int = 200,
+    forms: dict[str, Any] | None = None,
+) -> HttpResponse:
+    held = Grants.of(request.user)
+    may_administer = held.can(Capability.ADMINISTER, project)
+    tree = ProjectTree.around([project])
+    attachments = tree.own_attachments(project)
+    forms = forms or {}
+    context: dict[str, Any] = {
+        "project": project,
+        "full_name": tree.full_name(project),
+        "chain": list(reversed(tree.chain(project)))[:-1],
+        "attachments": [(a, projects.may_detach(held, a, tree)) for a in attachments],
+        "inherited": tree.inherited_policies(project),
+        "effective_expiry": pending_expiry_hours(tree, project),
+        "members": project.memberships.select_related("user", "team").order_by("role", "user__username"),
+        "environments": project.environments.select_related("template"),
+        "children": project.children.all(),
+        "may_administer": may_administer,
+        "error": error,
+    }
+    if may_administer:
+        attached = {attachment.policy_id for attachment in attachments}
+        parents = _parent_choices(
+            request.user, [p for p in _administered(request.user) if p.pk != project.pk]
+        )
+        settings_form = forms.get("settings") or ProjectForm(
+            initial={
+                "name": project.name,
+                "description": project.description,
+                "parent": project.parent_id,
+                "allow_self_approval": project.allow_self_approval,
+                "pending_expiry_hours": project.pending_expiry_hours,
+            },
+            parents=parents,
+            root=held.is_organisation_admin or project.parent_id is None,
+        )
+        if project.parent_id and project.parent_id not in dict(parents):
+            settings_form.fields["parent"].choices = [
+                *settings_form.fields["parent"].choices,
+                (project.parent_id, tree.full_name(project.parent_id)),
+            ]
+        for name, problems in (errors or {}).items():
+            for form in (settings_form,):
+                if name in form.fields:
+                    form.add_error(name, problems)
+        context.update(
+            settings_form=settings_form,
+            member_form=forms.get("member") or MemberForm(teams=list(Team.objects.values_list("pk", "name"))),
+            policy_form=PolicyChoiceForm(
+                policies=[
+                    (p.pk, p.name) for p in access.visible_policies(request.user).exclude(pk__in=attached)
+                ]
+            ),
+            webhooks=webhooks.visible_webhooks(request.user).filter(project=project),
+            webhook_form=forms.get("webhook") or WebhookForm(initial={"active": True}),
+        )
+    return render(request, "web/project_detail.html", context, status=status)
+
+
+def _project_act(request: HttpRequest, project: Project, action: Any, done: str, forms=None) -> HttpResponse:
+    def page(error: str = "", errors: dict | None = None, status: int = 200) -> HttpResponse:
+        return _project_page(request, project, error=error, errors=errors, status=status, forms=forms)
+
+    return act(request, action, done=done, then=reverse("web:project-detail", args=[project.pk]), page=page)
+
+
+def _invalid(request: HttpRequest, project: Project, form: Any, key: str) -> HttpResponse:
+    problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
+    return _project_page(request, project, error=problems, status=400, forms={key: form})
+
+
+def _change_settings(request: HttpRequest, project: Project) -> HttpResponse:
+    held = Grants.of(request.user)
+    parents = _parent_choices(request.user, [p for p in _administered(request.user) if p.pk != project.pk])
+    if project.parent_id and project.parent_id not in dict(parents):
+        parents.append((project.parent_id, str(project.parent)))
+    form = ProjectForm(
+        request.POST, parents=parents, root=held.is_organisation_admin or not project.parent_id
+    )
+    if not form.is_valid():
+        return _invalid(request, project, form, "settings")
+    data = form.cleaned_data
+    parent = _visible_parent(request.user, data["parent"])
+    if data["parent"] is not None and parent is None:
+        return _project_page(request, project, error="parent: Choose a project.", status=400)
+    return _project_act(
+        request,
+        project,
+        lambda: projects.update_project(
+            request.user,
+            project,
+            name=data["name"],
+            description=data["description"],
+            parent=parent,
+            allow_self_approval=data["allow_self_approval"],
+            pending_expiry_hours=data["pending_expiry_hours"],
+        ),
+        "The project's settings are saved.",
+        forms={"settings": form},
+    )
+
+
+def _add_member(request: HttpRequest, project: Project) -> HttpResponse:
+    form = MemberForm(request.POST, teams=list(Team.objects.values_list("pk", "name")))
+    if not form.is_valid():
+        return _invalid(request, project, form, "member")
+    data = form.cleaned_data
+    member = User.objects.filter(username=data["username"].strip()).first() if data["username"] else None
+    team = Team.objects.filter(pk=data["team"]).first() if data["team"] else None
+
+    def grant():
+        if data["username"] and member is None:
+            raise Invalid({"username": [f"No user is named {data['username']!r}."]})
+        return projects.grant_role(request.user, project, data["role"], member=member, team=team)
+
+    who = data["username"] or (team.name if team else "")
+    return _project_act(request, project, grant, f"{who} is now {data['role']} of {project.name}.")
+
+
+def _remove_member(request: HttpRequest, project: Project) -> HttpResponse:
+    membership = get_object_or_404(project.memberships, pk=request.POST.get("membership", "0") or 0)
+    return _project_act(
+        request,
+        project,
+        lambda: projects.revoke_role(request.user, membership),
+        f"{membership.user or membership.team} is no longer {membership.role} of {project.name}.",
+    )
+
+
+def _attach_policy(request: HttpRequest, project: Project) -> HttpResponse:
+    policy = get_object_or_404(access.visible_policies(request.user), pk=request.POST.get("policy", "0") or 0)
+    return _project_act(
+        request,
+        project,
+        lambda: projects.attach_policy(request.user, project, policy),
+        f"Policy {policy.name} is attached to {project.name} and its sub-projects.",
+    )
+
+
+def _detach_policy(request: HttpRequest, project: Project) -> HttpResponse:
+    policy = get_object_or_404(access.visible_policies(request.user), pk=request.POST.get("policy", "0") or 0)
+    return _project_act(
+        request,
+        project,
+        lambda: projects.detach_policy(request.user, project, policy),
+        f"Policy {policy.name} is detached from {project.name}.",
+    )
+
+
+def _add_webhook(request: HttpRequest, project: Project) -> HttpResponse:
+    form = WebhookForm(request.POST)
+    if not form.is_valid():
+        return _invalid(request, project, form, "webhook")
+    data = form.cleaned_data
+    return _project_act(
+        request,
+        project,
+        lambda: webhooks.create_webhook(request.user, project, **data),
+        f"Webhook {data['name']} is added; it is told of every deployment of {project.name} and below.",
+        forms={"webhook": form},
+    )
+
+
+PROJECT_ACTIONS = {
+    "settings": _change_settings,
+    "add_member": _add_member,
+    "remove_member": _remove_member,
+    "attach_policy": _attach_policy,
+    "detach_policy": _detach_policy,
+    "add_webhook": _add_webhook,
+}
+
+
+# --- environments ---------------------------------------------------------------------------------------
 
 
 @login_required
@@ -59,6 +343,7 @@ def environment_detail(request: HttpRequest, pk: int) -> HttpResponse:
         :RECENT_DEPLOYMENTS
     ]
     tree = tree_for(environment.project)
+    current_state = environment.states.select_related("uploaded_by").order_by("-created_at", "-id").first()
     context = {
         "environment": environment,
         "environment_variables": masked(
@@ -70,6 +355,109 @@ def environment_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "project_name": tree.full_name(environment.project),
         "policies": tree.policy_sources(environment),
         "deployments": deployments,
-        "current_state": environment.current_state,
+        "current_state": current_state,
+        "state": summarise_state(current_state.document) if current_state else None,
+        "may_administer": access.can(request.user, Capability.ADMINISTER, environment.project),
     }
     return render(request, "web/environment_detail.html", context)
+
+
+def _template_choices(user: Any) -> list[tuple[int, str]]:
+    return [(t.pk, f"{t.name} ({t.get_type_display()})") for t in access.visible_templates(user)]
+
+
+def _environment_form_page(
+    request: HttpRequest, form: EnvironmentForm, project: Project, environment: Environment | None
+):
+    def page(error: str = "", errors: dict | None = None, status: int = 200) -> HttpResponse:
+        for name, problems in (errors or {}).items():
+            target = {"sensitive_variables": "sensitive_environment"}.get(name, name)
+            if target in form.fields:
+                form.add_error(target, problems)
+        context = {"form": form, "project": project, "environment": environment, "error": error}
+        return render(request, "web/environment_form.html", context, status=status)
+
+    return page
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def environment_create(request: HttpRequest, project_pk: int) -> HttpResponse:
+    project = get_object_or_404(access.visible_projects(request.user), pk=project_pk)
+    if not access.can(request.user, Capability.ADMINISTER, project):
+        raise Http404("Only admins of this project may do this.")
+    form = EnvironmentForm(request.POST or None, templates=_template_choices(request.user))
+    page = _environment_form_page(request, form, project, None)
+    if request.method == "GET":
+        return page()
+    if not form.is_valid():
+        return page(status=400)
+    data = form.cleaned_data
+    template = access.visible_templates(request.user).get(pk=data["template"])
+    return act(
+        request,
+        lambda: environments.create_environment(
+            request.user,
+            name=data["name"],
+            project=project,
+            template=template,
+            approve_plans_automatically=data["approve_plans_automatically"],
+            environment_variables=data["environment_variables"],
+            terraform_variables=data["terraform_variables"],
+            sensitive_variables=form.sensitive(),
+        ),
+        done=f"Environment {data['name']} is created.",
+        then=lambda environment: reverse("web:environment-detail", args=[environment.pk]),
+        page=page,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def environment_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    environment = get_object_or_404(access.visible_environments(request.user), pk=pk)
+    if not access.can(request.user, Capability.ADMINISTER, environment.project):
+        raise Http404("Only admins of this project may do this.")
+    initial = {
+        "name": environment.name,
+        "template": environment.template_id,
+        "approve_plans_automatically": environment.approve_plans_automatically,
+        "environment_variables": _json(
+            masked(environment.environment_variables, environment.sensitive_names("environment"))
+        ),
+        "terraform_variables": _json(
+            masked(environment.terraform_variables, environment.sensitive_names("terraform"))
+        ),
+        "sensitive_environment": ", ".join(sorted(environment.sensitive_names("environment"))),
+        "sensitive_terraform": ", ".join(sorted(environment.sensitive_names("terraform"))),
+    }
+    form = EnvironmentForm(request.POST or None, initial=initial, templates=_template_choices(request.user))
+    page = _environment_form_page(request, form, environment.project, environment)
+    if request.method == "GET":
+        return page()
+    if not form.is_valid():
+        return page(status=400)
+    data = form.cleaned_data
+    template = access.visible_templates(request.user).get(pk=data["template"])
+    return act(
+        request,
+        lambda: environments.update_environment(
+            request.user,
+            environment,
+            name=data["name"],
+            template=template,
+            approve_plans_automatically=data["approve_plans_automatically"],
+            environment_variables=data["environment_variables"],
+            terraform_variables=data["terraform_variables"],
+            sensitive_variables=form.sensitive(),
+        ),
+        done=f"Environment {data['name']} is saved.",
+        then=reverse("web:environment-detail", args=[environment.pk]),
+        page=page,
+    )
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, indent=2, sort_keys=True) if value else ""

@@ -1,11 +1,20 @@
 from django.urls import path
 
-from . import deployment_views, policy_editor_views, policy_views, project_views
+from . import (
+    account_views,
+    admin_views,
+    deployment_views,
+    policy_editor_views,
+    policy_views,
+    project_views,
+    webhook_views,
+)
 
 app_name = "web"
 urlpatterns = [
     path("", deployment_views.deployment_queue, name="deployment-queue"),
     path("deployments/<int:pk>/", deployment_views.deployment_detail, name="deployment-detail"),
+    path("deployments/<int:pk>/live/", deployment_views.deployment_live, name="deployment-live"),
     path("deployments/<int:pk>/decide/", deployment_views.deployment_decide, name="deployment-decide"),
     path("deployments/<int:pk>/cancel/", deployment_views.deployment_cancel, name="deployment-cancel"),
     path(
@@ -14,7 +23,20 @@ urlpatterns = [
         name="evaluation-input",
     ),
     path("projects/", project_views.project_tree, name="project-tree"),
+    path("projects/new/", project_views.project_create, name="project-create"),
+    path("projects/<int:pk>/", project_views.project_detail, name="project-detail"),
+    path(
+        "projects/<int:project_pk>/environments/new/",
+        project_views.environment_create,
+        name="environment-create",
+    ),
     path("environments/<int:pk>/", project_views.environment_detail, name="environment-detail"),
+    path("environments/<int:pk>/edit/", project_views.environment_edit, name="environment-edit"),
+    path("webhooks/<int:pk>/", webhook_views.webhook_detail, name="webhook-detail"),
+    path("templates/", admin_views.template_list, name="template-list"),
+    path("templates/new/", admin_views.template_create, name="template-create"),
+    path("templates/<int:pk>/", admin_views.template_detail, name="template-detail"),
+    path("media/template-archives/<str:name>", admin_views.template_archive, name="template-archive"),
     path("policies/", policy_views.policy_list, name="policy-list"),
     path("policies/new/", policy_editor_views.policy_edit, name="policy-new"),
     path("policies/catalog/", policy_editor_views.policy_catalog, name="policy-catalog"),
@@ -26,4 +48,10 @@ urlpatterns = [
     path("policies/<int:pk>/publish/", policy_views.policy_publish, name="policy-publish"),
     path("policies/<int:pk>/replays/", policy_views.policy_replay_start, name="policy-replay-start"),
     path("policies/<int:pk>/replays/<int:replay_pk>/", policy_views.policy_replay, name="policy-replay"),
+    path("policies/<int:pk>/attachments/", admin_views.policy_attach, name="policy-attach"),
+    path("users/", admin_views.user_list, name="user-list"),
+    path("users/<int:pk>/", admin_views.user_change, name="user-change"),
+    path("audit/", admin_views.audit_list, name="audit-log"),
+    path("audit/export.<str:kind>", admin_views.audit_export, name="audit-export"),
+    path("account/", account_views.account, name="account"),
 ]

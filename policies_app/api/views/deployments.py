@@ -1,4 +1,5 @@
-"""Deployments: the queue, a deployment's input, and approving, rejecting, cancelling, completing it."""
+"""Deployments: the queue (waiting for me, mine, all; filtered, searched, sorted), a deployment's input
+and plan summary, and approving, rejecting, cancelling, completing it."""
 
 import json
 
@@ -11,10 +12,11 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ... import access, deployments
+from ... import access, deployments, queue
 from ...choices import DeploymentStatus
 from ...environments import masked_input
 from ...models import Deployment, PolicyRevision
+from ...plan_summary import summarise_plan
 from .. import serializers as s
 
 
@@ -28,10 +30,39 @@ def with_details(deployments_queryset):
 
 class DeploymentFilter(filters.FilterSet):
     status = filters.MultipleChoiceFilter(choices=DeploymentStatus.choices)
+    view = filters.ChoiceFilter(
+        choices=[("waiting", "Waiting for me"), ("mine", "My deployments"), ("all", "All")],
+        method="filter_view",
+        label="waiting: what I may approve now; mine: what I triggered",
+    )
+    project = filters.NumberFilter(method="filter_project", label="a project and its sub-projects")
+    deployer = filters.CharFilter(field_name="deployer__username")
+    created_after = filters.DateFilter(field_name="created_at", lookup_expr="date__gte")
+    created_before = filters.DateFilter(field_name="created_at", lookup_expr="date__lte")
+    search = filters.CharFilter(
+        method="filter_search", label="number, revision, environment, project, deployer"
+    )
+    ordering = filters.ChoiceFilter(choices=[(key, key) for key in queue.SORTS], method="filter_ordering")
 
     class Meta:
         model = Deployment
         fields = ["status", "environment", "type"]
+
+    def filter_view(self, deployments, name, value):
+        if value == "waiting":
+            return queue.waiting_for(self.request.user, deployments)
+        if value == "mine":
+            return deployments.filter(deployer=self.request.user)
+        return deployments
+
+    def filter_project(self, deployments, name, value):
+        return deployments.filter(queue.in_project(int(value)))
+
+    def filter_search(self, deployments, name, value):
+        return deployments.filter(queue.search_clause(value))
+
+    def filter_ordering(self, deployments, name, value):
+        return deployments.order_by(*queue.SORTS[value])
 
 
 class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -39,7 +70,45 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     filterset_class = DeploymentFilter
 
     def get_queryset(self):
-        return with_details(access.visible_deployments(self.request.user))
+        deployments = access.visible_deployments(self.request.user)
+        if self.action == "list":
+            deployments = deployments.defer(*queue.LIST_DEFERRED)
+        return with_details(deployments)
+
+    def get_serializer_context(self) -> dict:
+        # One deployment is shown with who may still act on it; a list is not (a query per row).
+        return {**super().get_serializer_context(), "with_progress": self.action != "list"}
+
+    def _shown(self, deployment_id: int) -> Response:
+        deployment = self.get_queryset().get(pk=deployment_id)
+        return Response(s.DeploymentSerializer(deployment, context=self.get_serializer_context()).data)
+
+    @extend_schema(
+        responses=OpenApiResponse(description="The plan as approvers read it: counts and resources")
+    )
+    @action(detail=True, methods=["get"], url_path="plan-summary")
+    def plan_summary(self, request: Request, pk: str | None = None) -> Response:
+        summary = summarise_plan(self.get_object().plan)
+        return Response(
+            {
+                "format": summary.format or None,
+                "headline": summary.headline,
+                "counts": summary.counts,
+                "resources": [
+                    {
+                        "address": r.address,
+                        "type": r.type,
+                        "action": r.action,
+                        "note": r.note,
+                        "attributes": [
+                            {"path": a.path, "before": a.before, "after": a.after, "changed": a.changed}
+                            for a in r.attributes
+                        ],
+                    }
+                    for r in summary.resources
+                ],
+            }
+        )
 
     @extend_schema(responses=OpenApiResponse(description="The full policy input of the latest evaluation"))
     @action(detail=True, methods=["get"])
@@ -61,7 +130,7 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         serializer = s.ApprovalRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         deployments.record_approval(deployment, request.user, decision, serializer.validated_data["comment"])
-        return Response(s.DeploymentSerializer(self.get_queryset().get(pk=deployment.pk)).data)
+        return self._shown(deployment.pk)
 
     @extend_schema(request=s.ApprovalRequestSerializer, responses=s.DeploymentSerializer)
     @action(detail=True, methods=["post"])
@@ -77,7 +146,7 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         deployment = deployments.cancel_deployment(self.get_object(), request.user)
-        return Response(s.DeploymentSerializer(self.get_queryset().get(pk=deployment.pk)).data)
+        return self._shown(deployment.pk)
 
     @extend_schema(request=s.CompleteDeploymentSerializer, responses=s.DeploymentSerializer)
     @action(detail=True, methods=["post"])
@@ -88,4 +157,4 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         deployment = deployments.complete_deployment(
             deployment, request.user, serializer.validated_data["status"], serializer.validated_data["state"]
         )
-        return Response(s.DeploymentSerializer(self.get_queryset().get(pk=deployment.pk)).data)
+        return self._shown(deployment.pk)

@@ -1,5 +1,6 @@
 """Projects and teams."""
 
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
@@ -40,6 +41,30 @@ class ProjectViewSet(UpdateViewSet):
             request.user, project, data["role"], member=data.get("username"), team=data.get("team")
         )
         return Response(s.MembershipReadSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={204: None})
+    @action(detail=True, methods=["delete"], url_path=r"members/(?P<membership_id>[0-9]+)")
+    def remove_member(self, request: Request, pk: str | None = None, membership_id: str = "") -> Response:
+        project = self.get_object()
+        projects.revoke_role(request.user, get_object_or_404(project.memberships, pk=membership_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=s.PolicyAttachmentSerializer, responses=s.ProjectSerializer)
+    @action(detail=True, methods=["post"], url_path="policies")
+    def attach_policy(self, request: Request, pk: str | None = None) -> Response:
+        """Attach a policy to the project (and so to its sub-projects)."""
+        project = self.get_object()
+        serializer = s.PolicyAttachmentSerializer(data=request.data, context={"request": request})
+        serializer.is_valid(raise_exception=True)
+        project = projects.attach_policy(request.user, project, serializer.validated_data["policy"])
+        return Response(s.ProjectSerializer(project).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses=s.ProjectSerializer)
+    @action(detail=True, methods=["delete"], url_path=r"policies/(?P<policy_id>[0-9]+)")
+    def detach_policy(self, request: Request, pk: str | None = None, policy_id: str = "") -> Response:
+        project = self.get_object()
+        policy = get_object_or_404(access.visible_policies(request.user), pk=policy_id)
+        return Response(s.ProjectSerializer(projects.detach_policy(request.user, project, policy)).data)
 
 
 class TeamViewSet(UpdateViewSet):

@@ -1,6 +1,8 @@
 """Templates."""
 
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
+from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
@@ -40,3 +42,20 @@ class TemplateViewSet(UpdateViewSet):
         """Upload the template's files as a .tar.gz or .zip instead of pointing at a repository."""
         template = templates.upload_archive(request.user, self.get_object(), request.FILES.get("archive"))
         return Response(s.TemplateSerializer(template).data)
+
+    @extend_schema(request=s.PolicyAttachmentSerializer, responses=s.TemplateSerializer)
+    @action(detail=True, methods=["post"], url_path="policies")
+    def attach_policy(self, request: Request, pk: str | None = None) -> Response:
+        """Attach a policy to the template (and so to every environment of it)."""
+        template = self.get_object()
+        serializer = s.PolicyAttachmentSerializer(data=request.data, context={"request": request})
+        serializer.is_valid(raise_exception=True)
+        template = templates.attach_policy(request.user, template, serializer.validated_data["policy"])
+        return Response(s.TemplateSerializer(template).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses=s.TemplateSerializer)
+    @action(detail=True, methods=["delete"], url_path=r"policies/(?P<policy_id>[0-9]+)")
+    def detach_policy(self, request: Request, pk: str | None = None, policy_id: str = "") -> Response:
+        template = self.get_object()
+        policy = get_object_or_404(access.visible_policies(request.user), pk=policy_id)
+        return Response(s.TemplateSerializer(templates.detach_policy(request.user, template, policy)).data)

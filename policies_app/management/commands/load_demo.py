@@ -203,7 +203,8 @@ DEPLOYMENTS = [
     },
     {
         "idempotency_key": "demo-over-budget",
-        "environment": "payments-eu-prod",
+        # Another environment: a newer deployment of payments-eu-prod would supersede the pending one.
+        "environment": "payments-staging",
         "revision": "main",
         "plan": demo_plan("aws_db_instance.old"),
         "total_monthly_cost": 1200.00,

@@ -1,0 +1,53 @@
+"""Webhooks of projects: create, change, remove, send a test, read the delivery history."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from ... import webhooks
+from .. import serializers as s
+
+
+class WebhookViewSet(
+    mixins.ListModelMixin,
+    mixins.CreateModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    serializer_class = s.WebhookSerializer
+    filterset_fields = ["project"]
+
+    def get_queryset(self):
+        return webhooks.visible_webhooks(self.request.user)
+
+    @extend_schema(responses={201: s.WebhookCreatedSerializer})
+    def create(self, request: Request, *args, **kwargs) -> Response:
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        webhook = webhooks.create_webhook(request.user, **serializer.validated_data)
+        return Response(s.WebhookCreatedSerializer(webhook).data, status=status.HTTP_201_CREATED)
+
+    def perform_update(self, serializer):
+        data = dict(serializer.validated_data)
+        data.pop("project", None)  # a webhook stays with its project
+        serializer.instance = webhooks.update_webhook(self.request.user, serializer.instance, **data)
+
+    def perform_destroy(self, instance):
+        webhooks.delete_webhook(self.request.user, instance)
+
+    @extend_schema(request=None, responses=s.WebhookDeliverySerializer)
+    @action(detail=True, methods=["post"])
+    def test(self, request: Request, pk: str | None = None) -> Response:
+        """Send a test message now; the answer says how the receiver took it."""
+        delivery = webhooks.send_test(request.user, self.get_object())
+        return Response(s.WebhookDeliverySerializer(delivery).data)
+
+    @extend_schema(responses=s.WebhookDeliverySerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def deliveries(self, request: Request, pk: str | None = None) -> Response:
+        page = self.paginate_queryset(self.get_object().deliveries.all())
+        return self.get_paginated_response(s.WebhookDeliverySerializer(page, many=True).data)

@@ -1,0 +1,38 @@
+from django.conf import settings
+from django.db import models
+
+from ..choices import EmailMode
+
+
+class NotificationPreference(models.Model):
+    """How a user wants to hear that deployments wait for them; without a row, at once."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notification_preference"
+    )
+    email = models.CharField(max_length=20, choices=EmailMode.choices, default=EmailMode.IMMEDIATELY)
+    last_digest_sent_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.email}"
+
+
+class ApprovalRequestEmail(models.Model):
+    """The outbox of "a deployment waits for you" emails: written in the transaction that makes the
+    deployment wait, sent after commit, and sent again by the periodic sweep if that send was lost.
+    Digest rows wait for the user's daily digest."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    deployment = models.ForeignKey("Deployment", on_delete=models.CASCADE, related_name="approval_emails")
+    digest = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "deployment"], name="approval_email_once_per_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"deployment #{self.deployment_id} to {self.user}"
