@@ -449,3 +449,11 @@ def test_the_live_part_of_the_page_changes_version_when_the_deployment_moves(cli
     after = client.get(url).json()
     assert after["version"] != before["version"] and "Approved" in after["html"]
     assert login(client, world.charlie).get(url).status_code == 404
+
+
+def test_the_policy_page_shows_where_it_is_attached_and_offers_to_attach_it(client, world, pat):
+    policy = make_policy("shared rule", ALLOW)
+    world.template.approval_policies.add(policy)
+    page = login(client, pat).get(reverse("web:policy-detail", args=[policy.pk])).content.decode()
+    assert reverse("web:policy-attach", args=[policy.pk]) in page
+    assert f'value="project:{world.payments.pk}"' in page

@@ -12,7 +12,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import access, policy_sources, replay
-from ..choices import Capability
 from ..errors import DomainError
 from ..models import ApprovalPolicy, PolicyModule, PolicyReplay, PolicyRevision, ReplayStatus
 from ..policies import PolicyContent, publish_revision, revision_state, try_revision
@@ -108,15 +107,12 @@ def _render_policy(
     if form is None:
         initial = {"revision": (active or newest).number if newest else None}
         form = DryRunForm(initial=initial, revisions=numbers, deployments=_try_choices(request, policy))
-    held = access.grants(request.user)
     may_author = access.may_author_policies(request.user)
     context = {
         "policy": policy,
         "revisions": revisions,
         "active": active,
         "newest": newest,
-        "projects": [p for p in policy.projects.all() if held.can(Capability.READ, p)],
-        "templates": policy.templates.all(),
         "form": form,
         "result": result,
         "dry_run_error": try_error,
@@ -124,7 +120,7 @@ def _render_policy(
         "may_author": may_author,
         "diff_form": DiffForm(revisions=numbers, initial=_diff_initial(numbers)),
         "replay_form": ReplayForm(revisions=numbers, initial={"revision": numbers[0] if numbers else None}),
-        "replays": _replays(policy) if may_author or held.sees_everything else None,
+        "replays": _replays(policy) if may_author or access.grants(request.user).sees_everything else None,
     }
     return render(request, "web/policy_detail.html", context, status=status)
 
