@@ -27,7 +27,8 @@ def with_details(deployments_queryset):
 
 
 class DeploymentFilter(filters.FilterSet):
-    status = filters.MultipleChoiceFilter(choices=DeploymentStatus.choices)
+    # A column of the row itself: no join can repeat a row, so no DISTINCT (which sorts whole rows).
+    status = filters.MultipleChoiceFilter(choices=DeploymentStatus.choices, distinct=False)
 
     class Meta:
         model = Deployment
