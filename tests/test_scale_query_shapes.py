@@ -5,6 +5,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from policies_app import access
 from policies_app.models import Deployment
 
 pytestmark = pytest.mark.django_db
@@ -20,3 +21,24 @@ def test_the_pending_queue_of_the_api_is_not_made_distinct(world, api):
     assert response.status_code == 200
     assert response.json()["count"] == 1
     assert not [query["sql"] for query in queries if "DISTINCT" in query["sql"].upper()]
+
+
+def test_deployments_are_filtered_by_the_visible_projects_ids_not_by_every_grant_on_every_row(world):
+    """Matching each grant's path against every joined environment cost 30 ms for 20 grants over 20,000
+    environments; the visible projects are found first, and environments matched by project id."""
+    sql = str(access.visible_deployments(world.alice).query)
+    assert '"policies_app_environment"."project_id" IN (SELECT' in sql
+    assert sql.count("LIKE") == 1  # alice's one grant, checked once, inside the subquery
+    assert "LIKE" not in sql.split("IN (SELECT")[0]
+
+
+def test_a_user_sees_the_same_deployments_through_the_subquery(world):
+    elsewhere = world.platform.__class__.objects.create(name="Elsewhere")
+    hidden_environment = world.environment.__class__.objects.create(
+        name="prod", project=elsewhere, template=world.template
+    )
+    seen = Deployment.objects.create(environment=world.environment, deployer=world.bob)
+    Deployment.objects.create(environment=hidden_environment, deployer=world.bob)
+    assert list(access.visible_deployments(world.alice)) == [seen]
+    assert list(access.visible_deployments(world.charlie)) == []
+    assert access.visible_deployments(world.admin).count() == 2
