@@ -42,3 +42,14 @@ def test_a_user_sees_the_same_deployments_through_the_subquery(world):
     assert list(access.visible_deployments(world.alice)) == [seen]
     assert list(access.visible_deployments(world.charlie)) == []
     assert access.visible_deployments(world.admin).count() == 2
+
+
+def test_the_queues_have_an_index_in_their_order():
+    """Deployments in one status, newest first: without this index an organisation admin's queue read and
+    sorted all 10,000 pending deployments for each page of 50 (40 ms; 10 ms with it)."""
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, Deployment._meta.db_table)
+    queue = constraints.get("deployment_queue")
+    assert queue is not None and queue["index"]
+    assert queue["columns"] == ["status", "created_at", "id"]
+    assert queue["orders"] == ["ASC", "DESC", "DESC"]

@@ -70,7 +70,12 @@ class Deployment(models.Model):
                 name="deployment_idempotency_key_unique_per_environment",
             )
         ]
-        indexes = [models.Index(fields=["status", "environment"])]
+        indexes = [
+            models.Index(fields=["status", "environment"]),
+            # The queues: deployments in one status, newest first, a page at a time. Without it a queue
+            # over every environment reads and sorts all deployments in that status for each page.
+            models.Index(fields=["status", "-created_at", "-id"], name="deployment_queue"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.type} #{self.pk} of {self.environment}"
