@@ -5,10 +5,13 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from policies_app import access
+from policies_app import access, deployments
 from policies_app.models import Deployment
+from tests.builders import make_policy
 
 pytestmark = pytest.mark.django_db
+
+TWO_APPROVERS = 'package env0\n\nallow contains "two approvers" if count(input.approvers) >= 2\n'
 
 
 def test_the_pending_queue_of_the_api_is_not_made_distinct(world, api):
@@ -53,3 +56,27 @@ def test_the_queues_have_an_index_in_their_order():
     assert queue is not None and queue["index"]
     assert queue["columns"] == ["status", "created_at", "id"]
     assert queue["orders"] == ["ASC", "DESC", "DESC"]
+
+
+def test_approving_reads_the_details_once_and_never_the_stored_inputs(
+    world, api, django_capture_on_commit_callbacks
+):
+    """An approval loaded the deployment with all its evaluations twice (to decide, then to answer), each
+    with its stored input, which holds the whole plan; the answer shows neither input."""
+    world.platform.approval_policies.add(make_policy("two approvers", TWO_APPROVERS))
+    with django_capture_on_commit_callbacks(execute=True):
+        deployment, _ = deployments.trigger_deployment(world.environment, world.bob)
+    assert deployment.evaluations.count() == 1
+
+    with CaptureQueriesContext(connection) as queries:
+        response = api(world.alice).post(f"/api/v1/deployments/{deployment.pk}/approve/", {}, format="json")
+        listed = api(world.alice).get("/api/v1/deployments/")
+    assert response.status_code == 200 and listed.status_code == 200
+    assert len(response.json()["evaluations"]) == 1
+    assert len(listed.json()["results"][0]["evaluations"]) == 1
+    sql = [query["sql"] for query in queries]
+    assert not [query for query in sql if "input_json" in query]
+    reads = [
+        query for query in sql if query.startswith("SELECT") and 'FROM "policies_app_evaluation"' in query
+    ]
+    assert len(reads) == 2  # one for the approval's answer, one for the list

@@ -14,15 +14,19 @@ from rest_framework.response import Response
 from ... import access, deployments
 from ...choices import DeploymentStatus
 from ...environments import masked_input
-from ...models import Deployment, PolicyRevision
+from ...models import Deployment, Evaluation, PolicyRevision
 from .. import serializers as s
 
 
 def with_details(deployments_queryset):
     """What DeploymentSerializer shows, prefetched: a constant number of queries for any page."""
     revisions = PolicyRevision.objects.select_related("policy")
+    # An evaluation's stored input holds the whole plan (up to the request size limit) and is not shown.
+    evaluations = Evaluation.objects.defer("input_json").prefetch_related(
+        Prefetch("policy_revisions", queryset=revisions)
+    )
     return deployments_queryset.prefetch_related(
-        "approvals__user", Prefetch("evaluations__policy_revisions", queryset=revisions)
+        "approvals__user", Prefetch("evaluations", queryset=evaluations)
     )
 
 
@@ -39,8 +43,17 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     serializer_class = s.DeploymentSerializer
     filterset_class = DeploymentFilter
 
+    # Actions that change a deployment need its row, not what the answer shows: that is loaded once the
+    # change is made (``shown``).
+    ACTIONS_ON_THE_ROW = frozenset({"approve", "reject", "cancel", "complete", "input"})
+
     def get_queryset(self):
-        return with_details(access.visible_deployments(self.request.user))
+        visible = access.visible_deployments(self.request.user)
+        return visible if self.action in self.ACTIONS_ON_THE_ROW else with_details(visible)
+
+    def shown(self, deployment: Deployment) -> Response:
+        visible = with_details(access.visible_deployments(self.request.user))
+        return Response(s.DeploymentSerializer(visible.get(pk=deployment.pk)).data)
 
     @extend_schema(responses=OpenApiResponse(description="The full policy input of the latest evaluation"))
     @action(detail=True, methods=["get"])
@@ -62,7 +75,7 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         serializer = s.ApprovalRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         deployments.record_approval(deployment, request.user, decision, serializer.validated_data["comment"])
-        return Response(s.DeploymentSerializer(self.get_queryset().get(pk=deployment.pk)).data)
+        return self.shown(deployment)
 
     @extend_schema(request=s.ApprovalRequestSerializer, responses=s.DeploymentSerializer)
     @action(detail=True, methods=["post"])
@@ -78,7 +91,7 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         deployment = deployments.cancel_deployment(self.get_object(), request.user)
-        return Response(s.DeploymentSerializer(self.get_queryset().get(pk=deployment.pk)).data)
+        return self.shown(deployment)
 
     @extend_schema(request=s.CompleteDeploymentSerializer, responses=s.DeploymentSerializer)
     @action(detail=True, methods=["post"])
@@ -89,4 +102,4 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         deployment = deployments.complete_deployment(
             deployment, request.user, serializer.validated_data["status"], serializer.validated_data["state"]
         )
-        return Response(s.DeploymentSerializer(self.get_queryset().get(pk=deployment.pk)).data)
+        return self.shown(deployment)
