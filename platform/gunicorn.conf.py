@@ -20,8 +20,9 @@ timeout = int(os.environ.get("GUNICORN_TIMEOUT", "60"))
 graceful_timeout = 30
 keepalive = 5
 
-# Access and error logs to standard output, where honcho, compose and systemd collect them.
-accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-")
+# Access and error logs to standard output, where honcho, compose and systemd collect them
+# (GUNICORN_ACCESS_LOG empty: no access log).
+accesslog = os.environ.get("GUNICORN_ACCESS_LOG", "-") or None
 errorlog = "-"
 
 # X-Forwarded-* headers are believed only from these proxy addresses.
