@@ -80,3 +80,21 @@ def test_approving_reads_the_details_once_and_never_the_stored_inputs(
         query for query in sql if query.startswith("SELECT") and 'FROM "policies_app_evaluation"' in query
     ]
     assert len(reads) == 2  # one for the approval's answer, one for the list
+
+
+def test_the_deployment_list_reads_neither_plans_nor_what_it_does_not_show(world, api):
+    """A page of 100 deployments decoded every plan (up to the request size limit each) and built the
+    environment, project and template of each row, none of which the list shows."""
+    plan = {"format_version": "1.2", "resource_changes": [{"address": "aws_instance.x"}] * 50}
+    Deployment.objects.create(environment=world.environment, deployer=world.bob, plan=plan)
+    with CaptureQueriesContext(connection) as queries:
+        response = api(world.alice).get("/api/v1/deployments/")
+    assert response.status_code == 200
+    assert response.json()["results"][0]["deployer"] == "bob"
+    assert response.json()["results"][0]["environment"] == world.environment.pk
+    rows = [
+        query["sql"] for query in queries if query["sql"].startswith('SELECT "policies_app_deployment"."id"')
+    ]
+    assert len(rows) == 1
+    assert '"policies_app_deployment"."plan"' not in rows[0]
+    assert '"policies_app_template"' not in rows[0]

@@ -25,8 +25,12 @@ def with_details(deployments_queryset):
     evaluations = Evaluation.objects.defer("input_json").prefetch_related(
         Prefetch("policy_revisions", queryset=revisions)
     )
-    return deployments_queryset.prefetch_related(
-        "approvals__user", Prefetch("evaluations", queryset=evaluations)
+    # Nor are the deployment's plan, variables and policy data, nor its environment beyond its id.
+    return (
+        deployments_queryset.select_related(None)
+        .select_related("deployer")
+        .defer("plan", "variables", "policy_data")
+        .prefetch_related("approvals__user", Prefetch("evaluations", queryset=evaluations))
     )
 
 
