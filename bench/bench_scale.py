@@ -570,6 +570,14 @@ def measure_approval_throughput(base: str) -> None:
         ">= 0.5 of the bare endpoint",
         rate >= bare / 2 and failures == 0,
     )
+    # Where the difference lies: reading one deployment through the API (token, visibility, the same
+    # serializer as the approval's answer) at the same concurrency.
+    reads = [("GET", f"/api/v1/deployments/{pk}/", None) for pk in pending]
+    read_rate, read_failures = throughput(base, token_headers("bench-admin"), reads, clients)
+    report(
+        "for comparison: GET /api/v1/deployments/{id}/",
+        f"{read_rate:.0f} requests/s ({read_failures} failed), {read_rate / bare:.2f} of the bare endpoint's rate",
+    )
 
 
 def remove_bench_deployments(since) -> None:
