@@ -259,15 +259,7 @@ def generate(deployments: int, template_repository: Path, seed: int = 8) -> None
     spool.mkdir(exist_ok=True)
 
     # Policies first, through the use case: OPA compiles each one, as on any save.
-    for name, rego in TRIGGER_POLICIES:
-        make = policies.create_policy
-        make(
-            name=name,
-            rego_version="v1",
-            modules=[{"filename": "main.rego", "source": f"package env0\n\n{rego}\n"}],
-        )
-    for number in range(GENERIC_POLICIES):
-        name, rego = generic_policy(number)
+    for name, rego in [*TRIGGER_POLICIES, *map(generic_policy, range(GENERIC_POLICIES))]:
         policies.create_policy(
             name=name,
             rego_version="v1",
