@@ -79,6 +79,9 @@ def main() -> None:
     parser.add_argument("--regenerate", action="store_true", help="drop the bench data and generate it again")
     parser.add_argument("--generate-only", action="store_true")
     parser.add_argument("--requests", type=int, default=60, help="requests per latency figure")
+    parser.add_argument(
+        "--only", choices=sorted(MEASUREMENTS), action="append", help="run only these measurements"
+    )
     args = parser.parse_args()
     if not args.database_url.startswith("postgres"):
         raise SystemExit("Set DATABASE_URL (or --database-url) to a PostgreSQL database of the bench's own.")
@@ -600,11 +603,9 @@ def measure(args) -> None:
     processes, base = start_platform(args.database_url)
     print(f"platform: bin/run-production on {base} (log: {WORK / 'platform.log'})", flush=True)
     try:
-        measure_lists(base, args.requests)
-        measure_effective_policies(base, args.requests)
-        measure_trigger_to_decision(base, 30)
-        measure_concurrent_pipelines(base)
-        measure_approval_throughput(base)
+        for name, run in MEASUREMENTS.items():
+            if not args.only or name in args.only:
+                run(base, args)
     finally:
         stop_platform(processes)
         remove_bench_deployments(since)
@@ -636,6 +637,15 @@ def print_world() -> None:
         + ", ".join(f"{count:,} {table}s" for table, count in counts.items())
         + f"; deepest project at level {depth}; {pending:,} deployments pending approval; database {size}"
     )
+
+
+MEASUREMENTS = {
+    "queues": lambda base, args: measure_lists(base, args.requests),
+    "effective-policies": lambda base, args: measure_effective_policies(base, args.requests),
+    "trigger-to-decision": lambda base, args: measure_trigger_to_decision(base, 30),
+    "pipelines": lambda base, args: measure_concurrent_pipelines(base),
+    "approvals": lambda base, args: measure_approval_throughput(base),
+}
 
 
 if __name__ == "__main__":

@@ -82,6 +82,20 @@ def test_gunicorn_listens_where_honcho_says(monkeypatch):
     assert config["workers"] * config["threads"] >= 2
 
 
+def test_each_web_process_keeps_the_garbage_collector_off_the_requests_path():
+    import gc
+
+    config = runpy.run_path(str(PLATFORM / "gunicorn.conf.py"))
+    thresholds = gc.get_threshold()
+    try:
+        config["post_worker_init"](worker=None)
+        assert gc.get_threshold()[0] >= 10_000
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
+
+
 def test_the_platform_folder_is_not_a_python_package():
     # A package named platform would shadow the standard library's platform module.
     assert not (PLATFORM / "__init__.py").exists()
