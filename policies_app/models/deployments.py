@@ -82,6 +82,9 @@ class Deployment(models.Model):
         indexes = [
             models.Index(fields=["status", "environment"]),
             models.Index(fields=["created_at", "id"], name="deployment_created"),
+            # The queues: deployments in one status, newest first, a page at a time. Without it a queue
+            # over every environment reads and sorts all deployments in that status for each page.
+            models.Index(fields=["status", "-created_at", "-id"], name="deployment_queue"),
         ]
 
     def __str__(self) -> str:

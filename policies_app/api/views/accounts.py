@@ -29,7 +29,7 @@ class AccountViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     @extend_schema(request=s.AccountChangeSerializer, responses=s.AccountSerializer)
     def partial_update(self, request: Request, pk: str | None = None) -> Response:
         """Deactivate or reactivate, change the email or the organisation role."""
-        account = users.get_visible_user(request.user, int(pk))
+        account = self.get_object()
         serializer = s.AccountChangeSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         account = users.change_user(request.user, account, **serializer.validated_data)

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from ... import access, deployments, queue
 from ...choices import DeploymentStatus
 from ...environments import masked_input
-from ...models import Deployment, PolicyRevision
+from ...models import Deployment, Evaluation, PolicyRevision
 from ...plan_summary import summarise_plan
 from .. import serializers as s
 
@@ -23,13 +23,22 @@ from .. import serializers as s
 def with_details(deployments_queryset):
     """What DeploymentSerializer shows, prefetched: a constant number of queries for any page."""
     revisions = PolicyRevision.objects.select_related("policy")
-    return deployments_queryset.prefetch_related(
-        "approvals__user", Prefetch("evaluations__policy_revisions", queryset=revisions)
+    # An evaluation's stored input holds the whole plan (up to the request size limit) and is not shown.
+    evaluations = Evaluation.objects.defer("input_json").prefetch_related(
+        Prefetch("policy_revisions", queryset=revisions)
+    )
+    # Nor are the deployment's plan, variables and policy data, nor its environment beyond its id.
+    return (
+        deployments_queryset.select_related(None)
+        .select_related("deployer")
+        .defer(*queue.LIST_DEFERRED)
+        .prefetch_related("approvals__user", Prefetch("evaluations", queryset=evaluations))
     )
 
 
 class DeploymentFilter(filters.FilterSet):
-    status = filters.MultipleChoiceFilter(choices=DeploymentStatus.choices)
+    # A column of the row itself: no join can repeat a row, so no DISTINCT (which sorts whole rows).
+    status = filters.MultipleChoiceFilter(choices=DeploymentStatus.choices, distinct=False)
     view = filters.ChoiceFilter(
         choices=[("waiting", "Waiting for me"), ("mine", "My deployments"), ("all", "All")],
         method="filter_view",
@@ -69,19 +78,23 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     serializer_class = s.DeploymentSerializer
     filterset_class = DeploymentFilter
 
+    # Actions that change a deployment need its row, not what the answer shows: that is loaded once the
+    # change is made (``shown``).
+    ACTIONS_ON_THE_ROW = frozenset({"approve", "reject", "cancel", "complete", "input", "plan_summary"})
+
     def get_queryset(self):
-        deployments = access.visible_deployments(self.request.user)
-        if self.action == "list":
-            deployments = deployments.defer(*queue.LIST_DEFERRED)
-        return with_details(deployments)
+        visible = access.visible_deployments(self.request.user)
+        return visible if self.action in self.ACTIONS_ON_THE_ROW else with_details(visible)
 
     def get_serializer_context(self) -> dict:
         # One deployment is shown with who may still act on it; a list is not (a query per row).
         return {**super().get_serializer_context(), "with_progress": self.action != "list"}
 
-    def _shown(self, deployment_id: int) -> Response:
-        deployment = self.get_queryset().get(pk=deployment_id)
-        return Response(s.DeploymentSerializer(deployment, context=self.get_serializer_context()).data)
+    def shown(self, deployment: Deployment) -> Response:
+        visible = with_details(access.visible_deployments(self.request.user))
+        return Response(
+            s.DeploymentSerializer(visible.get(pk=deployment.pk), context=self.get_serializer_context()).data
+        )
 
     @extend_schema(
         responses=OpenApiResponse(description="The plan as approvers read it: counts and resources")
@@ -130,7 +143,7 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         serializer = s.ApprovalRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         deployments.record_approval(deployment, request.user, decision, serializer.validated_data["comment"])
-        return self._shown(deployment.pk)
+        return self.shown(deployment)
 
     @extend_schema(request=s.ApprovalRequestSerializer, responses=s.DeploymentSerializer)
     @action(detail=True, methods=["post"])
@@ -146,7 +159,7 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         deployment = deployments.cancel_deployment(self.get_object(), request.user)
-        return self._shown(deployment.pk)
+        return self.shown(deployment)
 
     @extend_schema(request=s.CompleteDeploymentSerializer, responses=s.DeploymentSerializer)
     @action(detail=True, methods=["post"])
@@ -157,4 +170,4 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         deployment = deployments.complete_deployment(
             deployment, request.user, serializer.validated_data["status"], serializer.validated_data["state"]
         )
-        return self._shown(deployment.pk)
+        return self.shown(deployment)
