@@ -4,6 +4,7 @@ import json
 import threading
 
 import pytest
+from django.db import connections
 from django.test import override_settings
 
 from tests.builders import make_policy
@@ -56,13 +57,16 @@ def test_a_dry_run_while_the_dry_run_pool_is_busy_answers_429(world, api, monkey
 
     def occupy() -> None:
         # Retried until it holds the pool's only worker (a probe below may hold it for a moment).
-        for _ in range(100):
-            response = api(world.alice).post(
-                f"/api/v1/policies/{slow.pk}/evaluate/", {"input": {}}, format="json"
-            )
-            if response.status_code != 429:
-                occupied["response"] = response
-                return
+        try:
+            for _ in range(100):
+                response = api(world.alice).post(
+                    f"/api/v1/policies/{slow.pk}/evaluate/", {"input": {}}, format="json"
+                )
+                if response.status_code != 429:
+                    occupied["response"] = response
+                    return
+        finally:
+            connections.close_all()  # this thread's own connection, or the test database outlives the run
 
     thread = threading.Thread(target=occupy)
     thread.start()
