@@ -35,12 +35,7 @@ SORT_COLUMNS = [("-created", "Created"), ("environment", "Environment"), ("statu
 @require_GET
 def deployment_queue(request: HttpRequest) -> HttpResponse:
     """ "Waiting for me" unless another view is asked for; every filter in the URL, so a view can be shared."""
-    environments = access.visible_environments(request.user).values_list("pk", "project__name", "name")
-    form = QueueFilterForm(
-        request.GET,
-        environments=[(pk, f"{project} / {name}") for pk, project, name in environments],
-        projects=list(access.visible_projects(request.user).values_list("pk", "name")),
-    )
+    form = QueueFilterForm(request.GET)
     if form.is_valid():
         filters = form.filters()
         deployments = queue.deployments_for(request.user, filters)
@@ -68,9 +63,24 @@ def deployment_queue(request: HttpRequest) -> HttpResponse:
             "query_without_sort": without_sort.urlencode(),
             "tab_query": tabs.urlencode(),
             "views": [("waiting", "Waiting for me"), ("mine", "My deployments"), ("all", "All")],
+            "narrowed_to": _narrowed_to(request, filters),
             "sort_columns": SORT_COLUMNS,
         },
     )
+
+
+def _narrowed_to(request: HttpRequest, filters: queue.QueueFilters) -> list[tuple[str, str, str]]:
+    """The project and environment the queue is narrowed to, as (what, name, URL without it)."""
+    narrowed = []
+    for key, visible in (("project", access.visible_projects), ("environment", access.visible_environments)):
+        pk = getattr(filters, key)
+        if pk is not None:
+            found = visible(request.user).filter(pk=pk).first()
+            without = request.GET.copy()
+            without.pop(key, None)
+            without.pop("page", None)
+            narrowed.append((key, str(found) if found else f"#{pk}", without.urlencode()))
+    return narrowed
 
 
 def _visible_deployment(request: HttpRequest, pk: int) -> Deployment:

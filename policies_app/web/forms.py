@@ -13,25 +13,16 @@ class QueueFilterForm(forms.Form):
 
     view = forms.ChoiceField(choices=[(v, v) for v in VIEWS], required=False)
     q = forms.CharField(required=False, max_length=200, label="Search")
-    project = forms.TypedChoiceField(coerce=int, required=False, empty_value=None)
-    environment = forms.TypedChoiceField(coerce=int, required=False, empty_value=None)
+    # Set by links from a project's or an environment's page; names are found with the search box. Not
+    # drop-down lists: an organisation has thousands of projects and tens of thousands of environments.
+    project = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
+    environment = forms.IntegerField(required=False, min_value=1, widget=forms.HiddenInput)
     deployer = forms.CharField(required=False, max_length=150)
     type = forms.ChoiceField(choices=[("", "Any type"), *DeploymentType.choices], required=False)
     status = forms.ChoiceField(choices=[("", "Any status"), *DeploymentStatus.choices], required=False)
     since = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
     until = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
     sort = forms.ChoiceField(choices=[(key, key) for key in SORTS], required=False)
-
-    def __init__(
-        self,
-        *args: Any,
-        environments: list[tuple[int, str]] = (),
-        projects: list[tuple[int, str]] = (),
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["environment"].choices = [("", "Any environment"), *environments]
-        self.fields["project"].choices = [("", "Any project"), *projects]
 
     def filters(self) -> QueueFilters:
         data = self.cleaned_data
