@@ -368,17 +368,46 @@ TRIGGER = {
     "cost_estimation": {"total_monthly_cost": 120.0, "monthly_cost_diff": 12.0},
     "variables": {"terraform": {"region": "eu-west-1"}},
 }
-DECIDED = {"pending_approval", "approved", "denied", "error", "rejected", "cancelled", "succeeded", "failed"}
+DECIDED = {
+    "pending_approval",
+    "approved",
+    "denied",
+    "error",
+    "rejected",
+    "cancelled",
+    "succeeded",
+    "failed",
+    "superseded",
+    "expired",
+}
+# Environments the concurrent pipelines deploy, one each: ordinary environments of the organisation.
+PIPELINE_ENVIRONMENTS = range(101, 121)
 
 
-def trigger_and_wait(client: Client, key: str) -> tuple[float, dict]:
+def clear_the_way(environment_ids) -> None:
+    """One release at a time per environment: the generated history leaves some deployments approved and
+    never completed, behind which a new one would wait. The bench's environments start without."""
+    from policies_app.models import Deployment
+
+    Deployment.objects.filter(environment_id__in=list(environment_ids), status="approved").update(
+        status="succeeded"
+    )
+
+
+def finish(client: Client, deployment: dict) -> None:
+    """What a pipeline does after an apply: report it, so the environment's next deployment may go."""
+    if deployment.get("status") == "approved":
+        client.json("POST", f"/api/v1/deployments/{deployment['id']}/complete/", {"status": "succeeded"})
+
+
+def trigger_and_wait(client: Client, key: str, environment: int = MEASURED_ENVIRONMENT) -> tuple[float, dict]:
     """POST a deployment, then poll it every 5 ms until it is decided: the pipeline's wait."""
     import scale_world
 
     started = time.perf_counter()
     status, body = client.json(
         "POST",
-        f"/api/v1/environments/{MEASURED_ENVIRONMENT}/deployments/",
+        f"/api/v1/environments/{environment}/deployments/",
         {**TRIGGER, "plan": scale_world.SMALL_PLAN, "idempotency_key": key, "revision": "main"},
     )
     if status != 201:
@@ -397,10 +426,12 @@ def measure_trigger_to_decision(base: str, count: int) -> None:
 
     print("trigger to decision (small plan, 10 policies, template from a git repository):", flush=True)
     client = Client(base, token_headers("bench-deployer"))
-    trigger_and_wait(client, f"bench-warm-{time.time_ns()}")
+    clear_the_way([MEASURED_ENVIRONMENT])
+    finish(client, trigger_and_wait(client, f"bench-warm-{time.time_ns()}")[1])
     timings, decisions, server = [], {}, []
     for number in range(count):
         elapsed, body = trigger_and_wait(client, f"bench-latency-{time.time_ns()}-{number}")
+        finish(client, body)
         timings.append(elapsed)
         decisions[body["status"]] = decisions.get(body["status"], 0) + 1
         evaluation = Evaluation.objects.filter(deployment_id=body["id"]).order_by("id").first()
@@ -441,7 +472,6 @@ def where_the_time_goes(deployment_id: int) -> None:
 
 
 def measure_concurrent_pipelines(base: str) -> None:
-    import scale_world
     from django.db.models import Count
 
     from policies_app.models import Deployment
@@ -452,23 +482,24 @@ def measure_concurrent_pipelines(base: str) -> None:
     ids: list[int] = []
     lock = threading.Lock()
 
+    clear_the_way(PIPELINE_ENVIRONMENTS)
+
     def pipeline(number: int) -> None:
+        # A pipeline of its own environment: each deployment is triggered, waited for and, when
+        # released, applied and reported, before the next (one release at a time per environment).
         client = Client(base, token_headers("bench-deployer"))
         for deployment in range(10):
-            status, body = client.json(
-                "POST",
-                f"/api/v1/environments/{MEASURED_ENVIRONMENT}/deployments/",
-                {
-                    **TRIGGER,
-                    "plan": scale_world.SMALL_PLAN,
-                    "idempotency_key": f"bench-pipelines-{run}-{number}-{deployment}",
-                },
-            )
+            try:
+                _, body = trigger_and_wait(
+                    client, f"bench-pipelines-{run}-{number}-{deployment}", PIPELINE_ENVIRONMENTS[number]
+                )
+            except SystemExit as failure:
+                with lock:
+                    server_errors.append(str(failure))
+                continue
+            finish(client, body)
             with lock:
-                if status >= 500 or status != 201:
-                    server_errors.append(f"{status} {body}")
-                else:
-                    ids.append(body["id"])
+                ids.append(body["id"])
 
     started = time.perf_counter()
     with ThreadPoolExecutor(20) as pool:
@@ -503,12 +534,12 @@ def pending_to_approve(count: int) -> list[int]:
     from django.contrib.auth.models import User
     from django.utils import timezone
 
-    from policies_app.evaluation import latest_revisions
+    from policies_app.evaluation import active_revisions
     from policies_app.models import Deployment, Environment
     from policies_app.tree import effective_policies
 
     environment = Environment.objects.select_related("project", "template").get(pk=APPROVAL_ENVIRONMENT)
-    revisions = latest_revisions(effective_policies(environment))
+    revisions = active_revisions(effective_policies(environment))
     deployer = User.objects.get(username="bench-deployer")
     now = timezone.now()
     run = time.time_ns()

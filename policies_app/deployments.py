@@ -329,7 +329,11 @@ def evaluate_deployment(deployment_id: int, resume: bool = False) -> None:
                 applying = tree_for(deployment.environment.project).effective_policies(deployment.environment)
                 deployment.policy_revisions.set(active_revisions(applying))
                 Deployment.objects.filter(pk=deployment.pk).update(policies_pinned=True)
-        revisions = list(deployment.policy_revisions.select_related("policy").order_by("policy__name"))
+        revisions = list(
+            deployment.policy_revisions.select_related("policy")
+            .prefetch_related("modules")
+            .order_by("policy__name")
+        )
         verdict = judge(deployment, request_type_for(deployment, resume), revisions)
     except DatabaseError:
         raise  # transient (a restarted database): the task is retried, never recorded as a verdict
