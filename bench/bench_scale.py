@@ -380,8 +380,14 @@ DECIDED = {
     "superseded",
     "expired",
 }
-# Environments the concurrent pipelines deploy, one each: ordinary environments of the organisation.
-PIPELINE_ENVIRONMENTS = range(101, 121)
+
+
+def pipeline_environments() -> list[int]:
+    """Environments the concurrent pipelines deploy, one each: ordinary Terraform environments."""
+    from policies_app.models import Environment
+
+    terraform = Environment.objects.filter(pk__gt=100, template__type="terraform").order_by("pk")
+    return list(terraform.values_list("pk", flat=True)[:20])
 
 
 def clear_the_way(environment_ids) -> None:
@@ -482,16 +488,18 @@ def measure_concurrent_pipelines(base: str) -> None:
     ids: list[int] = []
     lock = threading.Lock()
 
-    clear_the_way(PIPELINE_ENVIRONMENTS)
+    environments = pipeline_environments()
+    clear_the_way(environments)
 
     def pipeline(number: int) -> None:
         # A pipeline of its own environment: each deployment is triggered, waited for and, when
         # released, applied and reported, before the next (one release at a time per environment).
-        client = Client(base, token_headers("bench-deployer"))
+        # As the organisation admin: bench-deployer deploys only on the Bench chain.
+        client = Client(base, token_headers("bench-admin"))
         for deployment in range(10):
             try:
                 _, body = trigger_and_wait(
-                    client, f"bench-pipelines-{run}-{number}-{deployment}", PIPELINE_ENVIRONMENTS[number]
+                    client, f"bench-pipelines-{run}-{number}-{deployment}", environments[number]
                 )
             except SystemExit as failure:
                 with lock:
@@ -514,6 +522,8 @@ def measure_concurrent_pipelines(base: str) -> None:
     decided_after = time.perf_counter() - started
     stored = keys.count()
     statuses = dict(keys.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    for problem in sorted(set(server_errors))[:3]:
+        print(f"    e.g. {problem[:300]}")
     report(
         "triggered",
         f"{len(ids)} accepted of 200 in {triggered:.1f} s ({len(server_errors)} refused or failed)",
