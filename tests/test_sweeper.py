@@ -90,3 +90,29 @@ def test_cancel_works_while_a_deployment_is_evaluating(world, api):
     response = api(world.bob).post(f"/api/v1/deployments/{deployment.pk}/cancel/")
     assert response.status_code == 200
     assert response.json()["status"] == "cancelled"
+
+
+def test_the_periodic_command_runs_every_scheduled_task_in_a_fresh_process(tmp_path):
+    """As bin/run-platform starts it: a process of its own, where no task was imported before."""
+    import subprocess
+    import sys
+
+    from tests.processes import ROOT
+
+    environment = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "PLATFORM_VAR_DIR": str(tmp_path),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+    }
+    for command in (["migrate", "-v0"], ["run_periodic", "--once"]):
+        done = subprocess.run(
+            [sys.executable, "manage.py", *command],
+            cwd=ROOT,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+    assert "failed" not in done.stderr and "NotRegistered" not in done.stderr, done.stderr[-2000:]
