@@ -170,13 +170,16 @@ def test_an_outsider_sees_an_empty_queue(client, world):
     assert list(response.context["page"].object_list) == []
 
 
-def test_the_queue_does_not_offer_environments_the_user_cannot_see(client, world):
+def test_the_queue_narrowed_to_an_environment_the_user_cannot_see_shows_and_names_nothing(client, world):
     hidden_project = Project.objects.create(name="Secret")
     hidden = Environment.objects.create(name="hidden-env", project=hidden_project, template=world.template)
-    response = client_for(client, world.alice).get(reverse("web:deployment-queue"))
-    offered = [value for value, _ in response.context["form"].fields["environment"].choices]
-    assert world.environment.pk in offered
-    assert hidden.pk not in offered
+    Deployment.objects.create(environment=hidden, deployer=world.admin, status="pending_approval")
+    response = client_for(client, world.alice).get(
+        reverse("web:deployment-queue"), {"view": "all", "environment": hidden.pk}
+    )
+    assert list(response.context["page"].object_list) == []
+    assert [name for _, name, _ in response.context["narrowed_to"]] == [f"#{hidden.pk}"]
+    assert "hidden-env" not in response.content.decode()
 
 
 # --- the deployment page -------------------------------------------------------------------------------
