@@ -71,10 +71,6 @@ def span(node: Node) -> tuple[int, int]:
     return start, end
 
 
-def line_of(node: Node) -> int:
-    return body_of(node)["span"]["line"]
-
-
 def children(node: Node) -> Iterator[Node]:
     """The expression nodes directly inside an expression node (queries of comprehensions excluded)."""
     kind = kind_of(node)
