@@ -65,30 +65,49 @@ EVENT_FOR_STATUS = {
 }
 
 
-def move_deployment(deployment_id: int, from_status: str, to_status: str, **fields: Any) -> bool:
-    """Change the status only if it is still ``from_status``; True when this call made the change."""
+def move_deployment(
+    deployment: Deployment | int,
+    from_status: str,
+    to_status: str,
+    *,
+    tree: ProjectTree | None = None,
+    **fields: Any,
+) -> bool:
+    """Change the status only if it is still ``from_status``; True when this call made the change.
+
+    Given the deployment itself (loaded with its environment and project) and its project's tree, the
+    change updates that object and reuses both instead of reading them again."""
     if to_status not in ALLOWED_TRANSITIONS[from_status]:
         raise ValueError(f"a deployment cannot go from {from_status} to {to_status}")
     if to_status == DeploymentStatus.PENDING_APPROVAL:
         fields.setdefault("pending_since", timezone.now())
+    fields = {"status": to_status, "updated_at": timezone.now(), **fields}
+    deployment_id = deployment if isinstance(deployment, int) else deployment.pk
     with transaction.atomic():
-        changed = Deployment.objects.filter(pk=deployment_id, status=from_status).update(
-            status=to_status, updated_at=timezone.now(), **fields
-        )
+        changed = Deployment.objects.filter(pk=deployment_id, status=from_status).update(**fields)
         if changed == 1:
-            _after_status_change(deployment_id, from_status, to_status)
+            if isinstance(deployment, int):
+                deployment = Deployment.objects.select_related("environment__project", "deployer").get(
+                    pk=deployment_id
+                )
+            else:
+                for name, value in fields.items():
+                    setattr(deployment, name, value)
+            _after_status_change(deployment, from_status, to_status, tree)
     return changed == 1
 
 
-def _after_status_change(deployment_id: int, from_status: str, to_status: str) -> None:
+def _after_status_change(
+    deployment: Deployment, from_status: str, to_status: str, tree: ProjectTree | None
+) -> None:
     """What a change of status owes, written in its transaction: nothing is lost if a process dies."""
-    deployment = Deployment.objects.select_related("environment__project", "deployer").get(pk=deployment_id)
-    tree = tree_for(deployment.environment.project)
+    project = deployment.environment.project
+    tree = tree or tree_for(project)
     if to_status == DeploymentStatus.PENDING_APPROVAL:
         deployment.expires_at = deployment.pending_since + timedelta(
-            hours=pending_expiry_hours(tree, deployment.environment.project)
+            hours=pending_expiry_hours(tree, project)
         )
-        Deployment.objects.filter(pk=deployment_id).update(expires_at=deployment.expires_at)
+        Deployment.objects.filter(pk=deployment.pk).update(expires_at=deployment.expires_at)
         notifications.request_approvals(deployment, tree)
     webhooks.queue_status_change(deployment, from_status, to_status, tree)
     if from_status in UNFINISHED_RELEASE_STATUSES and to_status in FINAL_STATUSES:
@@ -259,7 +278,9 @@ def _same_request_or_conflict(existing: Deployment, type: str, revision: str) ->
     return existing
 
 
-def _record_verdict(deployment: Deployment, from_status: str, verdict: Verdict, started_at: Any) -> None:
+def _record_verdict(
+    deployment: Deployment, from_status: str, verdict: Verdict, started_at: Any, tree: ProjectTree | None
+) -> None:
     """Store the evaluation and move the deployment where its decision leads, in one transaction."""
     target = STATUS_FOR_DECISION[verdict.decision]
     with transaction.atomic():
@@ -275,7 +296,10 @@ def _record_verdict(deployment: Deployment, from_status: str, verdict: Verdict, 
             duration_ms=verdict.duration_ms,
             sensitive_variables=deployment.environment.sensitive_variables,
         )
-        evaluation.policy_revisions.set(verdict.revisions)
+        seen = Evaluation.policy_revisions.through
+        seen.objects.bulk_create(
+            seen(evaluation_id=evaluation.pk, policyrevision_id=revision.pk) for revision in verdict.revisions
+        )
         record_event(deployment, EventKind.EVALUATED, detail=f"{verdict.request_type}: {verdict.decision}")
         # Only what this evaluation saw is done: an approval recorded after it started is still due.
         Deployment.objects.filter(pk=deployment.pk, evaluation_due_at__lte=started_at).update(
@@ -287,7 +311,7 @@ def _record_verdict(deployment: Deployment, from_status: str, verdict: Verdict, 
             return
         if target == DeploymentStatus.APPROVED:
             fields["released_at"] = timezone.now()
-        if move_deployment(deployment.pk, from_status, target, **fields):
+        if move_deployment(deployment, from_status, target, tree=tree, **fields):
             event = EVENT_FOR_STATUS.get(target)
             if event:
                 detail = verdict.error or ", ".join(verdict.messages.get(verdict.decision, []))
@@ -308,38 +332,61 @@ def evaluate_deployment(deployment_id: int, resume: bool = False) -> None:
     conditional status change, and work found already done is skipped."""
     from_status = DeploymentStatus.PENDING_APPROVAL if resume else DeploymentStatus.EVALUATING
     started_at = timezone.now()
+    deployment = (
+        Deployment.objects.select_related("environment__project", "environment__template", "deployer")
+        .filter(pk=deployment_id)
+        .first()
+    )
+    if deployment is None:
+        return  # deleted since the task was sent
+    held = deployment.status == DeploymentStatus.QUEUED and deployment.evaluation_due_at is None
+    if held and not resume:
+        return  # held behind an unfinished release: evaluated when that one is done
+    # Loaded once for every status change and the pinning below (None: not needed yet).
+    tree = None if resume or deployment.policies_pinned else tree_for(deployment.environment.project)
     if not resume:
-        if Deployment.objects.filter(
-            pk=deployment_id, status=DeploymentStatus.QUEUED, evaluation_due_at__isnull=True
-        ).exists():
-            return  # held behind an unfinished release: evaluated when that one is done
         # A deployment found already "evaluating" is one whose worker died mid-way and whose task was
         # delivered again: it is evaluated again.
-        move_deployment(deployment_id, DeploymentStatus.QUEUED, DeploymentStatus.EVALUATING)
-    Deployment.objects.filter(pk=deployment_id, status=from_status).update(evaluation_started_at=started_at)
-    deployment = Deployment.objects.select_related(
-        "environment__project", "environment__template", "deployer"
-    ).get(pk=deployment_id)
-    if deployment.status != from_status or deployment.evaluation_due_at is None:
+        started = move_deployment(
+            deployment,
+            DeploymentStatus.QUEUED,
+            DeploymentStatus.EVALUATING,
+            tree=tree,
+            evaluation_started_at=started_at,
+        )
+    else:
+        started = False
+    if not started and not Deployment.objects.filter(
+        pk=deployment_id, status=from_status, evaluation_due_at__isnull=False
+    ).update(evaluation_started_at=started_at):
         return  # already evaluated, or cancelled meanwhile
     try:
-        if not deployment.policies_pinned:
+        if deployment.policies_pinned:
+            revisions = list(
+                deployment.policy_revisions.select_related("policy")
+                .prefetch_related("modules")
+                .order_by("policy__name")
+            )
+        else:
             # Pin the revisions in force now: later edits to a policy do not change a running deployment.
+            assert tree is not None
+            revisions = active_revisions(tree.effective_policies(deployment.environment))
             with transaction.atomic():
-                applying = tree_for(deployment.environment.project).effective_policies(deployment.environment)
-                deployment.policy_revisions.set(active_revisions(applying))
+                pin = Deployment.policy_revisions.through
+                pin.objects.bulk_create(
+                    (
+                        pin(deployment_id=deployment.pk, policyrevision_id=revision.pk)
+                        for revision in revisions
+                    ),
+                    ignore_conflicts=True,  # a redelivered task racing the first one pins the same
+                )
                 Deployment.objects.filter(pk=deployment.pk).update(policies_pinned=True)
-        revisions = list(
-            deployment.policy_revisions.select_related("policy")
-            .prefetch_related("modules")
-            .order_by("policy__name")
-        )
         verdict = judge(deployment, request_type_for(deployment, resume), revisions)
     except DatabaseError:
         raise  # transient (a restarted database): the task is retried, never recorded as a verdict
     except Exception as problem:  # noqa: BLE001 - any other failure must fail closed, never release
         verdict = _failed_closed_verdict(deployment, resume, problem)
-    _record_verdict(deployment, from_status, verdict, started_at)
+    _record_verdict(deployment, from_status, verdict, started_at, tree)
 
 
 def resend_lost_evaluations() -> list[int]:
@@ -373,19 +420,25 @@ def record_approval(
     """An approver approves or rejects a pending deployment; an approval re-evaluates it as a resume."""
     if decision not in ApprovalDecision.values:
         raise Invalid({"decision": [f"Must be one of {', '.join(ApprovalDecision.values)}."]})
-    project = deployment.environment.project
     with transaction.atomic():
-        locked = Deployment.objects.select_for_update().get(pk=deployment.pk)
+        locked = (
+            Deployment.objects.select_for_update(of=("self",))
+            .select_related("environment__project", "deployer")
+            .get(pk=deployment.pk)
+        )
+        project = locked.environment.project
+        tree = tree_for(project)
         acted = set(Approval.objects.filter(deployment=locked).values_list("user_id", flat=True))
-        refusal = refusal_to_decide(user, Grants.of(user), locked, project, tree_for(project), acted)
+        refusal = refusal_to_decide(user, Grants.of(user), locked, project, tree, acted)
         if refusal is not None:
             raise refusal
         approval = Approval.objects.create(deployment=locked, user=user, decision=decision, comment=comment)
         if decision == ApprovalDecision.REJECT:
             move_deployment(
-                locked.pk,
+                locked,
                 DeploymentStatus.PENDING_APPROVAL,
                 DeploymentStatus.REJECTED,
+                tree=tree,
                 evaluation_due_at=None,
             )
             record_event(locked, EventKind.REJECTED, user, comment)
@@ -467,17 +520,15 @@ def cancel_deployment(deployment: Deployment, user: AbstractBaseUser) -> Deploym
     held = Grants.of(user)
     with transaction.atomic():
         locked = (
-            Deployment.objects.select_for_update()
-            .select_related("environment__project")
+            Deployment.objects.select_for_update(of=("self",))
+            .select_related("environment__project", "deployer")
             .get(pk=deployment.pk)
         )
         refusal = refusal_to_cancel(user, held, locked)
         if isinstance(refusal, Forbidden):
             raise refusal
         for from_status in sorted(CANCELLABLE_STATUSES):
-            if move_deployment(
-                deployment.pk, from_status, DeploymentStatus.CANCELLED, evaluation_due_at=None
-            ):
+            if move_deployment(locked, from_status, DeploymentStatus.CANCELLED, evaluation_due_at=None):
                 record_event(deployment, EventKind.CANCELLED, user)
                 audit.record(user, "deployment.cancelled", locked, before={"status": from_status})
                 break

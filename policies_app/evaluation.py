@@ -29,9 +29,15 @@ class PolicyWithoutActiveRevision(Exception):
 
 def active_revisions(policies: list[ApprovalPolicy]) -> list[PolicyRevision]:
     """The revision in force of each policy (its active revision, which a newer draft or a revision whose
-    tests failed does not replace), in one query. Raises PolicyWithoutActiveRevision when one has none
-    (its tests never passed): skipping it would let deployments through that it was attached to stop."""
-    revisions = list(PolicyRevision.objects.filter(active_for__in=policies).order_by("policy_id"))
+    tests failed does not replace), in two queries. Raises PolicyWithoutActiveRevision when one has none
+    (its tests never passed): skipping it would let deployments through that it was attached to stop.
+    Ordered by policy name, with their modules: ready to be evaluated."""
+    revisions = list(
+        PolicyRevision.objects.filter(active_for__in=policies)
+        .select_related("policy")
+        .prefetch_related("modules")
+        .order_by("policy__name")
+    )
     covered = {revision.policy_id for revision in revisions}
     missing = sorted(policy.name for policy in policies if policy.pk not in covered)
     if missing:

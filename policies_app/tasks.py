@@ -5,15 +5,13 @@ from django.db import DatabaseError
 
 from . import notifications, webhooks
 from .deployments import evaluate_deployment, resend_lost_evaluations, sweep_waiting_deployments
-from .models import ApprovalPolicy, Deployment
+from .models import ApprovalPolicy
 from .policy_sources import sync_all_repository_policies, sync_policy
 from .replay import run_replay
 
 
 @shared_task(acks_late=True, autoretry_for=(DatabaseError,), retry_backoff=True, max_retries=8)
 def evaluate_deployment_task(deployment_id: int, resume: bool = False) -> None:
-    if not Deployment.objects.filter(pk=deployment_id).exists():
-        return
     evaluate_deployment(deployment_id, resume=resume)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .models import ApprovalPolicy, Environment, Project, ProjectPolicy
+from .models import ApprovalPolicy, Environment, Project, ProjectPolicy, Webhook
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ class ProjectTree:
     def __init__(self, projects: dict[int, Project], attachments: dict[int, list[ProjectPolicy]]) -> None:
         self.projects = projects
         self.attachments = attachments
+        self._webhooks: dict[int, list[Webhook]] | None = None
 
     @classmethod
     def around(cls, projects: Iterable[Project]) -> ProjectTree:
@@ -80,6 +81,14 @@ class ProjectTree:
                     own.add(attachment.policy_id)
                     inherited.append(InheritedPolicy(attachment.policy, node))
         return inherited
+
+    def active_webhooks(self, project: Project | int) -> list[Webhook]:
+        """The active webhooks of the project and its ancestors (one query, on first use)."""
+        if self._webhooks is None:
+            self._webhooks = {pk: [] for pk in self.projects}
+            for webhook in Webhook.objects.filter(project_id__in=self.projects, active=True).order_by("pk"):
+                self._webhooks[webhook.project_id].append(webhook)
+        return [webhook for node in self.chain(project) for webhook in self._webhooks[node.pk]]
 
     def self_approval_allowed(self, project: Project | int) -> bool:
         return any(node.allow_self_approval for node in self.chain(project))

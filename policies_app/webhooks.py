@@ -217,7 +217,6 @@ def queue_status_change(
     """In the transaction of the status change: one delivery per webhook of the project's chain."""
     project = deployment.environment.project
     tree = tree or tree_for(project)
-    chain = [node.pk for node in tree.chain(project)]
     full_name = tree.full_name(project)
     now = timezone.now()
     deliveries = [
@@ -228,7 +227,7 @@ def queue_status_change(
             body=status_change_body(webhook.format, deployment, full_name, from_status, to_status),
             next_attempt_at=now,
         )
-        for webhook in Webhook.objects.filter(project_id__in=chain, active=True)
+        for webhook in tree.active_webhooks(project)
         if not webhook.statuses or to_status in webhook.statuses
     ]
     if not deliveries:

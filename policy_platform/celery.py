@@ -1,7 +1,7 @@
 import os
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import task_postrun, task_prerun, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "policy_platform.settings")
 
@@ -18,3 +18,16 @@ def start_policy_engine(**_: object) -> None:
     from policies_app.rego.supervisor import warm_up
 
     warm_up(settings.POLICY_ENGINE)
+
+
+@task_prerun.connect
+@task_postrun.connect
+def check_database_connections(sender: object = None, **_: object) -> None:
+    """Around each task, as Django does around each request: a connection past CONN_MAX_AGE, or broken
+    (a restarted database), is closed and the task opens a fresh one; a sound one is kept, checked
+    before its first use. Celery would otherwise reconnect for every task (CELERY_DB_REUSE_MAX)."""
+    if getattr(getattr(sender, "request", None), "is_eager", False):
+        return  # run inside the caller's transaction, whose connection is the caller's business
+    from django.db import close_old_connections
+
+    close_old_connections()

@@ -91,8 +91,9 @@ def _resolve_commit(repository: str, revision: str | None, mirror: Path) -> str:
     wanted = "HEAD" if revision is None else revision
     if wanted.startswith("-") or any(char in wanted for char in " \t\n~^:?*[\\"):
         raise TemplateSourceError(f"revision {revision!r} is not a branch, tag or commit id")
-    if revision is not None and mirror.is_dir() and _has_commit(mirror, revision.lower()):
-        return _peel(mirror, revision.lower())  # a full id we already hold never changes: skip the remote
+    held = _held_commit(mirror, revision.lower()) if revision is not None and mirror.is_dir() else None
+    if held is not None:
+        return held  # a full id we already hold never changes: skip the remote
     # Ask the remote first (cheap, no object transfer): a branch moves, so the mirror cannot answer it.
     # The second pattern asks for the peeled line of an annotated tag (the commit it points at).
     listed = _git(["ls-remote", "--", repository, wanted, f"{wanted}^{{}}"], what=f"listing {repository!r}")
@@ -104,8 +105,9 @@ def _resolve_commit(repository: str, revision: str | None, mirror: Path) -> str:
     if not mirror.is_dir():
         mirror.parent.mkdir(parents=True, exist_ok=True)
         _git(["init", "--bare", "--quiet", str(mirror)], what="creating the repository cache")
-    if commit is not None and _has_commit(mirror, commit):
-        return _peel(mirror, commit)
+    held = _held_commit(mirror, commit) if commit is not None else None
+    if held is not None:
+        return held
     _git(
         [
             "-C",
@@ -144,17 +146,10 @@ def _resolve_commit(repository: str, revision: str | None, mirror: Path) -> str:
         if found.returncode != 0:
             raise TemplateSourceError(f"unknown revision {revision!r} in {repository!r}")
         commit = found.stdout.strip()
-    if not _has_commit(mirror, commit):
+    held = _held_commit(mirror, commit)
+    if held is None:
         raise TemplateSourceError(f"revision {wanted!r} resolved to {commit} but fetching it failed")
-    return _peel(mirror, commit)
-
-
-def _peel(mirror: Path, object_id: str) -> str:
-    """The commit an object id stands for (a tag object peels to its commit; a commit is itself)."""
-    return _git(
-        ["-C", str(mirror), "rev-parse", "--verify", "--end-of-options", f"{object_id}^{{commit}}"],
-        what="reading the repository cache",
-    ).strip()
+    return held
 
 
 def _pick_ref(ls_remote_output: str, wanted: str) -> str | None:
@@ -171,17 +166,29 @@ def _pick_ref(ls_remote_output: str, wanted: str) -> str | None:
     return None
 
 
-def _has_commit(mirror: Path, commit: str) -> bool:
-    if not _FULL_COMMIT.match(commit):
-        return False
+def _held_commit(mirror: Path, object_id: str) -> str | None:
+    """The commit a full object id stands for when the mirror holds it (a tag object peels to its
+    commit; a commit is itself), else None."""
+    if not _FULL_COMMIT.match(object_id):
+        return None
     result = subprocess.run(
-        ["git", "-C", str(mirror), "cat-file", "-e", f"{commit}^{{commit}}"],
+        [
+            "git",
+            "-C",
+            str(mirror),
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            f"{object_id}^{{commit}}",
+        ],
         capture_output=True,
+        text=True,
         env=_git_env(),
         timeout=GIT_TIMEOUT_S,
         check=False,
     )
-    return result.returncode == 0
+    return result.stdout.strip() if result.returncode == 0 else None
 
 
 def _materialise_commit(mirror: Path, commit: str, target: Path) -> None:
@@ -213,22 +220,31 @@ def _materialise_commit(mirror: Path, commit: str, target: Path) -> None:
 
 
 def _is_git_top_level(directory: Path) -> bool:
-    def ask(*arguments: str) -> str | None:
-        result = subprocess.run(
-            ["git", "-C", str(directory), "rev-parse", *arguments],
-            capture_output=True,
-            text=True,
-            env=_git_env(),
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-        return result.stdout.strip() if result.returncode == 0 else None
-
-    if ask("--is-bare-repository") == "true":
-        return Path(ask("--absolute-git-dir") or "/").resolve() == directory.resolve()
-    top_level = ask("--show-toplevel")
-    # A plain directory that merely sits inside some other repository is not that repository.
-    return top_level is not None and Path(top_level).resolve() == directory.resolve()
+    """Whether ``directory`` is a repository itself: a bare one, or a work tree's top level (a plain
+    directory that merely sits inside some other repository is not that repository). One git call."""
+    result = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(directory),
+            "rev-parse",
+            "--is-bare-repository",
+            "--is-inside-work-tree",
+            "--absolute-git-dir",
+            "--show-prefix",
+        ],
+        capture_output=True,
+        text=True,
+        env=_git_env(),
+        timeout=GIT_TIMEOUT_S,
+        check=False,
+    )
+    if result.returncode != 0:
+        return False
+    bare, in_work_tree, git_dir, prefix = (result.stdout.split("\n") + ["", "", "", ""])[:4]
+    if bare == "true":
+        return Path(git_dir).resolve() == directory.resolve()
+    return in_work_tree == "true" and prefix == ""
 
 
 def _git(arguments: list[str], what: str) -> str:

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from ... import access, deployments, queue
 from ...choices import DeploymentStatus
 from ...environments import masked_input
-from ...models import Deployment, Evaluation, PolicyRevision
+from ...models import Approval, Deployment, Evaluation, PolicyRevision
 from ...plan_summary import summarise_plan
 from .. import serializers as s
 
@@ -32,7 +32,10 @@ def with_details(deployments_queryset):
         deployments_queryset.select_related(None)
         .select_related("deployer")
         .defer(*queue.LIST_DEFERRED)
-        .prefetch_related("approvals__user", Prefetch("evaluations", queryset=evaluations))
+        .prefetch_related(
+            Prefetch("approvals", queryset=Approval.objects.select_related("user")),
+            Prefetch("evaluations", queryset=evaluations),
+        )
     )
 
 

@@ -21,7 +21,10 @@ class EnvironmentViewSet(UpdateViewSet):
     filterset_fields = ["project", "template"]
 
     def get_queryset(self):
-        return access.visible_environments(self.request.user).prefetch_related("template__approval_policies")
+        visible = access.visible_environments(self.request.user)
+        if self.action in ("deployments", "state"):
+            return visible  # the environment's row is enough; its policies are not shown
+        return visible.prefetch_related("template__approval_policies")
 
     def perform_create(self, serializer):
         serializer.instance = environments.create_environment(self.request.user, **serializer.validated_data)
