@@ -306,6 +306,8 @@ def _record_verdict(
             evaluation_due_at=None
         )
         fields = {"decision": verdict.decision, "messages": verdict.messages, "error": verdict.error}
+        if verdict.template_commit and not deployment.template_commit:
+            fields["template_commit"] = verdict.template_commit  # what every later evaluation reads
         if target == from_status:
             Deployment.objects.filter(pk=deployment.pk, status=from_status).update(**fields)
             return

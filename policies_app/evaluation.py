@@ -60,6 +60,7 @@ class Verdict:
     error: str = ""
     engine: str = ""
     duration_ms: float = 0.0
+    template_commit: str = ""  # the commit the template's configuration was read at, if any
 
 
 def _verdict_without_policies(deployment: Deployment, request_type: str, input_json: str) -> Verdict:
@@ -83,9 +84,12 @@ def _verdict_without_policies(deployment: Deployment, request_type: str, input_j
 def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevision]) -> Verdict:
     """Build the input once, run every pinned policy revision over it, and combine their decisions."""
     started = time.perf_counter()
-    input_json = json.dumps(build_policy_input(deployment, request_type), separators=(",", ":"))
+    built = build_policy_input(deployment, request_type)
+    input_json = json.dumps(built.document, separators=(",", ":"))
     if not revisions:
-        return _verdict_without_policies(deployment, request_type, input_json)
+        verdict = _verdict_without_policies(deployment, request_type, input_json)
+        verdict.template_commit = built.template_commit
+        return verdict
     revision_by_key = {f"{r.policy_id}@{r.number}": r for r in revisions}
     result = rego.evaluate_policies([policy_source(r) for r in revisions], input_json, **engine_settings())
     result = apply_enforcement(result, enforcement_of(revisions))
@@ -120,6 +124,7 @@ def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevis
         error=str(result.error) if result.error else "",
         engine=result.engine,
         duration_ms=result.duration_ms,
+        template_commit=built.template_commit,
     )
 
 

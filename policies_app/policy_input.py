@@ -2,6 +2,7 @@
 plus the platform's own views of the environment's Terraform state and the template's configuration."""
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,13 +53,18 @@ def _state_view(deployment: Deployment) -> dict[str, Any] | None:
     return tfstate_view(state.document) if state is not None else None
 
 
-def _configuration_view(deployment: Deployment, terraform_variables: dict[str, Any]) -> dict[str, Any] | None:
-    """The template's configuration evaluated statically, when it is Terraform/OpenTofu and readable."""
+def _configuration_view(
+    deployment: Deployment, terraform_variables: dict[str, Any]
+) -> tuple[dict[str, Any] | None, str]:
+    """The template's configuration evaluated statically, when it is Terraform/OpenTofu and readable; and
+    the commit it was read at ("" for an archive or a plain directory). A deployment evaluated before
+    reads the commit its first evaluation read."""
     template = deployment.environment.template
     if template.type not in TERRAFORM_LIKE_TYPES or not (template.repository or template.archive):
-        return None
+        return None, ""
     from .iac.sources import TemplateSourceError, checkout_template, extract_archive, template_source_root
 
+    commit = ""
     try:
         if template.archive:
             with template.archive.open("rb") as archive:
@@ -68,18 +74,20 @@ def _configuration_view(deployment: Deployment, terraform_variables: dict[str, A
                 raise TemplateSourceError(f"path {template.path!r} leaves the uploaded archive")
             source_root = str(root)
         else:
-            directory = checkout_template(
+            checkout = checkout_template(
                 template.repository,
-                deployment.revision or template.revision or None,
+                deployment.template_commit or deployment.revision or template.revision or None,
                 template.path,
                 settings.TEMPLATE_CHECKOUT_DIR,
             )
-            source_root = template_source_root(str(directory), template.path)
+            directory, commit = Path(checkout.directory), checkout.commit or ""
+            source_root = template_source_root(checkout.directory, template.path)
     except (TemplateSourceError, OSError) as problem:
-        return {"outputs": {}, "resources": [], "diagnostics": [_source_diagnostic(str(problem))]}
-    return configuration_view(
+        return {"outputs": {}, "resources": [], "diagnostics": [_source_diagnostic(str(problem))]}, ""
+    view = configuration_view(
         str(directory), terraform_variables, source_root=source_root, provider_schema=template.provider_schema
     )
+    return view, commit
 
 
 def _source_diagnostic(detail: str) -> dict[str, Any]:
@@ -93,7 +101,13 @@ def _source_diagnostic(detail: str) -> dict[str, Any]:
     }
 
 
-def build_policy_input(deployment: Deployment, request_type: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class PolicyInput:
+    document: dict[str, Any]
+    template_commit: str  # the commit the configuration view was read at ("" when none was)
+
+
+def build_policy_input(deployment: Deployment, request_type: str) -> PolicyInput:
     environment = deployment.environment
     template = environment.template
     requested = deployment.variables or {}
@@ -112,6 +126,7 @@ def build_policy_input(deployment: Deployment, request_type: str) -> dict[str, A
     if template.revision:
         template_view["revision"] = template.revision
     approvals = deployment.approvals.filter(decision=ApprovalDecision.APPROVE).select_related("user")
+    configuration, template_commit = _configuration_view(deployment, terraform_variables)
     document: dict[str, Any] = {
         "deploymentRequest": deployment_request,
         "template": template_view,
@@ -128,9 +143,9 @@ def build_policy_input(deployment: Deployment, request_type: str) -> dict[str, A
             "env0": _env0_variables(deployment),
         },
         "state": _state_view(deployment),
-        "configuration": _configuration_view(deployment, terraform_variables),
+        "configuration": configuration,
     }
     if deployment.policy_data is not None:
         # env0 leaves policyData undefined when there is none.
         document["policyData"] = deployment.policy_data
-    return document
+    return PolicyInput(document, template_commit)

@@ -257,6 +257,72 @@ def test_the_configuration_view_is_computed_once_per_commit_and_variables(world,
     assert ConfigurationView.objects.count() == 2
 
 
+REPLICAS_NEED_AN_APPROVAL = """
+package env0
+
+replicas := count([r | some r in input.configuration.resources; r.type == "terraform_data"])
+
+deny contains sprintf("%d replicas is more than 2", [replicas]) if replicas > 2
+pending contains "an approver must look" if {
+    replicas <= 2
+    count(input.approvers) == 0
+}
+allow contains sprintf("%d replicas, approved", [replicas]) if {
+    replicas <= 2
+    count(input.approvers) > 0
+}
+"""
+
+
+def test_an_approval_evaluates_the_commit_the_first_evaluation_read_though_the_branch_moved(
+    world, api, settings, tmp_path
+):
+    import subprocess
+
+    settings.TEMPLATE_CHECKOUT_DIR = str(tmp_path / "checkouts")
+    repository = tmp_path / "repo"
+    world.template.repository = git_repository(repository, {"web/main.tf": CONFIGURATION})
+    world.template.path = "web"
+    world.template.revision = "main"
+    world.template.save()
+    world.platform.approval_policies.add(make_policy("replicas", REPLICAS_NEED_AN_APPROVAL))
+    first_commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repository, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+    waiting = trigger(api(world.bob), world.environment, variables={"terraform": {"replicas": 2}})
+    assert waiting["status"] == "pending_approval", waiting
+    assert waiting_commit(api, world, waiting["id"]) == first_commit
+
+    # The branch moves on while the deployment waits: 2 replicas become 3 and 3 resources.
+    (repository / "web" / "main.tf").write_text(CONFIGURATION.replace("var.replicas", "3"))
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qam", "three"],
+        cwd=repository,
+        check=True,
+    )
+
+    approved = api(world.alice).post(f"/api/v1/deployments/{waiting['id']}/approve/", {}, format="json")
+    assert approved.status_code == 200, approved.content
+    decided = api(world.bob).get(f"/api/v1/deployments/{waiting['id']}/").json()
+    # The resume read the files the first evaluation read, not what main holds now.
+    assert decided["status"] == "approved", decided
+    assert decided["messages"]["allow"] == ["2 replicas, approved"]
+    assert decided["template_commit"] == first_commit
+
+    # A new deployment of main reads the new commit.
+    api(world.bob).post(
+        f"/api/v1/deployments/{waiting['id']}/complete/", {"status": "succeeded"}, format="json"
+    )
+    newer = trigger(api(world.bob), world.environment, variables={"terraform": {"replicas": 2}})
+    assert newer["status"] == "denied", newer
+    assert waiting_commit(api, world, newer["id"]) not in ("", first_commit)
+
+
+def waiting_commit(api, world, deployment_id: int) -> str:
+    return api(world.bob).get(f"/api/v1/deployments/{deployment_id}/").json()["template_commit"]
+
+
 def test_a_plain_directory_template_is_evaluated_afresh_each_time(
     world, api, template_dir, settings, tmp_path
 ):

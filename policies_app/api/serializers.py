@@ -502,6 +502,7 @@ class DeploymentSerializer(serializers.ModelSerializer):
             "type",
             "trigger_name",
             "revision",
+            "template_commit",
             "status",
             "decision",
             "messages",

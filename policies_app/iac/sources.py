@@ -34,6 +34,7 @@ import tarfile
 import tempfile
 import zipfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 GIT_TIMEOUT_S = 300
@@ -53,8 +54,14 @@ class TemplateSourceError(ValueError):
 # ---------------------------------------------------------------------------------------------- git
 
 
-def checkout_template(repository: str, revision: str | None, path: str, cache_dir: str) -> str:
-    """Return the absolute directory of ``path`` inside ``repository`` at ``revision``.
+@dataclass(frozen=True)
+class Checkout:
+    directory: str  # the absolute directory of the template's path
+    commit: str | None  # the commit it was read at; None for a plain local directory
+
+
+def checkout_template(repository: str, revision: str | None, path: str, cache_dir: str) -> Checkout:
+    """The absolute directory of ``path`` inside ``repository`` at ``revision``, and that commit.
 
     ``repository`` is a git URL (https://, ssh://, git@host:..., file://), a local git repository, or
     a plain local directory (then ``revision`` must be None and the directory is used in place).
@@ -72,7 +79,7 @@ def checkout_template(repository: str, revision: str | None, path: str, cache_di
                 raise TemplateSourceError(
                     f"repository {repository!r} is a plain directory: it has no revision {revision!r}"
                 )
-            return _inside(local.resolve(), relative, f"path {path!r}")
+            return Checkout(_inside(local.resolve(), relative, f"path {path!r}"), None)
         repository = str(local.resolve())
 
     cache = Path(cache_dir).resolve()
@@ -83,7 +90,7 @@ def checkout_template(repository: str, revision: str | None, path: str, cache_di
     target = cache / commit
     if not target.is_dir():
         _materialise_commit(mirror, commit, target)
-    return _inside(target, relative, f"path {path!r} at commit {commit[:12]}")
+    return Checkout(_inside(target, relative, f"path {path!r} at commit {commit[:12]}"), commit)
 
 
 def _resolve_commit(repository: str, revision: str | None, mirror: Path) -> str:

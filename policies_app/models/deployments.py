@@ -32,6 +32,12 @@ class Deployment(models.Model):
     type = models.CharField(max_length=10, choices=DeploymentType.choices, default=DeploymentType.DEPLOY)
     trigger_name = models.CharField(max_length=30, choices=TriggerName.choices, default=TriggerName.USER)
     revision = models.CharField(max_length=200, blank=True)
+    template_commit = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="The commit of the template's repository its first evaluation read: later evaluations "
+        "(after each approval) read the same files, however the branch moved meanwhile.",
+    )
     plan = models.JSONField(null=True, blank=True)
     total_monthly_cost = models.FloatField(null=True, blank=True)
     monthly_cost_diff = models.FloatField(null=True, blank=True)

@@ -68,8 +68,10 @@ def main_tf(directory: str) -> str:
 
 def test_it_checks_out_the_default_branch_when_no_revision_is_given(repo, tmp_path):
     cache = tmp_path / "cache"
-    directory = checkout_template(repo["url"], None, "stacks/web", str(cache))
+    checkout = checkout_template(repo["url"], None, "stacks/web", str(cache))
+    directory = checkout.directory
 
+    assert checkout.commit == repo["second"]
     assert Path(directory).is_absolute()
     assert directory == str((cache / repo["second"] / "stacks" / "web").resolve())
     assert '"v2"' in main_tf(directory)
@@ -84,25 +86,27 @@ def test_it_checks_out_the_default_branch_when_no_revision_is_given(repo, tmp_pa
     ],
 )
 def test_it_resolves_tags_and_branches_to_commits(repo, tmp_path, revision, expected_commit, resource):
-    directory = checkout_template(repo["url"], revision, "stacks/web", str(tmp_path / "cache"))
+    checkout = checkout_template(repo["url"], revision, "stacks/web", str(tmp_path / "cache"))
+    directory = checkout.directory
+    assert checkout.commit == repo[expected_commit]
     assert Path(directory).parent.parent.name == repo[expected_commit]
     assert f'"{resource}"' in main_tf(directory)
 
 
 def test_it_accepts_full_and_abbreviated_commit_ids_and_a_local_repository_path(repo, tmp_path):
     cache = str(tmp_path / "cache")
-    by_full = checkout_template(repo["url"], repo["feature"], "stacks/web", cache)
-    by_short = checkout_template(str(repo["path"]), repo["first"][:10], "stacks/web", cache)
+    by_full = checkout_template(repo["url"], repo["feature"], "stacks/web", cache).directory
+    by_short = checkout_template(str(repo["path"]), repo["first"][:10], "stacks/web", cache).directory
     assert '"feature"' in main_tf(by_full)
     assert '"v1"' in main_tf(by_short)
 
 
 def test_it_follows_a_branch_that_moved_since_the_last_checkout(repo, tmp_path):
     cache = str(tmp_path / "cache")
-    before = checkout_template(repo["url"], "main", "stacks/web", cache)
+    before = checkout_template(repo["url"], "main", "stacks/web", cache).directory
     (repo["path"] / "stacks" / "web" / "main.tf").write_text('resource "terraform_data" "v3" {}\n')
     git(repo["path"], "commit", "--quiet", "-am", "third")
-    after = checkout_template(repo["url"], "main", "stacks/web", cache)
+    after = checkout_template(repo["url"], "main", "stacks/web", cache).directory
 
     assert before != after
     assert '"v3"' in main_tf(after) and '"v2"' in main_tf(before)
@@ -110,7 +114,7 @@ def test_it_follows_a_branch_that_moved_since_the_last_checkout(repo, tmp_path):
 
 def test_the_same_commit_is_checked_out_once_and_reused(repo, tmp_path):
     cache = tmp_path / "cache"
-    first = checkout_template(repo["url"], "main", "stacks/web", str(cache))
+    first = checkout_template(repo["url"], "main", "stacks/web", str(cache)).directory
     marker = Path(first) / "marker-left-by-the-test"
     marker.write_text("still here")
     checkout_root = cache / repo["second"]
@@ -120,13 +124,13 @@ def test_the_same_commit_is_checked_out_once_and_reused(repo, tmp_path):
     fetched_at = (mirror / "FETCH_HEAD").stat().st_mtime_ns
 
     # Same commit through another name (full id), another path and the local-path form of the URL.
-    again = checkout_template(repo["url"], repo["second"], "stacks", str(cache))
+    again = checkout_template(repo["url"], repo["second"], "stacks", str(cache)).directory
     assert Path(again) == Path(first).parent
     assert marker.read_text() == "still here"
     assert checkout_root.stat().st_ino == inode
     assert mirror.stat().st_ino == mirror_inode
     # The branch name again: the remote is asked where main points, but nothing is fetched.
-    assert checkout_template(repo["url"], "main", "stacks/web", str(cache)) == first
+    assert checkout_template(repo["url"], "main", "stacks/web", str(cache)).directory == first
     assert (mirror / "FETCH_HEAD").stat().st_mtime_ns == fetched_at
     assert sorted(p.name for p in cache.iterdir() if not p.name.startswith(".")) == [repo["second"]]
 
@@ -179,9 +183,9 @@ def test_it_refuses_a_commit_holding_a_symlink_out_of_the_template(repo, tmp_pat
 def test_a_plain_directory_is_used_in_place_and_has_no_revisions(tmp_path):
     plain = tmp_path / "plain" / "stack"
     plain.mkdir(parents=True)
-    assert checkout_template(str(tmp_path / "plain"), None, "stack", str(tmp_path / "cache")) == str(
-        plain.resolve()
-    )
+    checkout = checkout_template(str(tmp_path / "plain"), None, "stack", str(tmp_path / "cache"))
+    assert checkout.directory == str(plain.resolve())
+    assert checkout.commit is None
     with pytest.raises(TemplateSourceError, match="plain directory: it has no revision 'main'"):
         checkout_template(str(tmp_path / "plain"), "main", "stack", str(tmp_path / "cache"))
 
