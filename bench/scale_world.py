@@ -445,7 +445,7 @@ def generate(deployments: int, template_repository: Path, seed: int = 8) -> None
     # Templates: 1 is the measured one (a local git repository, 2 policies); a third of the rest have one.
     template_policies: dict[int, list[int]] = {1: trigger_ids[:2]}
     out["template"].add(
-        1, "bench network", "terraform", str(template_repository), "network", "main", "", now - SPAN
+        1, "bench network", "terraform", template_repository.as_uri(), "network", "main", "", now - SPAN
     )
     for pk in range(2, TEMPLATES + 1):
         # No repository: the bench reaches no network (their evaluations have no configuration view).

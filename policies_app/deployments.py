@@ -203,11 +203,15 @@ def trigger_deployment(
             # Triggers of one environment are serialised: each sees the one before it.
             Environment.objects.select_for_update().filter(pk=environment.pk).first()
             now = timezone.now()
-            release = (
-                Deployment.objects.filter(environment=environment, status__in=UNFINISHED_RELEASE_STATUSES)
-                .order_by("-released_at", "-id")
-                .first()
+            # The deployments the new one may wait behind (a release) or replace (older waiting ones).
+            earlier = list(
+                Deployment.objects.filter(
+                    environment=environment, status__in=UNFINISHED_RELEASE_STATUSES | SUPERSEDABLE_STATUSES
+                )
+                .order_by(F("released_at").desc(nulls_last=True), "-id")
+                .values_list("pk", "status")
             )
+            release = next((pk for pk, status in earlier if status in UNFINISHED_RELEASE_STATUSES), None)
             deployment = Deployment.objects.create(
                 environment=environment,
                 deployer=deployer,
@@ -222,12 +226,14 @@ def trigger_deployment(
                 idempotency_key=idempotency_key,
                 evaluation_due_at=None if release else now,
                 evaluation_enqueued_at=None if release else now,
-                queued_behind=release,
+                queued_behind_id=release,
             )
             record_event(deployment, EventKind.TRIGGERED, deployer, f"{type} triggered by {trigger_name}")
-            _supersede_older(deployment)
+            _supersede_older(
+                deployment, [(pk, status) for pk, status in earlier if status in SUPERSEDABLE_STATUSES]
+            )
             if release is not None:
-                record_event(deployment, EventKind.QUEUED_BEHIND, detail=queued_reason(release.pk))
+                record_event(deployment, EventKind.QUEUED_BEHIND, detail=queued_reason(release))
             else:
                 _send_evaluation_task(deployment.pk, resume=False)
     except IntegrityError:
@@ -246,12 +252,10 @@ def queued_reason(release_id: int) -> str:
     )
 
 
-def _supersede_older(newer: Deployment) -> None:
-    """An older deployment still waiting would apply an outdated plan: the newer one replaces it."""
-    older = Deployment.objects.filter(
-        environment_id=newer.environment_id, status__in=SUPERSEDABLE_STATUSES, pk__lt=newer.pk
-    ).values_list("pk", "status")
-    for deployment_id, status in older:
+def _supersede_older(newer: Deployment, waiting: list[tuple[int, str]]) -> None:
+    """An older deployment still waiting would apply an outdated plan: the newer one replaces it.
+    ``waiting``: the environment's supersedable deployments (id, status), read under its lock."""
+    for deployment_id, status in waiting:
         if move_deployment(
             deployment_id, status, DeploymentStatus.SUPERSEDED, superseded_by=newer, evaluation_due_at=None
         ):
@@ -300,7 +304,14 @@ def _record_verdict(
         seen.objects.bulk_create(
             seen(evaluation_id=evaluation.pk, policyrevision_id=revision.pk) for revision in verdict.revisions
         )
-        record_event(deployment, EventKind.EVALUATED, detail=f"{verdict.request_type}: {verdict.decision}")
+        # The events are written at the end, in this order, in one INSERT.
+        events = [
+            DeploymentEvent(
+                deployment=deployment,
+                kind=EventKind.EVALUATED,
+                detail=f"{verdict.request_type}: {verdict.decision}",
+            )
+        ]
         # Only what this evaluation saw is done: an approval recorded after it started is still due.
         Deployment.objects.filter(pk=deployment.pk, evaluation_due_at__lte=started_at).update(
             evaluation_due_at=None
@@ -310,14 +321,14 @@ def _record_verdict(
             fields["template_commit"] = verdict.template_commit  # what every later evaluation reads
         if target == from_status:
             Deployment.objects.filter(pk=deployment.pk, status=from_status).update(**fields)
-            return
-        if target == DeploymentStatus.APPROVED:
-            fields["released_at"] = timezone.now()
-        if move_deployment(deployment, from_status, target, tree=tree, **fields):
+        else:
+            if target == DeploymentStatus.APPROVED:
+                fields["released_at"] = timezone.now()
             event = EVENT_FOR_STATUS.get(target)
-            if event:
+            if move_deployment(deployment, from_status, target, tree=tree, **fields) and event:
                 detail = verdict.error or ", ".join(verdict.messages.get(verdict.decision, []))
-                record_event(deployment, event, detail=detail[:10_000])
+                events.append(DeploymentEvent(deployment=deployment, kind=event, detail=detail[:10_000]))
+        DeploymentEvent.objects.bulk_create(events)
 
 
 def _failed_closed_verdict(deployment: Deployment, resume: bool, problem: Exception) -> Verdict:

@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 
-from .choices import TERRAFORM_LIKE_TYPES, ApprovalDecision
+from .choices import TERRAFORM_LIKE_TYPES, ApprovalDecision, RequestType
 from .configuration_views import configuration_view
 from .models import Deployment, Team
 
@@ -125,7 +125,13 @@ def build_policy_input(deployment: Deployment, request_type: str) -> PolicyInput
     }
     if template.revision:
         template_view["revision"] = template.revision
-    approvals = deployment.approvals.filter(decision=ApprovalDecision.APPROVE).select_related("user")
+    # Approvals are given only to a deployment waiting for them, so only a resume has any to show.
+    resume = request_type in (RequestType.DEPLOY_RESUME, RequestType.DESTROY_RESUME)
+    approvals = (
+        deployment.approvals.filter(decision=ApprovalDecision.APPROVE).select_related("user")
+        if resume
+        else []
+    )
     configuration, template_commit = _configuration_view(deployment, terraform_variables)
     document: dict[str, Any] = {
         "deploymentRequest": deployment_request,

@@ -39,6 +39,12 @@ def with_details(deployments_queryset):
     )
 
 
+def one_with_details(deployments_queryset):
+    """As with_details, for the deployment an approval, a cancel or a completion answers with: who may
+    still act on it is shown, which needs its project."""
+    return with_details(deployments_queryset).select_related("environment__project")
+
+
 class DeploymentFilter(filters.FilterSet):
     # A column of the row itself: no join can repeat a row, so no DISTINCT (which sorts whole rows).
     status = filters.MultipleChoiceFilter(choices=DeploymentStatus.choices, distinct=False)
@@ -94,7 +100,7 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         return {**super().get_serializer_context(), "with_progress": self.action != "list"}
 
     def shown(self, deployment: Deployment) -> Response:
-        visible = with_details(access.visible_deployments(self.request.user))
+        visible = one_with_details(access.visible_deployments(self.request.user))
         return Response(
             s.DeploymentSerializer(visible.get(pk=deployment.pk), context=self.get_serializer_context()).data
         )
