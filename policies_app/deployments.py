@@ -355,8 +355,8 @@ def evaluate_deployment(deployment_id: int, resume: bool = False) -> None:
     held = deployment.status == DeploymentStatus.QUEUED and deployment.evaluation_due_at is None
     if held and not resume:
         return  # held behind an unfinished release: evaluated when that one is done
-    # Loaded once for every status change and the pinning below (None: not needed yet).
-    tree = None if resume or deployment.policies_pinned else tree_for(deployment.environment.project)
+    # Loaded once for the pinning below and every status change (None: loaded by a change if one needs it).
+    tree = None if deployment.policies_pinned else tree_for(deployment.environment.project)
     if not resume:
         # A deployment found already "evaluating" is one whose worker died mid-way and whose task was
         # delivered again: it is evaluated again.
@@ -382,7 +382,7 @@ def evaluate_deployment(deployment_id: int, resume: bool = False) -> None:
             )
         else:
             # Pin the revisions in force now: later edits to a policy do not change a running deployment.
-            assert tree is not None
+            assert tree is not None  # loaded above for an unpinned deployment
             revisions = active_revisions(tree.effective_policies(deployment.environment))
             with transaction.atomic():
                 pin = Deployment.policy_revisions.through

@@ -1,6 +1,6 @@
 """Environments: their settings, effective policies, deployments and state."""
 
-from django.db.models import Prefetch
+from django.db.models import Prefetch, prefetch_related_objects
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
@@ -39,13 +39,11 @@ class EnvironmentViewSet(UpdateViewSet):
     def effective_policies(self, request: Request, pk: str | None = None) -> Response:
         environment = self.get_object()
         applying = tree_for(environment.project).effective_policies(environment)
+        # Whoever sees an environment sees the policies that apply to it (access.visible_policies): they
+        # are shown without asking again.
         revisions = PolicyRevision.objects.select_related("created_by").prefetch_related("modules")
-        # Whoever sees an environment sees the policies that apply to it (access.visible_policies).
-        loaded = access.visible_policies(request.user).prefetch_related(
-            Prefetch("revisions", queryset=revisions)
-        )
-        by_pk = loaded.in_bulk([policy.pk for policy in applying])
-        return Response([s.PolicySerializer(by_pk[policy.pk]).data for policy in applying])
+        prefetch_related_objects(applying, "repository", Prefetch("revisions", queryset=revisions))
+        return Response([s.PolicySerializer(policy).data for policy in applying])
 
     @extend_schema(request=s.TriggerDeploymentSerializer, responses={201: s.DeploymentSerializer})
     @action(detail=True, methods=["post", "get"], url_path="deployments")
