@@ -102,7 +102,7 @@ def _after_status_change(
 ) -> None:
     """What a change of status owes, written in its transaction: nothing is lost if a process dies."""
     project = deployment.environment.project
-    tree = tree or tree_for(project)
+    tree = tree or tree_for(project, with_policies=False)
     if to_status == DeploymentStatus.PENDING_APPROVAL:
         deployment.expires_at = deployment.pending_since + timedelta(
             hours=pending_expiry_hours(tree, project)
@@ -440,7 +440,7 @@ def record_approval(
             .get(pk=deployment.pk)
         )
         project = locked.environment.project
-        tree = tree_for(project)
+        tree = tree_for(project, with_policies=False)
         acted = set(Approval.objects.filter(deployment=locked).values_list("user_id", flat=True))
         refusal = refusal_to_decide(user, Grants.of(user), locked, project, tree, acted)
         if refusal is not None:

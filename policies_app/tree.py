@@ -20,20 +20,33 @@ class InheritedPolicy:
 
 
 class ProjectTree:
-    """Some projects with all their ancestors and the policies attached along the way (two queries)."""
+    """Some projects with all their ancestors and the policies attached along the way (two queries).
 
-    def __init__(self, projects: dict[int, Project], attachments: dict[int, list[ProjectPolicy]]) -> None:
+    Loaded without its policies (one query), it answers every question but which policies apply: asked
+    that, it raises rather than answer "none" (which would let deployments through unchecked)."""
+
+    def __init__(
+        self, projects: dict[int, Project], attachments: dict[int, list[ProjectPolicy]] | None
+    ) -> None:
         self.projects = projects
-        self.attachments = attachments
+        self._attachments = attachments
         self._webhooks: dict[int, list[Webhook]] | None = None
 
+    @property
+    def attachments(self) -> dict[int, list[ProjectPolicy]]:
+        if self._attachments is None:
+            raise LookupError("this project tree was loaded without its policies")
+        return self._attachments
+
     @classmethod
-    def around(cls, projects: Iterable[Project]) -> ProjectTree:
+    def around(cls, projects: Iterable[Project], *, with_policies: bool = True) -> ProjectTree:
         wanted: set[int] = set()
         for project in projects:
             wanted.add(project.pk)
             wanted.update(project.ancestor_ids)
         rows = {project.pk: project for project in Project.objects.filter(pk__in=wanted)} if wanted else {}
+        if not with_policies:
+            return cls(rows, None)
         attachments: dict[int, list[ProjectPolicy]] = {pk: [] for pk in rows}
         if rows:
             for attachment in (
@@ -122,8 +135,8 @@ class ProjectTree:
         ]
 
 
-def tree_for(project: Project) -> ProjectTree:
-    return ProjectTree.around([project])
+def tree_for(project: Project, *, with_policies: bool = True) -> ProjectTree:
+    return ProjectTree.around([project], with_policies=with_policies)
 
 
 def effective_policies(environment: Environment) -> list[ApprovalPolicy]:

@@ -216,7 +216,7 @@ def queue_status_change(
 ) -> list[int]:
     """In the transaction of the status change: one delivery per webhook of the project's chain."""
     project = deployment.environment.project
-    tree = tree or tree_for(project)
+    tree = tree or tree_for(project, with_policies=False)
     full_name = tree.full_name(project)
     now = timezone.now()
     deliveries = [

@@ -161,3 +161,17 @@ def test_moving_a_project_moves_its_whole_subtree_in_the_tree(world):
     world.payments_eu.refresh_from_db()
     assert world.payments_eu.lineage == f"/{sandbox.pk}/{world.payments.pk}/"
     assert Project.objects.get(pk=world.payments.pk).lineage == f"/{sandbox.pk}/"
+
+
+def test_a_tree_loaded_without_its_policies_refuses_to_say_which_apply(world):
+    from policies_app.tree import tree_for
+    from tests.builders import make_policy
+
+    world.platform.approval_policies.add(make_policy("cost", 'package env0\n\ndeny contains "no" if true\n'))
+    light = tree_for(world.payments_eu, with_policies=False)
+    assert light.full_name(world.payments_eu) == "Platform / Payments / Payments EU"
+    assert not light.self_approval_allowed(world.payments_eu)
+    # "No policy applies" would release every deployment: the light tree cannot be asked.
+    with pytest.raises(LookupError):
+        light.effective_policies(world.environment)
+    assert [p.name for p in tree_for(world.payments_eu).effective_policies(world.environment)] == ["cost"]

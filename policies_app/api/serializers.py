@@ -534,7 +534,7 @@ class DeploymentSerializer(serializers.ModelSerializer):
         from ..notifications import approvers_still_to_act
 
         acted = {approval.user_id for approval in deployment.approvals.all()}
-        tree = ProjectTree.around([deployment.environment.project])
+        tree = ProjectTree.around([deployment.environment.project], with_policies=False)
         return [user.username for user in approvers_still_to_act(deployment, tree, acted)]
 
     def get_cost_estimation(self, deployment: Deployment) -> dict:

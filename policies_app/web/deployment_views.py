@@ -90,7 +90,7 @@ def _visible_deployment(request: HttpRequest, pk: int) -> Deployment:
 def _live_context(request: HttpRequest, deployment: Deployment) -> dict[str, Any]:
     """Everything on the page that changes while the deployment moves: status, progress, actions."""
     project = deployment.environment.project
-    tree = ProjectTree.around([project])
+    tree = ProjectTree.around([project], with_policies=False)
     approvals = list(deployment.approvals.select_related("user"))
     acted = {approval.user_id for approval in approvals}
     actions = available_actions(request.user, deployment, tree, acted)
