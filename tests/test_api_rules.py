@@ -159,6 +159,47 @@ def test_editing_a_policy_creates_a_new_revision_and_a_broken_edit_creates_nothi
     assert [r["modules"][0]["source"] for r in revisions] == [changed, VALID]
 
 
+def test_the_policy_list_shows_each_policy_s_newest_revision_and_count_in_queries_that_do_not_grow(
+    world, api
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = api(world.admin)
+
+    def create(name: str) -> int:
+        body = {"name": name, "modules": [{"filename": "main.rego", "source": VALID}]}
+        return client.post("/api/v1/policies/", body, format="json").json()["id"]
+
+    def revise(policy_id: int, times: int, draft: bool = False) -> None:
+        for number in range(times):
+            source = f'package env0\n\nwarn contains "edit {number} {draft}" if true\n'
+            body = {"modules": [{"filename": "main.rego", "source": source}], "draft": draft}
+            assert client.patch(f"/api/v1/policies/{policy_id}/", body, format="json").status_code == 200
+
+    def listed() -> tuple[dict[str, dict], int]:
+        with CaptureQueriesContext(connection) as queries:
+            body = client.get("/api/v1/policies/").json()
+        return {p["name"]: p for p in body["results"] if p["name"] in ("often", "once")}, len(queries)
+
+    often = create("often")
+    create("once")
+    revise(often, 2)
+    before, queries_before = listed()
+    revise(often, 3)
+    revise(often, 1, draft=True)  # the newest revision, not the active one
+    after, queries_after = listed()
+
+    assert queries_after == queries_before
+    assert (after["once"]["revision_count"], after["once"]["active_revision"]) == (1, 1)
+    assert after["once"]["latest_revision"]["number"] == 1
+    assert (after["often"]["revision_count"], after["often"]["active_revision"]) == (7, 6)
+    newest = after["often"]["latest_revision"]
+    assert (newest["number"], newest["draft"], newest["active"]) == (7, True, False)
+    assert "edit 0 True" in newest["modules"][0]["source"]
+    assert before["often"]["revision_count"] == 3
+
+
 def test_writing_policies_needs_the_model_permission(world, api):
     world.alice.is_staff = True
     world.alice.save()

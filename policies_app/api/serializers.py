@@ -4,7 +4,8 @@ so a page of projects or environments costs the same few queries whatever its le
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.db.models import Manager, QuerySet
+from django.db.models import Count, F, Manager, OuterRef, Prefetch, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -331,10 +332,35 @@ class PolicySerializer(serializers.ModelSerializer):
         read_only_fields = ["created_at"]
         extra_kwargs = {"name": {"validators": []}}
 
+    @staticmethod
+    def loading(policies: QuerySet[ApprovalPolicy]) -> QuerySet[ApprovalPolicy]:
+        """``policies`` with what is shown of them, in a constant number of queries however many
+        revisions each has: how many, the active one's number, and only the newest with its modules."""
+        of_the_policy = PolicyRevision.objects.filter(policy=OuterRef("policy"))
+        newest = PolicyRevision.objects.filter(
+            number=Subquery(of_the_policy.order_by("-number").values("number")[:1])
+        )
+        counted = (
+            PolicyRevision.objects.filter(policy=OuterRef("pk")).values("policy").annotate(n=Count("pk"))
+        )
+        return (
+            policies.select_related("repository")
+            .annotate(
+                revision_count=Coalesce(Subquery(counted.values("n")), 0),
+                active_number=F("active_revision__number"),
+            )
+            .prefetch_related(
+                Prefetch(
+                    "revisions",
+                    queryset=newest.select_related("created_by").prefetch_related("modules"),
+                    to_attr="newest_revisions",
+                )
+            )
+        )
+
     def to_representation(self, policy: ApprovalPolicy) -> dict:
-        # Read from the prefetched revisions, never with a query per policy.
-        revisions = sorted(policy.revisions.all(), key=lambda revision: -revision.number)
-        active = next((r for r in revisions if r.pk == policy.active_revision_id), None)
+        # Read from what ``loading`` added, never with a query per policy.
+        newest = policy.newest_revisions[0] if policy.newest_revisions else None
         context = {"active_revision_id": policy.active_revision_id}
         source: dict[str, Any] = {"kind": "inline"}
         if policy.repository_id is not None:
@@ -358,11 +384,9 @@ class PolicySerializer(serializers.ModelSerializer):
             "id": policy.pk,
             "name": policy.name,
             "description": policy.description,
-            "active_revision": active.number if active else None,
-            "latest_revision": PolicyRevisionSerializer(revisions[0], context=context).data
-            if revisions
-            else None,
-            "revision_count": len(revisions),
+            "active_revision": policy.active_number,
+            "latest_revision": PolicyRevisionSerializer(newest, context=context).data if newest else None,
+            "revision_count": policy.revision_count,
             "source": source,
             "catalog_entry": policy.catalog_entry or None,
             "created_at": serializers.DateTimeField().to_representation(policy.created_at),

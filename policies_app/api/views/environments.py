@@ -1,6 +1,5 @@
 """Environments: their settings, effective policies, deployments and state."""
 
-from django.db.models import Prefetch, prefetch_related_objects
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
@@ -9,7 +8,7 @@ from rest_framework.response import Response
 
 from ... import access, deployments, environments, states
 from ...iac.state_view import tfstate_view
-from ...models import Deployment, PolicyRevision
+from ...models import ApprovalPolicy, Deployment
 from ...tree import tree_for
 from .. import serializers as s
 from .common import UpdateViewSet
@@ -41,9 +40,8 @@ class EnvironmentViewSet(UpdateViewSet):
         applying = tree_for(environment.project).effective_policies(environment)
         # Whoever sees an environment sees the policies that apply to it (access.visible_policies): they
         # are shown without asking again.
-        revisions = PolicyRevision.objects.select_related("created_by").prefetch_related("modules")
-        prefetch_related_objects(applying, "repository", Prefetch("revisions", queryset=revisions))
-        return Response([s.PolicySerializer(policy).data for policy in applying])
+        shown = s.PolicySerializer.loading(ApprovalPolicy.objects.all()).in_bulk([p.pk for p in applying])
+        return Response([s.PolicySerializer(shown[policy.pk]).data for policy in applying])
 
     @extend_schema(request=s.TriggerDeploymentSerializer, responses={201: s.DeploymentSerializer})
     @action(detail=True, methods=["post", "get"], url_path="deployments")

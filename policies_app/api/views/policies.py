@@ -3,7 +3,6 @@ webhooks), replays of drafts, publishing, the editor's check, the catalog; polic
 
 import json
 
-from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
@@ -25,12 +24,7 @@ class PolicyViewSet(UpdateViewSet):
     throttle_scope: str | None = None  # the dry run (evaluate) and tests set their own, scarcer, rate
 
     def get_queryset(self):
-        revisions = PolicyRevision.objects.select_related("created_by").prefetch_related("modules")
-        return (
-            access.visible_policies(self.request.user)
-            .select_related("repository")
-            .prefetch_related(Prefetch("revisions", queryset=revisions))
-        )
+        return s.PolicySerializer.loading(access.visible_policies(self.request.user))
 
     def perform_create(self, serializer):
         data = serializer.validated_data
