@@ -133,26 +133,10 @@ def _resolve_commit(repository: str, revision: str | None, mirror: Path) -> str:
     if commit is None:
         # A commit id, possibly abbreviated, that is not a ref name: look it up among fetched objects.
         assert revision is not None
-        found = subprocess.run(
-            [
-                "git",
-                "-C",
-                str(mirror),
-                "rev-parse",
-                "--verify",
-                "--quiet",
-                "--end-of-options",
-                f"{revision}^{{commit}}",
-            ],
-            capture_output=True,
-            text=True,
-            env=_git_env(),
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-        if found.returncode != 0:
+        found = _commit_in_mirror(mirror, revision)
+        if found is None:
             raise TemplateSourceError(f"unknown revision {revision!r} in {repository!r}")
-        commit = found.stdout.strip()
+        return found
     held = _held_commit(mirror, commit)
     if held is None:
         raise TemplateSourceError(f"revision {wanted!r} resolved to {commit} but fetching it failed")
@@ -174,10 +158,13 @@ def _pick_ref(ls_remote_output: str, wanted: str) -> str | None:
 
 
 def _held_commit(mirror: Path, object_id: str) -> str | None:
-    """The commit a full object id stands for when the mirror holds it (a tag object peels to its
-    commit; a commit is itself), else None."""
-    if not _FULL_COMMIT.match(object_id):
-        return None
+    """The commit a full object id stands for when the mirror holds it, else None."""
+    return _commit_in_mirror(mirror, object_id) if _FULL_COMMIT.match(object_id) else None
+
+
+def _commit_in_mirror(mirror: Path, name: str) -> str | None:
+    """The full id of the commit ``name`` (an id, possibly abbreviated, or a tag object, which peels to
+    its commit) stands for in the mirror, else None."""
     result = subprocess.run(
         [
             "git",
@@ -187,7 +174,7 @@ def _held_commit(mirror: Path, object_id: str) -> str | None:
             "--verify",
             "--quiet",
             "--end-of-options",
-            f"{object_id}^{{commit}}",
+            f"{name}^{{commit}}",
         ],
         capture_output=True,
         text=True,
