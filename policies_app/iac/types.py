@@ -456,12 +456,9 @@ def type_name(value: Any) -> str:
         return "null"
     if value is UNKNOWN:
         return "unknown"
-    if isinstance(value, bool):
-        return "bool"
-    if _is_number(value):
-        return "number"
-    if isinstance(value, str):
-        return "string"
+    primitive = primitive_kind(value)
+    if primitive is not None:
+        return primitive
     if isinstance(value, TfSet):
         return "set"
     if isinstance(value, (list, tuple)):
