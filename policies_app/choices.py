@@ -227,3 +227,26 @@ class DeliveryStatus(models.TextChoices):
     PENDING = "pending", "Pending"
     DELIVERED = "delivered", "Delivered"
     FAILED = "failed", "Failed (gave up)"
+
+
+class Enforcement(models.TextChoices):
+    """How much a policy's decision counts (Scalr's levels). A policy that fails to evaluate always
+    fails closed, whatever its level."""
+
+    HARD_MANDATORY = "hard-mandatory", "Hard mandatory: decides as written"
+    SOFT_MANDATORY = "soft-mandatory", "Soft mandatory: a deny waits for an approver instead"
+    ADVISORY = "advisory", "Advisory: a deny or pending is only a warning"
+
+
+class RevisionTestsStatus(models.TextChoices):
+    NONE = "none", "No tests"
+    PASSED = "passed", "Tests passed"
+    FAILED = "failed", "Tests failed"
+    ERROR = "error", "Tests could not run"
+
+
+class ReplayStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"

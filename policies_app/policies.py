@@ -13,9 +13,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from . import access, audit, rego
-from .choices import RegoVersion
+from .choices import Enforcement, RegoVersion, RevisionTestsStatus
 from .errors import Busy, Conflict, Forbidden, Invalid, Unavailable
-from .models import ApprovalPolicy, Enforcement, PolicyModule, PolicyRevision, RevisionTestsStatus
+from .models import ApprovalPolicy, PolicyModule, PolicyRevision
 from .models.policies import is_test_module
 from .rego.decisions import policy_decision
 

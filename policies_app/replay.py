@@ -23,6 +23,7 @@ from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from . import access, rego
+from .choices import ReplayStatus
 from .errors import Forbidden, Invalid
 from .models import (
     ApprovalPolicy,
@@ -31,7 +32,6 @@ from .models import (
     Evaluation,
     PolicyReplay,
     PolicyRevision,
-    ReplayStatus,
 )
 from .policies import (
     apply_enforcement,

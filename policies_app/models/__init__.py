@@ -2,8 +2,8 @@ from .audit import AuditEntry
 from .deployments import Approval, Deployment, DeploymentEvent, Evaluation
 from .environments import Environment, EnvironmentState
 from .notifications import ApprovalRequestEmail, NotificationPreference
-from .policies import ApprovalPolicy, Enforcement, PolicyModule, PolicyRevision, RevisionTestsStatus
-from .policy_replays import PolicyReplay, ReplayStatus
+from .policies import ApprovalPolicy, PolicyModule, PolicyRevision
+from .policy_replays import PolicyReplay
 from .policy_repositories import PolicyRepository
 from .projects import OrganisationMembership, Project, ProjectMembership, ProjectPolicy, Team
 from .templates import ConfigurationView, Template
@@ -24,7 +24,6 @@ __all__ = [
     "DeploymentEvent",
     "Environment",
     "EnvironmentState",
-    "Enforcement",
     "OrganisationMembership",
     "Evaluation",
     "PolicyModule",
@@ -32,8 +31,6 @@ __all__ = [
     "PolicyRepository",
     "PolicyRevision",
     "Project",
-    "ReplayStatus",
-    "RevisionTestsStatus",
     "ProjectMembership",
     "ProjectPolicy",
     "Team",

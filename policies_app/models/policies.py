@@ -1,23 +1,7 @@
 from django.conf import settings
 from django.db import models
 
-from ..choices import RegoVersion
-
-
-class Enforcement(models.TextChoices):
-    """How much a policy's decision counts (Scalr's levels). A policy that fails to evaluate always
-    fails closed, whatever its level."""
-
-    HARD_MANDATORY = "hard-mandatory", "Hard mandatory: decides as written"
-    SOFT_MANDATORY = "soft-mandatory", "Soft mandatory: a deny waits for an approver instead"
-    ADVISORY = "advisory", "Advisory: a deny or pending is only a warning"
-
-
-class RevisionTestsStatus(models.TextChoices):
-    NONE = "none", "No tests"
-    PASSED = "passed", "Tests passed"
-    FAILED = "failed", "Tests failed"
-    ERROR = "error", "Tests could not run"
+from ..choices import Enforcement, RegoVersion, RevisionTestsStatus
 
 
 class ApprovalPolicy(models.Model):

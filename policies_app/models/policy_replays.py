@@ -1,12 +1,7 @@
 from django.conf import settings
 from django.db import models
 
-
-class ReplayStatus(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
+from ..choices import ReplayStatus
 
 
 class PolicyReplay(models.Model):

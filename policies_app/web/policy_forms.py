@@ -6,8 +6,7 @@ from django import forms
 from django.conf import settings
 
 from .. import json_limits
-from ..choices import RegoVersion
-from ..models import Enforcement
+from ..choices import Enforcement, RegoVersion
 
 
 def _json_object(raw: str, what: str) -> Any:

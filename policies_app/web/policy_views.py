@@ -12,8 +12,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from .. import access, policy_sources, replay
+from ..choices import ReplayStatus
 from ..errors import DomainError
-from ..models import ApprovalPolicy, PolicyModule, PolicyReplay, PolicyRevision, ReplayStatus
+from ..models import ApprovalPolicy, PolicyModule, PolicyReplay, PolicyRevision
 from ..policies import PolicyContent, publish_revision, revision_state, try_revision
 from ..revision_diff import diff_contents
 from .policy_forms import DiffForm, DryRunForm, ReplayForm

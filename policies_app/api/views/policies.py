@@ -12,8 +12,9 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
 from ... import access, catalog, policies, policy_sources, policy_tests, replay
+from ...choices import Enforcement
 from ...errors import Invalid, NotFound
-from ...models import Enforcement, PolicyReplay, PolicyRevision
+from ...models import PolicyReplay, PolicyRevision
 from .. import policy_serializers as ps
 from .. import serializers as s
 from .common import UpdateViewSet
