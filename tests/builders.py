@@ -14,6 +14,14 @@ from policies_app.models import ApprovalPolicy, Environment, Project, ProjectMem
 User = get_user_model()
 
 
+# A policy that waits for one approval, then allows.
+ONE_APPROVER = """package env0
+
+pending contains "needs one approver" if count(input.approvers) < 1
+allow contains "approved" if count(input.approvers) >= 1
+"""
+
+
 def make_user(username: str, **extra: Any):
     return User.objects.create_user(
         username=username, email=f"{username}@example.com", password="pw", **extra

@@ -43,6 +43,26 @@ def api(world):
 
 
 @pytest.fixture
+def gated(world):
+    """The world with a policy on the Platform project that waits for one approval."""
+    from tests.builders import ONE_APPROVER, make_policy
+
+    world.platform.approval_policies.add(make_policy("one approver", ONE_APPROVER))
+    return world
+
+
+@pytest.fixture
+def run(django_capture_on_commit_callbacks):
+    """Runs a use case and what it sends on commit (the evaluations), as a worker would."""
+
+    def call(function, *args, **kwargs):
+        with django_capture_on_commit_callbacks(execute=True):
+            return function(*args, **kwargs)
+
+    return call
+
+
+@pytest.fixture
 def commits_run_on_commit_callbacks(monkeypatch):
     """Inside a test's own transaction, run on-commit callbacks when the outermost atomic block of the code
     under test exits cleanly, as the real commit would: a deployment is evaluated right after it is

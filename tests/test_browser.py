@@ -18,7 +18,7 @@ from django.core import mail
 
 from policies_app import deployments, gate
 from policies_app.models import Approval, Deployment, Project, ProjectMembership
-from tests.builders import make_policy
+from tests.builders import ONE_APPROVER, make_policy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,11 +38,6 @@ TWO_APPROVERS = """package env0
 
 pending contains sprintf("needs two approvals, has %d", [count(input.approvers)]) if count(input.approvers) < 2
 allow contains "two approvals" if count(input.approvers) >= 2
-"""
-ONE_APPROVER = """package env0
-
-pending contains "needs one approver" if count(input.approvers) < 1
-allow contains "approved" if count(input.approvers) >= 1
 """
 PLAN = {
     "format_version": "1.2",

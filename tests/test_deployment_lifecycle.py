@@ -11,32 +11,8 @@ from django.utils import timezone
 from policies_app import deployments, projects
 from policies_app.errors import Conflict, Forbidden, Invalid
 from policies_app.models import AuditEntry, Deployment
-from tests.builders import make_policy
 
 pytestmark = pytest.mark.django_db
-
-ONE_APPROVER = """package env0
-
-pending contains "needs one approver" if count(input.approvers) < 1
-allow contains "approved" if count(input.approvers) >= 1
-"""
-
-
-@pytest.fixture
-def gated(world):
-    world.platform.approval_policies.add(make_policy("one approver", ONE_APPROVER))
-    return world
-
-
-@pytest.fixture
-def run(django_capture_on_commit_callbacks):
-    """Runs a use case and what it sends on commit (the evaluations), as a worker would."""
-
-    def call(function, *args, **kwargs):
-        with django_capture_on_commit_callbacks(execute=True):
-            return function(*args, **kwargs)
-
-    return call
 
 
 def trigger(run, world, **fields):

@@ -20,7 +20,7 @@ from rest_framework.authtoken.models import Token
 from policies_app import gate
 from policies_app.deployments import record_approval
 from policies_app.models import Deployment, EnvironmentState
-from tests.builders import make_policy, plan_with
+from tests.builders import ONE_APPROVER, make_policy, plan_with
 
 GATE_SOURCE = Path(gate.__file__)
 
@@ -32,11 +32,6 @@ deny contains msg if {
 	msg := sprintf("monthly cost grows by %v, over 100", [input.costEstimation.monthlyCostDiff])
 }
 allow contains "within budget" if input.costEstimation.monthlyCostDiff <= 100
-"""
-ONE_APPROVER = """package env0
-
-pending contains "needs one approver" if count(input.approvers) < 1
-allow contains "approved" if count(input.approvers) >= 1
 """
 STATE = {
     "version": 4,

@@ -14,31 +14,10 @@ from django.utils import timezone
 from policies_app import deployments, notifications, webhooks
 from policies_app.errors import Forbidden, Invalid
 from policies_app.models import ApprovalRequestEmail, AuditEntry, ProjectMembership, WebhookDelivery
-from tests.builders import make_policy, make_user, plan_with
+from tests.builders import make_user, plan_with
 from tests.receiver import Receiver
 
 pytestmark = pytest.mark.django_db
-
-ONE_APPROVER = """package env0
-
-pending contains "needs one approver" if count(input.approvers) < 1
-allow contains "approved" if count(input.approvers) >= 1
-"""
-
-
-@pytest.fixture
-def gated(world):
-    world.platform.approval_policies.add(make_policy("one approver", ONE_APPROVER))
-    return world
-
-
-@pytest.fixture
-def run(django_capture_on_commit_callbacks):
-    def call(function, *args, **kwargs):
-        with django_capture_on_commit_callbacks(execute=True):
-            return function(*args, **kwargs)
-
-    return call
 
 
 @pytest.fixture
