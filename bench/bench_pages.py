@@ -44,7 +44,6 @@ def build(deployment_count: int) -> dict:
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
-    from policies_app import webhooks
     from policies_app.models import (
         Approval,
         AuditEntry,
@@ -56,6 +55,7 @@ def build(deployment_count: int) -> dict:
         Template,
         WebhookDelivery,
     )
+    from policies_app.notifications import webhooks
 
     User = get_user_model()
     admin = User.objects.create_superuser("admin", "admin@example.com", "pw")

@@ -148,8 +148,8 @@ def main() -> int:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from policies_app import catalog, policies, replay
     from policies_app.models import Deployment, Environment, Evaluation, Project, Template
+    from policies_app.policies import authoring, catalog, replay
 
     call_command("migrate", verbosity=0)
     started = time.perf_counter()
@@ -159,7 +159,7 @@ def main() -> int:
     environment = Environment.objects.create(name="prod", project=project, template=template)
     policy = catalog.install("no-public-exposure", name="exposure", parameters={"allowed_ports": [443]})
     project.approval_policies.add(policy)
-    draft = policies.revise_policy(
+    draft = authoring.revise_policy(
         policy,
         data={"policyData": {**policy.active_revision.data["policyData"], "allowed_ports": []}},
         draft=True,

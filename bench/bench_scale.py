@@ -335,7 +335,7 @@ def measure_lists(base: str, count: int) -> None:
 
 def measure_effective_policies(base: str, count: int) -> None:
     from policies_app.models import Environment
-    from policies_app.tree import tree_for
+    from policies_app.projects.tree import tree_for
 
     print("effective policies of the leaf environment (8 levels deep):", flush=True)
     timings = []
@@ -464,7 +464,7 @@ def measure_trigger_to_decision(base: str, count: int) -> None:
 def where_the_time_goes(deployment_id: int) -> None:
     """The policy input of the last measured deployment, built again in this process, with and without
     the template's configuration view (read from git and evaluated in a child process)."""
-    from policies_app import policy_input
+    from policies_app.deployments import policy_input
     from policies_app.models import Deployment
 
     deployment = Deployment.objects.select_related(
@@ -552,9 +552,9 @@ def pending_to_approve(count: int) -> list[int]:
     from django.contrib.auth.models import User
     from django.utils import timezone
 
-    from policies_app.evaluation import active_revisions
+    from policies_app.deployments.evaluation import active_revisions
     from policies_app.models import Deployment, Environment
-    from policies_app.tree import effective_policies
+    from policies_app.projects.tree import effective_policies
 
     environment = Environment.objects.select_related("project", "template").get(pk=APPROVAL_ENVIRONMENT)
     revisions = active_revisions(effective_policies(environment))

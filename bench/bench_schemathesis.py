@@ -7,7 +7,7 @@ is none: issue 6, "Proof").
         [--examples 100] [--seed N] [--operations REGEX]
 
 The database is created if missing, migrated and given the demo (manage.py load_demo); what the run
-writes stays there (drop the database to start afresh). The bench tests/test_schemathesis.py bounds in
+writes stays there (drop the database to start afresh). The bench tests/http_api/test_schemathesis.py bounds in
 the suite is the same run with a few examples per operation.
 """
 
@@ -63,7 +63,7 @@ def main() -> None:
     from rest_framework.authtoken.models import Token
 
     from policies_app.models import ApprovalPolicy, Deployment, Environment, Project, Team, Template
-    from tests.api_fuzzing import fuzz
+    from tests.http_api.api_fuzzing import fuzz
     from tests.processes import free_port, wait_until
 
     call_command("migrate", "--noinput", verbosity=0)

@@ -250,8 +250,8 @@ def generate(deployments: int, template_repository: Path, seed: int = 8) -> None
     from django.contrib.auth.hashers import make_password
     from django.db import connection, transaction
 
-    from policies_app import policies
     from policies_app.models import ApprovalPolicy, PolicyRevision
+    from policies_app.policies import authoring
 
     rng = random.Random(seed)
     started = time.perf_counter()
@@ -260,7 +260,7 @@ def generate(deployments: int, template_repository: Path, seed: int = 8) -> None
 
     # Policies first, through the use case: OPA compiles each one, as on any save.
     for name, rego in [*TRIGGER_POLICIES, *map(generic_policy, range(GENERIC_POLICIES))]:
-        policies.create_policy(
+        authoring.create_policy(
             name=name,
             rego_version="v1",
             modules=[{"filename": "main.rego", "source": f"package env0\n\n{rego}\n"}],

@@ -18,9 +18,14 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 
-from .choices import ORGANISATION_ROLE_CAPABILITIES, ROLE_CAPABILITIES, Capability, OrganisationRole
-from .errors import Forbidden, Invalid
-from .models import (
+from policies_app.choices import (
+    ORGANISATION_ROLE_CAPABILITIES,
+    ROLE_CAPABILITIES,
+    Capability,
+    OrganisationRole,
+)
+from policies_app.errors import Forbidden, Invalid
+from policies_app.models import (
     ApprovalPolicy,
     Deployment,
     Environment,

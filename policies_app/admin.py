@@ -11,10 +11,9 @@ from django.db import transaction
 from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
-from .choices import RegoVersion
-from .environments import masked, masked_input
-from .errors import Invalid
-from .models import (
+from policies_app.choices import RegoVersion
+from policies_app.errors import Invalid
+from policies_app.models import (
     Approval,
     ApprovalPolicy,
     AuditEntry,
@@ -32,8 +31,9 @@ from .models import (
     Team,
     Template,
 )
-from .policies import create_policy, revise_policy
-from .tree import tree_for
+from policies_app.policies.authoring import create_policy, revise_policy
+from policies_app.projects.environments import masked, masked_input
+from policies_app.projects.tree import tree_for
 
 DEFAULT_MODULE = "main.rego"
 

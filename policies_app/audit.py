@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import models
 
-from .models import AuditEntry, Deployment, Environment, Project
+from policies_app.models import AuditEntry, Deployment, Environment, Project
 
 
 def _project_of(target: models.Model) -> Project | None:

@@ -3,11 +3,15 @@
 from celery import shared_task
 from django.db import DatabaseError
 
-from . import notifications, webhooks
-from .deployments import evaluate_deployment, resend_lost_evaluations, sweep_waiting_deployments
-from .models import ApprovalPolicy
-from .policy_sources import sync_all_repository_policies, sync_policy
-from .replay import run_replay
+from policies_app.deployments.lifecycle import (
+    evaluate_deployment,
+    resend_lost_evaluations,
+    sweep_waiting_deployments,
+)
+from policies_app.models import ApprovalPolicy
+from policies_app.notifications import approval_emails, webhooks
+from policies_app.policies.git.sources import sync_all_repository_policies, sync_policy
+from policies_app.policies.replay import run_replay
 
 
 @shared_task(acks_late=True, autoretry_for=(DatabaseError,), retry_backoff=True, max_retries=8)
@@ -45,7 +49,7 @@ def sweep_waiting_deployments_task() -> dict[str, list[int]]:
 
 @shared_task(acks_late=True)
 def send_approval_emails_task(deployment_id: int) -> int:
-    return notifications.send_approval_emails(deployment_id)
+    return approval_emails.send_approval_emails(deployment_id)
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
@@ -60,11 +64,11 @@ def deliver_webhook_task(self, delivery_id: int) -> None:
 @shared_task
 def resend_lost_notifications_task() -> dict[str, int]:
     return {
-        "emails": notifications.send_approval_emails(),
+        "emails": approval_emails.send_approval_emails(),
         "webhooks": len(webhooks.resend_due_deliveries()),
     }
 
 
 @shared_task
 def send_daily_digests_task() -> int:
-    return notifications.send_daily_digests()
+    return approval_emails.send_daily_digests()

@@ -141,10 +141,10 @@ LOGOUT_REDIRECT_URL = "login"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "policies_app.api.throttling.TokenAuthentication",
+        "policies_app.api.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["policies_app.api.throttling.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": ["policies_app.api.authentication.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": [
         "policies_app.api.parsers.LimitedJSONParser",
         "rest_framework.parsers.FormParser",

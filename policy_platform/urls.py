@@ -4,7 +4,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from policies_app.signin import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
+from policies_app.accounts.signin import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 
 admin.site.login_form = ThrottledAdminAuthenticationForm
 

@@ -7,9 +7,9 @@ from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from policies_app import policies
 from policies_app.choices import Role
 from policies_app.models import ApprovalPolicy, Environment, Project, ProjectMembership, Team, Template
+from policies_app.policies import authoring
 
 User = get_user_model()
 
@@ -36,7 +36,7 @@ def api_client_for(user) -> APIClient:
 
 
 def make_policy(name: str, source: str, rego_version: str = "v1", data: Any = None) -> ApprovalPolicy:
-    return policies.create_policy(
+    return authoring.create_policy(
         name=name, rego_version=rego_version, modules=[{"filename": "main.rego", "source": source}], data=data
     )
 

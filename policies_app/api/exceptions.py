@@ -7,7 +7,7 @@ from django.db import InterfaceError, OperationalError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from ..errors import DomainError
+from policies_app.errors import DomainError
 
 logger = logging.getLogger(__name__)
 

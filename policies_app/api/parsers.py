@@ -6,7 +6,7 @@ from typing import Any
 from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 
-from .. import json_limits
+from policies_app.guards import json_limits
 
 
 class LimitedJSONParser(JSONParser):

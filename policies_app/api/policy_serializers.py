@@ -6,10 +6,10 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
-from ..choices import RegoVersion
-from ..models import PolicyReplay, PolicyRepository
-from ..policy_sources import SECRET_FIELDS
-from .serializers import PolicyModuleSerializer
+from policies_app.api.serializers import PolicyModuleSerializer
+from policies_app.choices import RegoVersion
+from policies_app.models import PolicyReplay, PolicyRepository
+from policies_app.policies.git.sources import SECRET_FIELDS
 
 
 class PolicyRepositorySerializer(serializers.ModelSerializer):

@@ -10,8 +10,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .. import access
-from ..choices import (
+from policies_app import access
+from policies_app.choices import (
     DeploymentStatus,
     DeploymentType,
     EmailMode,
@@ -21,10 +21,9 @@ from ..choices import (
     Role,
     TriggerName,
 )
-from ..deployments import pending_expiry_hours, queued_reason
-from ..environments import masked
-from ..evaluation import approves_automatically
-from ..models import (
+from policies_app.deployments.evaluation import approves_automatically
+from policies_app.deployments.lifecycle import pending_expiry_hours, queued_reason
+from policies_app.models import (
     ApiToken,
     Approval,
     ApprovalPolicy,
@@ -41,8 +40,9 @@ from ..models import (
     Webhook,
     WebhookDelivery,
 )
-from ..policies import activation_refusal
-from ..tree import ProjectTree
+from policies_app.policies.authoring import activation_refusal
+from policies_app.projects.environments import masked
+from policies_app.projects.tree import ProjectTree
 
 User = get_user_model()
 
@@ -555,7 +555,7 @@ class DeploymentSerializer(serializers.ModelSerializer):
     def get_approvers_to_act(self, deployment: Deployment) -> list[str] | None:
         if not self.context.get("with_progress") or deployment.status != "pending_approval":
             return None
-        from ..notifications import approvers_still_to_act
+        from policies_app.notifications.approval_emails import approvers_still_to_act
 
         acted = {approval.user_id for approval in deployment.approvals.all()}
         tree = ProjectTree.around([deployment.environment.project], with_policies=False)

@@ -1,7 +1,16 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from .views import accounts, audit, deployments, environments, policies, projects, templates, webhooks
+from policies_app.api.views import (
+    accounts,
+    audit,
+    deployments,
+    environments,
+    policies,
+    projects,
+    templates,
+    webhooks,
+)
 
 router = DefaultRouter()
 router.register("projects", projects.ProjectViewSet, basename="project")

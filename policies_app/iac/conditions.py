@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from policies_app.iac import ast
+from policies_app.iac import syntax_nodes
 from policies_app.iac.config_graph import Node
 from policies_app.iac.diagnostics import Reporter
 from policies_app.iac.expansion import ModuleKey, module_address
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def check_conditions(
-    reporter: Reporter, body: ast.Body, scope: Scope, what: str, kinds: tuple[str, ...]
+    reporter: Reporter, body: syntax_nodes.Body, scope: Scope, what: str, kinds: tuple[str, ...]
 ) -> None:
     for block in body.blocks:
         if block.type not in kinds:
@@ -44,17 +44,17 @@ def check_conditions(
         reporter.error(summary, f"{what}: {message}", condition.pos)
 
 
-def _error_message(reporter: Reporter, block: ast.Block, scope: Scope) -> Any:
+def _error_message(reporter: Reporter, block: syntax_nodes.Block, scope: Scope) -> Any:
     attribute = block.body.attributes.get("error_message")
     return unmark_deep(reporter.value(attribute.expr, scope, "")) if attribute else ""
 
 
-def lifecycle_body(block: ast.Block) -> ast.Body:
+def lifecycle_body(block: syntax_nodes.Block) -> syntax_nodes.Body:
     """The preconditions and postconditions of a resource's lifecycle blocks, as one body."""
     conditions = [
         b for lifecycle in block.body.blocks if lifecycle.type == "lifecycle" for b in lifecycle.body.blocks
     ]
-    return ast.Body({}, conditions)
+    return syntax_nodes.Body({}, conditions)
 
 
 def evaluate_check(evaluation: ConfigurationEvaluator, module: Module, node: Node, key: ModuleKey) -> Any:
@@ -88,7 +88,7 @@ class CheckResolver:
         self._inner = inner
         self._scoped = scoped
 
-    def data(self, type_: str, name: str, pos: ast.Pos) -> Any:
+    def data(self, type_: str, name: str, pos: syntax_nodes.Pos) -> Any:
         if f"{type_}.{name}" in self._scoped:
             return ResourceObject()
         return self._inner.data(type_, name, pos)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from policies_app.iac import ast
+from policies_app.iac import syntax_nodes
 from policies_app.iac.diagnostics import Reporter
 from policies_app.iac.graph import Graph, body_references, expression_references
 from policies_app.iac.module_tree import MODULE_META_ATTRIBUTES, Module
@@ -33,7 +33,9 @@ def node_name(node: Node) -> str:
     return prefix + _LABELS.get(kind, "") + name
 
 
-def node_block(modules: dict[tuple[str, ...], Module], node: Node) -> ast.Block | ast.Attribute:
+def node_block(
+    modules: dict[tuple[str, ...], Module], node: Node
+) -> syntax_nodes.Block | syntax_nodes.Attribute:
     path, kind, name = node
     module = modules[path]
     table = {
@@ -48,7 +50,7 @@ def node_block(modules: dict[tuple[str, ...], Module], node: Node) -> ast.Block 
     return table[name]
 
 
-def node_pos(modules: dict[tuple[str, ...], Module], node: Node) -> ast.Pos | None:
+def node_pos(modules: dict[tuple[str, ...], Module], node: Node) -> syntax_nodes.Pos | None:
     try:
         return node_block(modules, node).pos
     except KeyError:
@@ -128,7 +130,7 @@ class _GraphBuilder:
                 node = (path, "call", name)
                 self._add(node, nodes)
                 meta = {k: v for k, v in block.body.attributes.items() if k in MODULE_META_ATTRIBUTES}
-                self._link(node, module, body_references(ast.Body(meta)))
+                self._link(node, module, body_references(syntax_nodes.Body(meta)))
                 self._check_module_arguments(module, name, block)
             for kind, table in (("output", module.outputs), ("check", module.checks)):
                 for name, block in table.items():
@@ -141,7 +143,7 @@ class _GraphBuilder:
                     self.graph.add_edge(node, parent_call)
         return self.graph
 
-    def _check_module_arguments(self, module: Module, name: str, block: ast.Block) -> None:
+    def _check_module_arguments(self, module: Module, name: str, block: syntax_nodes.Block) -> None:
         child = module.children.get(name)
         if child is None or not child.loaded:
             return

@@ -51,7 +51,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from policies_app.iac import ast
+from policies_app.iac import syntax_nodes
 from policies_app.iac.conditions import evaluate_check
 from policies_app.iac.config_graph import Node, build_graph, node_name, node_pos
 from policies_app.iac.diagnostics import Reporter
@@ -70,13 +70,13 @@ from policies_app.iac.values import UNKNOWN
 from policies_app.iac.variables import VariableEvaluator, collect_root_values, undeclared_value_diagnostics
 
 
-def _default_hcl_file_parser() -> Callable[[str], ast.File]:
+def _default_hcl_file_parser() -> Callable[[str], syntax_nodes.File]:
     from policies_app.iac.loader import parse_file
 
     return parse_file
 
 
-def _default_expression_parser() -> Callable[[str, str], ast.Expr]:
+def _default_expression_parser() -> Callable[[str, str], syntax_nodes.Expr]:
     from policies_app.iac.loader import parse_expression
 
     return parse_expression
@@ -96,9 +96,9 @@ class ConfigurationEvaluator:
         variables: dict[str, Any] | None = None,
         var_files: Iterable[str] = (),
         cache_dir: str | None = None,
-        loader: Callable[[str], list[ast.File]] | None = None,
-        parse_hcl_file: Callable[[str], ast.File] | None = None,
-        parse_expression: Callable[[str, str], ast.Expr] | None = None,
+        loader: Callable[[str], list[syntax_nodes.File]] | None = None,
+        parse_hcl_file: Callable[[str], syntax_nodes.File] | None = None,
+        parse_expression: Callable[[str, str], syntax_nodes.Expr] | None = None,
         cwd: str | None = None,
         source_root: str | None = None,
         provider_schema: dict[str, Any] | None = None,
@@ -122,7 +122,7 @@ class ConfigurationEvaluator:
         self._scopes: dict[ModuleKey, Scope] = {}
         self.schemas, schema_problem = load_provider_schemas(self.root_dir, provider_schema)
         if schema_problem is not None:
-            self.reporter.error("Invalid provider schema", schema_problem, ast.Pos(self.root_dir, 0))
+            self.reporter.error("Invalid provider schema", schema_problem, syntax_nodes.Pos(self.root_dir, 0))
         self._in_progress: set[Node] = set()
 
         if parse_expression is None and loader is None:
@@ -179,7 +179,7 @@ class ConfigurationEvaluator:
             if node not in self.values and node not in self._in_progress:
                 self._evaluate_node(node)
 
-    def value_of(self, node: Node, key: ModuleKey = (), pos: ast.Pos | None = None) -> Any:
+    def value_of(self, node: Node, key: ModuleKey = (), pos: syntax_nodes.Pos | None = None) -> Any:
         """The value of a node for one module instance, evaluating it (and its ancestors) if needed.
 
         Reading a node whose evaluation is under way is a cycle the graph did not show: an error naming

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from policies_app.iac import ast
+from policies_app.iac import syntax_nodes
 from policies_app.iac.expressions import EVALUATOR, Diagnostic, EvalError, Scope
 from policies_app.iac.values import UNKNOWN
 
@@ -31,13 +31,13 @@ class Reporter:
             self._seen.add(key)
             self.diagnostics.append(diagnostic)
 
-    def error(self, summary: str, detail: str, pos: ast.Pos | None) -> None:
+    def error(self, summary: str, detail: str, pos: syntax_nodes.Pos | None) -> None:
         self.add(Diagnostic.at("error", summary, detail, pos))
 
-    def warning(self, summary: str, detail: str, pos: ast.Pos | None) -> None:
+    def warning(self, summary: str, detail: str, pos: syntax_nodes.Pos | None) -> None:
         self.add(Diagnostic.at("warning", summary, detail, pos))
 
-    def value(self, expr: ast.Expr, scope: Scope, default: Any = UNKNOWN) -> Any:
+    def value(self, expr: syntax_nodes.Expr, scope: Scope, default: Any = UNKNOWN) -> Any:
         """The expression's value, or ``default`` after recording its error."""
         try:
             return EVALUATOR.evaluate(expr, scope)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from policies_app.iac import ast, types
+from policies_app.iac import syntax_nodes, type_constraints
 from policies_app.iac.diagnostics import Reporter
 from policies_app.iac.expressions import EvalError, Scope, to_number
 from policies_app.iac.values import UNKNOWN, Sensitive, TfSet, contains_unknown, unmark_deep
@@ -53,7 +53,7 @@ def index_sort_key(index: Any) -> tuple:
     return (0, 0, "")
 
 
-def expand(block: ast.Block, scope: Scope, what: str, reporter: Reporter) -> Expansion:
+def expand(block: syntax_nodes.Block, scope: Scope, what: str, reporter: Reporter) -> Expansion:
     """("none"|"count"|"for_each"|"unknown", [(index, names to bind)]) of a block."""
     attributes = block.body.attributes
     count, for_each = attributes.get("count"), attributes.get("for_each")
@@ -71,7 +71,7 @@ def expand(block: ast.Block, scope: Scope, what: str, reporter: Reporter) -> Exp
     return "none", [(None, {})]
 
 
-def _count(count: ast.Attribute, scope: Scope, what: str, reporter: Reporter) -> Expansion:
+def _count(count: syntax_nodes.Attribute, scope: Scope, what: str, reporter: Reporter) -> Expansion:
     value = unmark_deep(reporter.value(count.expr, scope, None))  # a sensitive count is allowed
     if value is UNKNOWN:
         return _UNKNOWN_EXPANSION
@@ -92,7 +92,7 @@ def _count(count: ast.Attribute, scope: Scope, what: str, reporter: Reporter) ->
     return "count", [(i, {"count": {"index": i}}) for i in range(number)]  # type: ignore[arg-type]
 
 
-def _for_each(for_each: ast.Attribute, scope: Scope, what: str, reporter: Reporter) -> Expansion:
+def _for_each(for_each: syntax_nodes.Attribute, scope: Scope, what: str, reporter: Reporter) -> Expansion:
     value = reporter.value(for_each.expr, scope, None)
     if value.__class__ is Sensitive:
         # Instance keys show in addresses and in the plan: Terraform refuses sensitive ones.
@@ -132,7 +132,7 @@ def _for_each(for_each: ast.Attribute, scope: Scope, what: str, reporter: Report
     else:
         problem = (
             "the given for_each argument value is unsuitable: the for_each argument must be a "
-            f"map, or set of strings, and you have provided a value of type {types.type_name(value)}"
+            f"map, or set of strings, and you have provided a value of type {type_constraints.type_name(value)}"
         )
     if problem is not None:
         reporter.error("Invalid for_each argument", f"{what}: {problem}", for_each.pos)
@@ -143,5 +143,5 @@ def _for_each(for_each: ast.Attribute, scope: Scope, what: str, reporter: Report
 def _first_non_string_type(values: TfSet) -> str:
     for value in values:
         if not isinstance(value, str):
-            return types.type_name(value)
+            return type_constraints.type_name(value)
     return "string"

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from policies_app.iac import ast, types
+from policies_app.iac import syntax_nodes, type_constraints
 from policies_app.iac.functions import REGISTRY, FunctionError, UnsupportedFunction, call_function
 from policies_app.iac.values import (
     UNKNOWN,
@@ -30,7 +30,7 @@ from policies_app.iac.values import (
 class EvalError(Exception):
     """An error in the configuration found while evaluating; ``pos`` says where."""
 
-    def __init__(self, summary: str, pos: ast.Pos | None, detail: str = "") -> None:
+    def __init__(self, summary: str, pos: syntax_nodes.Pos | None, detail: str = "") -> None:
         super().__init__(summary if not detail else f"{summary}: {detail}")
         self.summary = summary
         self.detail = detail
@@ -47,7 +47,7 @@ class Diagnostic:
     column: int | None = None  # 1-based; None when not known
 
     @classmethod
-    def at(cls, severity: str, summary: str, detail: str, pos: ast.Pos | None) -> Diagnostic:
+    def at(cls, severity: str, summary: str, detail: str, pos: syntax_nodes.Pos | None) -> Diagnostic:
         if pos is None:
             return cls(severity, summary, detail)
         return cls(severity, summary, detail, pos.file, pos.line, pos.column or None)
@@ -70,32 +70,32 @@ class Diagnostic:
 class Resolver(Protocol):
     """What the configuration answers for names the expression does not bind itself."""
 
-    def variable(self, name: str, pos: ast.Pos) -> Any: ...
-    def local(self, name: str, pos: ast.Pos) -> Any: ...
-    def module(self, name: str, pos: ast.Pos) -> Any: ...
-    def resource(self, type_: str, name: str, pos: ast.Pos) -> Any: ...
-    def data(self, type_: str, name: str, pos: ast.Pos) -> Any: ...
+    def variable(self, name: str, pos: syntax_nodes.Pos) -> Any: ...
+    def local(self, name: str, pos: syntax_nodes.Pos) -> Any: ...
+    def module(self, name: str, pos: syntax_nodes.Pos) -> Any: ...
+    def resource(self, type_: str, name: str, pos: syntax_nodes.Pos) -> Any: ...
+    def data(self, type_: str, name: str, pos: syntax_nodes.Pos) -> Any: ...
 
 
 class NoReferences:
     """A resolver for places that allow no references at all (tfvars files, -var values)."""
 
-    def _refuse(self, what: str, pos: ast.Pos) -> Any:
+    def _refuse(self, what: str, pos: syntax_nodes.Pos) -> Any:
         raise EvalError("Variables not allowed", pos, f"{what} cannot be referenced here")
 
-    def variable(self, name: str, pos: ast.Pos) -> Any:
+    def variable(self, name: str, pos: syntax_nodes.Pos) -> Any:
         return self._refuse(f"var.{name}", pos)
 
-    def local(self, name: str, pos: ast.Pos) -> Any:
+    def local(self, name: str, pos: syntax_nodes.Pos) -> Any:
         return self._refuse(f"local.{name}", pos)
 
-    def module(self, name: str, pos: ast.Pos) -> Any:
+    def module(self, name: str, pos: syntax_nodes.Pos) -> Any:
         return self._refuse(f"module.{name}", pos)
 
-    def resource(self, type_: str, name: str, pos: ast.Pos) -> Any:
+    def resource(self, type_: str, name: str, pos: syntax_nodes.Pos) -> Any:
         return self._refuse(f"{type_}.{name}", pos)
 
-    def data(self, type_: str, name: str, pos: ast.Pos) -> Any:
+    def data(self, type_: str, name: str, pos: syntax_nodes.Pos) -> Any:
         return self._refuse(f"data.{type_}.{name}", pos)
 
 
@@ -218,7 +218,7 @@ def arithmetic(op: str, left: int | float, right: int | float) -> int | float:
             "/": lambda: left / right,
             "%": lambda: math.fmod(left, right),
         }[op]()
-        return types.normalize_number(result_float)
+        return type_constraints.normalize_number(result_float)
     a, b = _decimal(left), _decimal(right)
     context = _DECIMAL_CONTEXT
     if op == "+":
@@ -236,7 +236,9 @@ def arithmetic(op: str, left: int | float, right: int | float) -> int | float:
     return float(result)
 
 
-def _checked_arithmetic(op: str, left: int | float, right: int | float, pos: ast.Pos | None) -> int | float:
+def _checked_arithmetic(
+    op: str, left: int | float, right: int | float, pos: syntax_nodes.Pos | None
+) -> int | float:
     """Terraform's (cty's) answers where plain arithmetic has none: 1/0 is +Inf, -1/0 is -Inf, x % 0
     is x; 0/0, inf/inf, inf*0, inf-inf and a modulo with an infinite operand are errors."""
     infinite = (isinstance(left, float) and math.isinf(left)) or (
@@ -260,26 +262,26 @@ def _checked_arithmetic(op: str, left: int | float, right: int | float, pos: ast
     return result
 
 
-def to_number(value: Any, pos: ast.Pos | None, what: str = "operand") -> int | float:
-    """types.to_number with the position and Terraform's wording for operators."""
+def to_number(value: Any, pos: syntax_nodes.Pos | None, what: str = "operand") -> int | float:
+    """type_constraints.to_number with the position and Terraform's wording for operators."""
     if value is None:
         raise EvalError("Invalid operand", pos, f"the {what} is null; a number is required")
     try:
-        return types.to_number(value)
-    except types.ConversionError as error:
+        return type_constraints.to_number(value)
+    except type_constraints.ConversionError as error:
         raise EvalError("Invalid operand", pos, f"unsuitable value for the {what}: {error}") from None
 
 
-def to_bool(value: Any, pos: ast.Pos | None, what: str = "condition") -> bool:
+def to_bool(value: Any, pos: syntax_nodes.Pos | None, what: str = "condition") -> bool:
     if value is None:
         raise EvalError("Invalid operand", pos, f"the {what} is null; a bool is required")
     try:
-        return types.to_bool(value)
-    except types.ConversionError as error:
+        return type_constraints.to_bool(value)
+    except type_constraints.ConversionError as error:
         raise EvalError("Invalid operand", pos, f"unsuitable value for the {what}: {error}") from None
 
 
-def to_string(value: Any, pos: ast.Pos | None, what: str = "value") -> str:
+def to_string(value: Any, pos: syntax_nodes.Pos | None, what: str = "value") -> str:
     if isinstance(value, str):
         return value
     if value is None:
@@ -291,16 +293,18 @@ def to_string(value: Any, pos: ast.Pos | None, what: str = "value") -> str:
             f"cannot include a {type_label(value)} value in a string template",
         )
     try:
-        return types.to_string(value)
-    except types.ConversionError as error:
+        return type_constraints.to_string(value)
+    except type_constraints.ConversionError as error:
         raise EvalError("Invalid template interpolation value", pos, str(error)) from None
 
 
-values_equal = types.values_equal  # Terraform's ==: no conversion between types ("1" == 1 is false)
-equal_with_unknowns = types.equal_with_unknowns
+values_equal = (
+    type_constraints.values_equal
+)  # Terraform's ==: no conversion between types ("1" == 1 is false)
+equal_with_unknowns = type_constraints.equal_with_unknowns
 
 
-def iterate_collection(collection: Any, pos: ast.Pos | None) -> list[tuple[Any, Any]]:
+def iterate_collection(collection: Any, pos: syntax_nodes.Pos | None) -> list[tuple[Any, Any]]:
     """(key, value) pairs in Terraform's order: list index, map keys sorted, set element as both."""
     if isinstance(collection, TfSet):
         return [(item, item) for item in collection]
@@ -317,7 +321,9 @@ def iterate_collection(collection: Any, pos: ast.Pos | None) -> list[tuple[Any, 
     )
 
 
-def _conditional_result(value: Any, unified: types.TypeConstraint | None, pos: ast.Pos, kinds: str) -> Any:
+def _conditional_result(
+    value: Any, unified: type_constraints.TypeConstraint | None, pos: syntax_nodes.Pos, kinds: str
+) -> Any:
     """A conditional's chosen value converted to the type both results unify to."""
     if unified is None:
         raise EvalError(
@@ -326,8 +332,8 @@ def _conditional_result(value: Any, unified: types.TypeConstraint | None, pos: a
             f"the true and false result expressions must have consistent types ({kinds})",
         )
     try:
-        return types.convert(value, unified)
-    except types.ConversionError as error:
+        return type_constraints.convert(value, unified)
+    except type_constraints.ConversionError as error:
         raise EvalError("Inconsistent conditional result types", pos, str(error)) from None
 
 
@@ -336,23 +342,23 @@ class Evaluator:
 
     def __init__(self) -> None:
         self._dispatch: dict[type, Callable[[Any, Scope], Any]] = {
-            ast.Literal: self._literal,
-            ast.TemplateExpr: self._template,
-            ast.TupleExpr: self._tuple,
-            ast.ObjectExpr: self._object,
-            ast.Reference: self._reference,
-            ast.GetAttr: self._get_attr,
-            ast.Index: self._index,
-            ast.Splat: self._splat,
-            ast.SplatItem: self._splat_item,
-            ast.FunctionCall: self._function_call,
-            ast.Conditional: self._conditional,
-            ast.BinaryOp: self._binary,
-            ast.UnaryOp: self._unary,
-            ast.ForExpr: self._for,
+            syntax_nodes.Literal: self._literal,
+            syntax_nodes.TemplateExpr: self._template,
+            syntax_nodes.TupleExpr: self._tuple,
+            syntax_nodes.ObjectExpr: self._object,
+            syntax_nodes.Reference: self._reference,
+            syntax_nodes.GetAttr: self._get_attr,
+            syntax_nodes.Index: self._index,
+            syntax_nodes.Splat: self._splat,
+            syntax_nodes.SplatItem: self._splat_item,
+            syntax_nodes.FunctionCall: self._function_call,
+            syntax_nodes.Conditional: self._conditional,
+            syntax_nodes.BinaryOp: self._binary,
+            syntax_nodes.UnaryOp: self._unary,
+            syntax_nodes.ForExpr: self._for,
         }
 
-    def evaluate(self, expr: ast.Expr, scope: Scope) -> Any:
+    def evaluate(self, expr: syntax_nodes.Expr, scope: Scope) -> Any:
         """The value of ``expr``; raises EvalError for errors in the configuration."""
         value = self._eval(expr, scope)
         if isinstance(value, _Namespace):
@@ -363,7 +369,7 @@ class Evaluator:
             )
         return value
 
-    def _eval(self, expr: ast.Expr, scope: Scope) -> Any:
+    def _eval(self, expr: syntax_nodes.Expr, scope: Scope) -> Any:
         handler = self._dispatch.get(type(expr))
         if handler is None:
             raise EvalError("Unsupported expression", getattr(expr, "pos", None), type(expr).__name__)
@@ -371,16 +377,16 @@ class Evaluator:
 
     # -- leaves and constructors -----------------------------------------------------------------
 
-    def _literal(self, expr: ast.Literal, scope: Scope) -> Any:
+    def _literal(self, expr: syntax_nodes.Literal, scope: Scope) -> Any:
         value = expr.value
         if type(value) is float and value.is_integer():
             return int(value)  # values.py: whole numbers are ints (1e21 too)
         return value
 
-    def _tuple(self, expr: ast.TupleExpr, scope: Scope) -> Any:
+    def _tuple(self, expr: syntax_nodes.TupleExpr, scope: Scope) -> Any:
         return [self.evaluate(item, scope) for item in expr.items]
 
-    def _object(self, expr: ast.ObjectExpr, scope: Scope) -> Any:
+    def _object(self, expr: syntax_nodes.ObjectExpr, scope: Scope) -> Any:
         result: Any = {}
         unknown_key = marked_key = False
         for key_expr, value_expr in expr.items:
@@ -400,7 +406,7 @@ class Evaluator:
 
     # -- references --------------------------------------------------------------------------------
 
-    def _reference(self, expr: ast.Reference, scope: Scope) -> Any:
+    def _reference(self, expr: syntax_nodes.Reference, scope: Scope) -> Any:
         found, value = scope.lookup(expr.name)
         if found:
             return value
@@ -413,11 +419,11 @@ class Evaluator:
             raise EvalError(f"Invalid reference to {name}", expr.pos, f"{name} is not available here")
         return _Namespace("resource_type", name)
 
-    def _get_attr(self, expr: ast.GetAttr, scope: Scope) -> Any:
+    def _get_attr(self, expr: syntax_nodes.GetAttr, scope: Scope) -> Any:
         target = self._eval(expr.target, scope)
         return self.get_attr(target, expr.name, expr.pos, scope)
 
-    def get_attr(self, target: Any, name: str, pos: ast.Pos, scope: Scope) -> Any:
+    def get_attr(self, target: Any, name: str, pos: syntax_nodes.Pos, scope: Scope) -> Any:
         if isinstance(target, _Namespace):
             resolver = scope.resolver
             kind = target.kind
@@ -468,7 +474,7 @@ class Evaluator:
             "Unsupported attribute", pos, f"can't access attribute {name!r} on a {type_label(target)} value"
         )
 
-    def _index(self, expr: ast.Index, scope: Scope) -> Any:
+    def _index(self, expr: syntax_nodes.Index, scope: Scope) -> Any:
         target = self._eval(expr.target, scope)
         key = self.evaluate(expr.key, scope)
         if isinstance(target, _Namespace):
@@ -481,14 +487,14 @@ class Evaluator:
             raise EvalError("Invalid reference", expr.pos, f"{target.describe()} cannot be indexed")
         return self.index(target, key, expr.pos)
 
-    def _whole_module(self, target: _Namespace, pos: ast.Pos, scope: Scope) -> Any:
+    def _whole_module(self, target: _Namespace, pos: syntax_nodes.Pos, scope: Scope) -> Any:
         """``module.NAME`` (or ``module.NAME[KEY]``) used as a value: the object of all its outputs."""
         value = scope.resolver.module(target.prefix, pos)
         if target.kind == "module_instance":
             return self.index(value, target.key, pos)
         return value
 
-    def index(self, target: Any, key: Any, pos: ast.Pos) -> Any:
+    def index(self, target: Any, key: Any, pos: syntax_nodes.Pos) -> Any:
         if target.__class__ is Sensitive or key.__class__ is Sensitive:
             target = target.value if target.__class__ is Sensitive else target
             key = key.value if key.__class__ is Sensitive else key
@@ -533,13 +539,13 @@ class Evaluator:
             raise EvalError("Attempt to index null value", pos, "this value is null, so it has no elements")
         raise EvalError("Invalid index", pos, f"this value ({type_label(target)}) does not have any indices")
 
-    def _splat(self, expr: ast.Splat, scope: Scope) -> Any:
+    def _splat(self, expr: syntax_nodes.Splat, scope: Scope) -> Any:
         source = self.evaluate(expr.source, scope)
         if source.__class__ is Sensitive:
             return mark(self._splat_of(expr, source.value, scope))
         return self._splat_of(expr, source, scope)
 
-    def _splat_of(self, expr: ast.Splat, source: Any, scope: Scope) -> Any:
+    def _splat_of(self, expr: syntax_nodes.Splat, source: Any, scope: Scope) -> Any:
         if source is UNKNOWN:
             return UNKNOWN
         if source is None:
@@ -550,7 +556,7 @@ class Evaluator:
             results.append(self.evaluate(expr.each, scope.child({"\0splat": item})))
         return results
 
-    def _splat_item(self, expr: ast.SplatItem, scope: Scope) -> Any:
+    def _splat_item(self, expr: syntax_nodes.SplatItem, scope: Scope) -> Any:
         found, value = scope.lookup("\0splat")
         if not found:
             raise EvalError("Invalid splat", expr.pos, "splat item outside a splat expression")
@@ -558,7 +564,7 @@ class Evaluator:
 
     # -- operators -----------------------------------------------------------------------------------
 
-    def _conditional(self, expr: ast.Conditional, scope: Scope) -> Any:
+    def _conditional(self, expr: syntax_nodes.Conditional, scope: Scope) -> Any:
         # HCL evaluates both results (their types decide the result's type) but reports only the
         # chosen one's errors, and neither's when the condition is unknown: `var.x == null ? true :
         # contains(["a"], var.x)` is how real modules guard a call that fails on null. The result
@@ -591,57 +597,62 @@ class Evaluator:
         result = self._unify(chosen, other, expr.pos)
         return mark(result) if marked else result
 
-    def _convert_to_common(self, value: Any, other_type: types.TypeConstraint, pos: ast.Pos) -> Any:
-        unified = types.unify([types.infer_type(unmark_deep(value)), other_type])
+    def _convert_to_common(
+        self, value: Any, other_type: type_constraints.TypeConstraint, pos: syntax_nodes.Pos
+    ) -> Any:
+        unified = type_constraints.unify([type_constraints.infer_type(unmark_deep(value)), other_type])
         return _conditional_result(
-            value, unified, pos, f"{types.type_name(unmark_deep(value))}, {other_type}"
+            value, unified, pos, f"{type_constraints.type_name(unmark_deep(value))}, {other_type}"
         )
 
-    def declared_type(self, expr: ast.Expr, scope: Scope) -> types.TypeConstraint | None:
+    def declared_type(self, expr: syntax_nodes.Expr, scope: Scope) -> type_constraints.TypeConstraint | None:
         """The type a declaration gives an expression (a variable's: ``var.x``, ``var.x.attr``,
         ``var.x["key"]``; a conversion function's: ``toset(...)``), when that is all that tells which
         type its null has; None otherwise."""
         steps: list[Any] = []
         node = expr
         while True:
-            if isinstance(node, ast.GetAttr):
+            if isinstance(node, syntax_nodes.GetAttr):
                 steps.append(node.name)
                 node = node.target
-            elif isinstance(node, ast.Index) and isinstance(node.key, ast.Literal):
+            elif isinstance(node, syntax_nodes.Index) and isinstance(node.key, syntax_nodes.Literal):
                 steps.append(node.key.value)
                 node = node.target
             else:
                 break
-        if isinstance(node, ast.FunctionCall) and not steps and node.name in REGISTRY:
+        if isinstance(node, syntax_nodes.FunctionCall) and not steps and node.name in REGISTRY:
             return REGISTRY[node.name].result_type
-        if not (isinstance(node, ast.Reference) and node.name == "var" and steps) or scope.lookup("var")[0]:
+        if (
+            not (isinstance(node, syntax_nodes.Reference) and node.name == "var" and steps)
+            or scope.lookup("var")[0]
+        ):
             return None
         variable_type = getattr(scope.resolver, "variable_type", None)
         constraint = variable_type(steps.pop()) if variable_type is not None else None
         while steps and constraint is not None:
             step = steps.pop()
-            if isinstance(constraint, types.ObjectType) and isinstance(step, str):
+            if isinstance(constraint, type_constraints.ObjectType) and isinstance(step, str):
                 constraint = constraint.attribute_types.get(step)
-            elif isinstance(constraint, (types.MapType, types.ListType)):
+            elif isinstance(constraint, (type_constraints.MapType, type_constraints.ListType)):
                 constraint = constraint.element
             elif (
-                isinstance(constraint, types.TupleType)
+                isinstance(constraint, type_constraints.TupleType)
                 and isinstance(step, int)
                 and 0 <= step < len(constraint.elements)
             ):
                 constraint = constraint.elements[step]
             else:
                 constraint = None
-        return None if isinstance(constraint, types.AnyType) else constraint
+        return None if isinstance(constraint, type_constraints.AnyType) else constraint
 
-    def _attempt(self, expr: ast.Expr, scope: Scope) -> tuple[Any, EvalError | None]:
+    def _attempt(self, expr: syntax_nodes.Expr, scope: Scope) -> tuple[Any, EvalError | None]:
         """The value and no error, or UNKNOWN (a value of any type, as HCL's DynamicVal) and the error."""
         try:
             return self.evaluate(expr, scope), None
         except EvalError as error:
             return UNKNOWN, error
 
-    def _unify(self, chosen: Any, other: Any, pos: ast.Pos) -> Any:
+    def _unify(self, chosen: Any, other: Any, pos: syntax_nodes.Pos) -> Any:
         """Both results of a conditional share one type: a number or bool beside a string becomes a
         string, as Terraform's type unification does."""
         if chosen is None or chosen is UNKNOWN or other is None or other is UNKNOWN:
@@ -656,19 +667,21 @@ class Evaluator:
             ):
                 return chosen
             return mark(unified_value)
-        kind, other_kind = types.primitive_kind(chosen), types.primitive_kind(other)
+        kind, other_kind = type_constraints.primitive_kind(chosen), type_constraints.primitive_kind(other)
         if kind is not None and kind == other_kind:
             return chosen  # the common case, without inferring types
-        unified = types.unify([types.infer_type(chosen), types.infer_type(other)])
+        unified = type_constraints.unify(
+            [type_constraints.infer_type(chosen), type_constraints.infer_type(other)]
+        )
         if unified is None and (kind is None or other_kind is None):
-            # Collections that cty still unifies where types.unify does not: keep the chosen value
+            # Collections that cty still unifies where type_constraints.unify does not: keep the chosen value
             # rather than refuse it.
             return chosen
         return _conditional_result(
-            chosen, unified, pos, f"{types.type_name(chosen)}, {types.type_name(other)}"
+            chosen, unified, pos, f"{type_constraints.type_name(chosen)}, {type_constraints.type_name(other)}"
         )
 
-    def _binary(self, expr: ast.BinaryOp, scope: Scope) -> Any:
+    def _binary(self, expr: syntax_nodes.BinaryOp, scope: Scope) -> Any:
         left = self.evaluate(expr.left, scope)
         right = self.evaluate(expr.right, scope)
         if left.__class__ is Sensitive or right.__class__ is Sensitive:
@@ -677,7 +690,7 @@ class Evaluator:
             return mark(self._binary_values(expr, unmark_deep(left), unmark_deep(right)))
         return self._binary_values(expr, left, right)
 
-    def _binary_values(self, expr: ast.BinaryOp, left: Any, right: Any) -> Any:
+    def _binary_values(self, expr: syntax_nodes.BinaryOp, left: Any, right: Any) -> Any:
         op = expr.op
         if op == "==" or op == "!=":
             equal = equal_with_unknowns(left, right)
@@ -708,13 +721,13 @@ class Evaluator:
             return left_number >= right_number
         raise EvalError("Unsupported operator", expr.pos, op)
 
-    def _unary(self, expr: ast.UnaryOp, scope: Scope) -> Any:
+    def _unary(self, expr: syntax_nodes.UnaryOp, scope: Scope) -> Any:
         operand = self.evaluate(expr.operand, scope)
         if operand.__class__ is Sensitive:
             return mark(self._unary_value(expr, operand.value))
         return self._unary_value(expr, operand)
 
-    def _unary_value(self, expr: ast.UnaryOp, operand: Any) -> Any:
+    def _unary_value(self, expr: syntax_nodes.UnaryOp, operand: Any) -> Any:
         if operand is UNKNOWN:
             return UNKNOWN
         if expr.op == "!":
@@ -723,7 +736,7 @@ class Evaluator:
 
     # -- templates and for expressions ---------------------------------------------------------------
 
-    def _template(self, expr: ast.TemplateExpr, scope: Scope) -> Any:
+    def _template(self, expr: syntax_nodes.TemplateExpr, scope: Scope) -> Any:
         out: list[str] = []
         flags = self._render_parts(expr.parts, scope, out)
         result = UNKNOWN if flags & _UNKNOWN_PART else "".join(out)
@@ -737,7 +750,7 @@ class Evaluator:
         for part in parts:
             if isinstance(part, str):
                 out.append(part)
-            elif isinstance(part, ast.Interpolation):
+            elif isinstance(part, syntax_nodes.Interpolation):
                 value = self.evaluate(part.expr, scope)
                 if value.__class__ is Sensitive:
                     unknown |= _SENSITIVE_PART
@@ -752,7 +765,7 @@ class Evaluator:
                     )
                 else:
                     out.append(to_string(value, part.expr.pos))
-            elif isinstance(part, ast.IfDirective):
+            elif isinstance(part, syntax_nodes.IfDirective):
                 condition = self.evaluate(part.condition, scope)
                 if condition.__class__ is Sensitive:
                     unknown |= _SENSITIVE_PART
@@ -765,7 +778,7 @@ class Evaluator:
                     unknown |= self._render_parts(part.then_parts, scope, out)
                 else:
                     unknown |= self._render_parts(part.else_parts, scope, out)
-            elif isinstance(part, ast.ForDirective):
+            elif isinstance(part, syntax_nodes.ForDirective):
                 collection = self.evaluate(part.collection, scope)
                 if collection.__class__ is Sensitive:
                     unknown |= _SENSITIVE_PART
@@ -782,7 +795,7 @@ class Evaluator:
                 raise EvalError("Unsupported template part", None, type(part).__name__)
         return unknown
 
-    def _for(self, expr: ast.ForExpr, scope: Scope) -> Any:
+    def _for(self, expr: syntax_nodes.ForExpr, scope: Scope) -> Any:
         collection = self.evaluate(expr.collection, scope)
         marked = [collection.__class__ is Sensitive]
         if marked[0]:
@@ -790,7 +803,7 @@ class Evaluator:
         result = self._for_over(expr, collection, scope, marked)
         return mark(result) if marked[0] else result
 
-    def _for_over(self, expr: ast.ForExpr, collection: Any, scope: Scope, marked: list[bool]) -> Any:
+    def _for_over(self, expr: syntax_nodes.ForExpr, collection: Any, scope: Scope, marked: list[bool]) -> Any:
         """The for expression's value; sets marked[0] when a sensitive condition or key decides the
         shape of the result (which is then sensitive as a whole, as in Terraform)."""
         if collection is UNKNOWN:
@@ -849,7 +862,7 @@ class Evaluator:
 
     # -- functions -------------------------------------------------------------------------------------
 
-    def _function_call(self, expr: ast.FunctionCall, scope: Scope) -> Any:
+    def _function_call(self, expr: syntax_nodes.FunctionCall, scope: Scope) -> Any:
         name = expr.name
         if name == "try":
             return self._try(expr, scope)
@@ -876,8 +889,8 @@ class Evaluator:
         if name in _WANTS_DECLARED_TYPES:
             written = expr.args[:-1] if expr.expand_final else expr.args
             declared = [
-                types.ANY
-                if isinstance(arg, ast.Literal) and arg.value is None
+                type_constraints.ANY
+                if isinstance(arg, syntax_nodes.Literal) and arg.value is None
                 else self.declared_type(arg, scope)
                 for arg in written
             ]
@@ -892,7 +905,7 @@ class Evaluator:
             ) from None
         return mark(result) if marked else result
 
-    def _unsupported(self, name: str, pos: ast.Pos, scope: Scope) -> Any:
+    def _unsupported(self, name: str, pos: syntax_nodes.Pos, scope: Scope) -> Any:
         if not name.startswith("provider::"):
             # Not a function of Terraform or OpenTofu at all: terraform refuses the configuration.
             raise EvalError("Call to unknown function", pos, f"there is no function named {name!r}")
@@ -908,7 +921,7 @@ class Evaluator:
         )
         return UNKNOWN
 
-    def _try(self, expr: ast.FunctionCall, scope: Scope) -> Any:
+    def _try(self, expr: syntax_nodes.FunctionCall, scope: Scope) -> Any:
         if not expr.args:
             raise EvalError("Invalid function argument", expr.pos, "try() needs at least one argument")
         errors: list[str] = []
@@ -926,7 +939,7 @@ class Evaluator:
             "Error in function call", expr.pos, "no expression given to try() succeeded: " + "; ".join(errors)
         )
 
-    def _can(self, expr: ast.FunctionCall, scope: Scope) -> Any:
+    def _can(self, expr: syntax_nodes.FunctionCall, scope: Scope) -> Any:
         if len(expr.args) != 1:
             raise EvalError("Invalid function argument", expr.pos, "can() takes exactly one argument")
         try:
@@ -939,7 +952,7 @@ class Evaluator:
 EVALUATOR = Evaluator()
 
 
-def evaluate(expr: ast.Expr, scope: Scope) -> Any:
+def evaluate(expr: syntax_nodes.Expr, scope: Scope) -> Any:
     """Evaluate ``expr`` in ``scope`` (raises EvalError)."""
     return EVALUATOR.evaluate(expr, scope)
 

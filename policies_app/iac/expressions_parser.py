@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from policies_app.iac import ast
+from policies_app.iac import syntax_nodes
 
 
 class ConfigSyntaxError(ValueError):
@@ -73,7 +73,7 @@ def unescape_quoted(text: str) -> str:
     return _ESCAPE_RE.sub(_unescape_match, text)
 
 
-def assemble_template(pieces: list, pos: ast.Pos, flush: bool = False) -> ast.Expr:
+def assemble_template(pieces: list, pos: syntax_nodes.Pos, flush: bool = False) -> syntax_nodes.Expr:
     """Flat pieces (str or TemplateMarker) -> Literal, the lone interpolated expression, or TemplateExpr.
 
     As in HCL, a strip marker trims only the literal piece right next to it. Heredoc and template
@@ -81,11 +81,11 @@ def assemble_template(pieces: list, pos: ast.Pos, flush: bool = False) -> ast.Ex
     within the neighbouring line only; a quoted string is one piece and is trimmed as a whole.
     """
     if not pieces:
-        return ast.Literal("", pos)
+        return syntax_nodes.Literal("", pos)
     if len(pieces) == 1 and not flush:
         only = pieces[0]
         if type(only) is str:
-            return ast.Literal(only, pos)
+            return syntax_nodes.Literal(only, pos)
         if only.kind == "interp":
             return only.expr
     pieces = list(pieces)
@@ -104,10 +104,10 @@ def assemble_template(pieces: list, pos: ast.Pos, flush: bool = False) -> ast.Ex
     if index != len(pieces):  # pragma: no cover - _nest raises before this
         raise ConfigSyntaxError(pos.file, pos.line, pos.column, "unexpected template directive")
     if len(parts) == 1 and type(parts[0]) is str:
-        return ast.Literal(parts[0], pos)
+        return syntax_nodes.Literal(parts[0], pos)
     if not parts:
-        return ast.Literal("", pos)
-    return ast.TemplateExpr(parts, pos)
+        return syntax_nodes.Literal("", pos)
+    return syntax_nodes.TemplateExpr(parts, pos)
 
 
 def _flush_heredoc(pieces: list) -> None:
@@ -136,7 +136,7 @@ def _flush_heredoc(pieces: list) -> None:
             pieces[i] = pieces[i][min_spaces:]
 
 
-def _nest(pieces: list, i: int, pos: ast.Pos, closing: tuple | None):
+def _nest(pieces: list, i: int, pos: syntax_nodes.Pos, closing: tuple | None):
     """Nest flat pieces into template parts until one of ``closing`` kinds; returns (parts, index)."""
     parts: list = []
     n = len(pieces)
@@ -152,18 +152,18 @@ def _nest(pieces: list, i: int, pos: ast.Pos, closing: tuple | None):
             continue
         kind = piece.kind
         if kind == "interp":
-            parts.append(ast.Interpolation(piece.expr))
+            parts.append(syntax_nodes.Interpolation(piece.expr))
             i += 1
         elif kind == "if":
             then_parts, i = _nest(pieces, i + 1, pos, ("else", "endif"))
             else_parts: list = []
             if pieces[i].kind == "else":
                 else_parts, i = _nest(pieces, i + 1, pos, ("endif",))
-            parts.append(ast.IfDirective(piece.expr, then_parts, else_parts))
+            parts.append(syntax_nodes.IfDirective(piece.expr, then_parts, else_parts))
             i += 1
         elif kind == "for":
             body, i = _nest(pieces, i + 1, pos, ("endfor",))
-            parts.append(ast.ForDirective(piece.key_var, piece.value_var, piece.expr, body))
+            parts.append(syntax_nodes.ForDirective(piece.key_var, piece.value_var, piece.expr, body))
             i += 1
         else:
             if closing and kind in closing:
@@ -179,7 +179,9 @@ def _nest(pieces: list, i: int, pos: ast.Pos, closing: tuple | None):
     return parts, i
 
 
-def parse_expression(text: str, filename: str = "<expr>", line: int = 1, column: int = 1) -> ast.Expr:
+def parse_expression(
+    text: str, filename: str = "<expr>", line: int = 1, column: int = 1
+) -> syntax_nodes.Expr:
     """Parse one native-syntax expression."""
     stripped = text.strip()
     if not stripped:
@@ -247,11 +249,17 @@ def _line_col(text: str, offset: int, line: int, column: int) -> tuple[int, int]
 
 
 def parse_template_text(
-    text: str, filename: str, line: int, column: int, *, flush: bool = False, pos: ast.Pos | None = None
-) -> ast.Expr:
+    text: str,
+    filename: str,
+    line: int,
+    column: int,
+    *,
+    flush: bool = False,
+    pos: syntax_nodes.Pos | None = None,
+) -> syntax_nodes.Expr:
     """Parse template ``text`` (no surrounding quotes, no escapes) that starts at (line, column)."""
     if pos is None:
-        pos = ast.Pos(filename, line, column)
+        pos = syntax_nodes.Pos(filename, line, column)
     pieces: list = []
     i = 0
     n = len(text)
@@ -282,7 +290,7 @@ def parse_template_text(
         pieces.extend(_LINE_PIECES_RE.findall("".join(buf)))
         buf = []
         inner_line, inner_col = _line_col(text, body_start, line, column)
-        seq_pos = ast.Pos(filename, seq_line, seq_col)
+        seq_pos = syntax_nodes.Pos(filename, seq_line, seq_col)
         if seq == "${":
             expr = parse_expression(inner, filename, inner_line, inner_col)
             pieces.append(TemplateMarker("interp", strip_left, strip_right, expr=expr, pos=seq_pos))
@@ -297,7 +305,13 @@ def parse_template_text(
 
 
 def _directive_marker(
-    inner: str, filename: str, line: int, column: int, strip_left: bool, strip_right: bool, pos: ast.Pos
+    inner: str,
+    filename: str,
+    line: int,
+    column: int,
+    strip_left: bool,
+    strip_right: bool,
+    pos: syntax_nodes.Pos,
 ) -> TemplateMarker:
     body = inner.strip()
     word = body.split(None, 1)[0] if body else ""
@@ -322,18 +336,20 @@ def _directive_marker(
     raise ConfigSyntaxError(pos.file, pos.line, pos.column, f"invalid template directive %{{{inner}}}")
 
 
-def parse_template(text: str, filename: str = "<template>", line: int = 1, column: int = 1) -> ast.Expr:
+def parse_template(
+    text: str, filename: str = "<template>", line: int = 1, column: int = 1
+) -> syntax_nodes.Expr:
     """Parse a string template (templatefile() contents, JSON strings). Exactly one ``${...}`` and
     nothing else yields the inner expression; plain text yields a Literal string."""
     if "${" not in text and "%{" not in text:
-        return ast.Literal(text, ast.Pos(filename, line, column))
+        return syntax_nodes.Literal(text, syntax_nodes.Pos(filename, line, column))
     return parse_template_text(text, filename, line, column)
 
 
 _TRAVERSAL_RE = re.compile(r"[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*|\.\d+|\[\s*(?:\d+|\"[^\"]*\")\s*\])*\Z")
 
 
-def parse_traversal(text: str, filename: str, line: int) -> ast.Expr:
+def parse_traversal(text: str, filename: str, line: int) -> syntax_nodes.Expr:
     """A static reference written as a JSON string: ``aws_instance.web``, ``module.m``,
     ``aws_instance.web[0]``, ``var.x["k"]``."""
     stripped = text.strip()

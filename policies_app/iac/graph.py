@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Container, Hashable, Iterable
 from dataclasses import dataclass, field
 
-from policies_app.iac import ast
+from policies_app.iac import syntax_nodes
 
 
 @dataclass
@@ -93,7 +93,7 @@ def topological_order(
 _NOT_BLOCKS = frozenset({"count", "each", "self", "path", "terraform", "ephemeral"})
 
 
-def expression_references(expr: ast.Expr | None, bound: frozenset[str] = frozenset()) -> list[tuple]:
+def expression_references(expr: syntax_nodes.Expr | None, bound: frozenset[str] = frozenset()) -> list[tuple]:
     """The blocks an expression refers to, as tuples:
 
     ``("var", NAME)``, ``("local", NAME)``, ``("module", CALL, OUTPUT or None)``,
@@ -110,7 +110,9 @@ def expression_references(expr: ast.Expr | None, bound: frozenset[str] = frozens
 
 
 def body_references(
-    body: ast.Body, bound: frozenset[str] = frozenset(), skip_attributes: frozenset[str] = frozenset()
+    body: syntax_nodes.Body,
+    bound: frozenset[str] = frozenset(),
+    skip_attributes: frozenset[str] = frozenset(),
 ) -> list[tuple]:
     """References in every attribute and nested block of a body (dynamic block iterators bound)."""
     found: list[tuple] = []
@@ -140,11 +142,11 @@ def body_references(
     return found
 
 
-def keyword_of(expr: ast.Expr) -> str | None:
+def keyword_of(expr: syntax_nodes.Expr) -> str | None:
     """A bare word written as a reference (native syntax) or as a string (JSON syntax)."""
-    if isinstance(expr, ast.Reference):
+    if isinstance(expr, syntax_nodes.Reference):
         return expr.name
-    if isinstance(expr, ast.Literal) and isinstance(expr.value, str):
+    if isinstance(expr, syntax_nodes.Literal) and isinstance(expr.value, str):
         return expr.value
     return None
 
@@ -153,7 +155,11 @@ def _classify(root: str, steps: list[tuple[str, object]]) -> tuple | None:
     def attr(i: int) -> str | None:
         if i < len(steps) and steps[i][0] == "attr":
             return steps[i][1]  # type: ignore[return-value]
-        if i < len(steps) and isinstance(steps[i][1], ast.Literal) and isinstance(steps[i][1].value, str):
+        if (
+            i < len(steps)
+            and isinstance(steps[i][1], syntax_nodes.Literal)
+            and isinstance(steps[i][1].value, str)
+        ):
             return steps[i][1].value  # type: ignore[union-attr]
         return None
 
@@ -180,21 +186,21 @@ def _classify(root: str, steps: list[tuple[str, object]]) -> tuple | None:
 
 def _walk(expr: object, bound: frozenset[str], found: list[tuple]) -> None:
     kind = type(expr)
-    if kind is ast.GetAttr or kind is ast.Index or kind is ast.Reference:
+    if kind is syntax_nodes.GetAttr or kind is syntax_nodes.Index or kind is syntax_nodes.Reference:
         steps: list[tuple[str, object]] = []
         node = expr
         while True:
             node_kind = type(node)
-            if node_kind is ast.GetAttr:
+            if node_kind is syntax_nodes.GetAttr:
                 steps.append(("attr", node.name))  # type: ignore[attr-defined]
                 node = node.target  # type: ignore[attr-defined]
-            elif node_kind is ast.Index:
+            elif node_kind is syntax_nodes.Index:
                 steps.append(("index", node.key))  # type: ignore[attr-defined]
                 _walk(node.key, bound, found)  # type: ignore[attr-defined]
                 node = node.target  # type: ignore[attr-defined]
             else:
                 break
-        if type(node) is ast.Reference:
+        if type(node) is syntax_nodes.Reference:
             if node.name not in bound:  # type: ignore[attr-defined]
                 steps.reverse()
                 reference = _classify(node.name, steps)  # type: ignore[attr-defined]
@@ -203,33 +209,33 @@ def _walk(expr: object, bound: frozenset[str], found: list[tuple]) -> None:
         else:
             _walk(node, bound, found)
         return
-    if kind is ast.Literal or kind is ast.SplatItem:
+    if kind is syntax_nodes.Literal or kind is syntax_nodes.SplatItem:
         return
-    if kind is ast.TemplateExpr:
+    if kind is syntax_nodes.TemplateExpr:
         _walk_parts(expr.parts, bound, found)  # type: ignore[attr-defined]
-    elif kind is ast.BinaryOp:
+    elif kind is syntax_nodes.BinaryOp:
         _walk(expr.left, bound, found)  # type: ignore[attr-defined]
         _walk(expr.right, bound, found)  # type: ignore[attr-defined]
-    elif kind is ast.UnaryOp:
+    elif kind is syntax_nodes.UnaryOp:
         _walk(expr.operand, bound, found)  # type: ignore[attr-defined]
-    elif kind is ast.FunctionCall:
+    elif kind is syntax_nodes.FunctionCall:
         for arg in expr.args:  # type: ignore[attr-defined]
             _walk(arg, bound, found)
-    elif kind is ast.Conditional:
+    elif kind is syntax_nodes.Conditional:
         _walk(expr.condition, bound, found)  # type: ignore[attr-defined]
         _walk(expr.true_expr, bound, found)  # type: ignore[attr-defined]
         _walk(expr.false_expr, bound, found)  # type: ignore[attr-defined]
-    elif kind is ast.TupleExpr:
+    elif kind is syntax_nodes.TupleExpr:
         for item in expr.items:  # type: ignore[attr-defined]
             _walk(item, bound, found)
-    elif kind is ast.ObjectExpr:
+    elif kind is syntax_nodes.ObjectExpr:
         for key, value in expr.items:  # type: ignore[attr-defined]
             _walk(key, bound, found)
             _walk(value, bound, found)
-    elif kind is ast.Splat:
+    elif kind is syntax_nodes.Splat:
         _walk(expr.source, bound, found)  # type: ignore[attr-defined]
         _walk(expr.each, bound, found)  # type: ignore[attr-defined]
-    elif kind is ast.ForExpr:
+    elif kind is syntax_nodes.ForExpr:
         _walk(expr.collection, bound, found)  # type: ignore[attr-defined]
         inner = bound | {expr.value_var} | ({expr.key_var} if expr.key_var else set())  # type: ignore[attr-defined]
         for part in (expr.key_expr, expr.value_expr, expr.condition):  # type: ignore[attr-defined]
@@ -240,13 +246,13 @@ def _walk(expr: object, bound: frozenset[str], found: list[tuple]) -> None:
 
 def _walk_parts(parts: list, bound: frozenset[str], found: list[tuple]) -> None:
     for part in parts:
-        if isinstance(part, ast.Interpolation):
+        if isinstance(part, syntax_nodes.Interpolation):
             _walk(part.expr, bound, found)
-        elif isinstance(part, ast.IfDirective):
+        elif isinstance(part, syntax_nodes.IfDirective):
             _walk(part.condition, bound, found)
             _walk_parts(part.then_parts, bound, found)
             _walk_parts(part.else_parts, bound, found)
-        elif isinstance(part, ast.ForDirective):
+        elif isinstance(part, syntax_nodes.ForDirective):
             _walk(part.collection, bound, found)
             inner = bound | {part.value_var} | ({part.key_var} if part.key_var else set())
             _walk_parts(part.body_parts, inner, found)

@@ -1,4 +1,4 @@
-"""JSON syntax files (``.tf.json``/``.tofu.json``) -> ast.File, following OpenTofu's JSON rules.
+"""JSON syntax files (``.tf.json``/``.tofu.json``) -> syntax_nodes.File, following OpenTofu's JSON rules.
 
 The rules (see shared/seeds/opentofu-json-configuration-syntax.ru.txt): a string where an expression
 is expected is a string template (a lone ``${...}`` yields the inner value); block labels are nested
@@ -20,7 +20,7 @@ import re
 from json.decoder import scanstring
 from typing import Any
 
-from policies_app.iac import ast
+from policies_app.iac import syntax_nodes
 from policies_app.iac.expressions_parser import (
     ConfigSyntaxError,
     parse_expression,
@@ -60,9 +60,9 @@ class _Reader:
         start = self.newlines[line - 1] + 1 if line else 0
         return line + 1, offset - start + 1
 
-    def pos(self, offset: int) -> ast.Pos:
+    def pos(self, offset: int) -> syntax_nodes.Pos:
         line, column = self.line_col(offset)
-        return ast.Pos(self.path, line, column)
+        return syntax_nodes.Pos(self.path, line, column)
 
     def error(self, offset: int, message: str) -> ConfigSyntaxError:
         line, column = self.line_col(offset)
@@ -304,10 +304,10 @@ class _Converter:
         self.r = reader
         self.path = reader.path
 
-    def file(self, root: _J) -> ast.File:
+    def file(self, root: _J) -> syntax_nodes.File:
         if root.kind != "object":
             raise self.r.error(root.offset, "the root of a JSON configuration file must be an object")
-        blocks: list[ast.Block] = []
+        blocks: list[syntax_nodes.Block] = []
         for key, key_offset, value in root.value:
             if key == "//":
                 continue
@@ -318,25 +318,27 @@ class _Converter:
             if schema is None:
                 raise self.r.error(key_offset, f'unsupported block type "{key}"')
             blocks.extend(self.blocks(key, value, schema, key_offset))
-        return ast.File(self.path, ast.Body({}, blocks))
+        return syntax_nodes.File(self.path, syntax_nodes.Body({}, blocks))
 
-    def locals_blocks(self, value: _J, key_offset: int) -> list[ast.Block]:
+    def locals_blocks(self, value: _J, key_offset: int) -> list[syntax_nodes.Block]:
         out = []
         for obj in value.value if value.kind == "array" else [value]:
             if obj.kind != "object":
                 raise self.r.error(obj.offset, "locals must be a JSON object of expressions")
-            attrs: dict[str, ast.Attribute] = {}
+            attrs: dict[str, syntax_nodes.Attribute] = {}
             for name, offset, expr in obj.value:
                 if name == "//":
                     continue
                 self._check_duplicate(attrs, name, offset)
-                attrs[name] = ast.Attribute(name, self.expr(expr), self.r.pos(offset))
-            out.append(ast.Block("locals", [], ast.Body(attrs, []), self.r.pos(key_offset)))
+                attrs[name] = syntax_nodes.Attribute(name, self.expr(expr), self.r.pos(offset))
+            out.append(syntax_nodes.Block("locals", [], syntax_nodes.Body(attrs, []), self.r.pos(key_offset)))
         return out
 
-    def blocks(self, block_type: str, value: _J, schema: _Schema, key_offset: int) -> list[ast.Block]:
+    def blocks(
+        self, block_type: str, value: _J, schema: _Schema, key_offset: int
+    ) -> list[syntax_nodes.Block]:
         """One property naming a block type -> its blocks (label levels, arrays, then bodies)."""
-        out: list[ast.Block] = []
+        out: list[syntax_nodes.Block] = []
 
         def expand(j: _J, labels: list[str], offset: int) -> None:
             if j.kind == "array":
@@ -355,14 +357,14 @@ class _Converter:
                         continue
                     expand(inner, labels + [label], label_offset)
                 return
-            out.append(ast.Block(block_type, labels, self.body(j, schema), self.r.pos(offset)))
+            out.append(syntax_nodes.Block(block_type, labels, self.body(j, schema), self.r.pos(offset)))
 
         expand(value, [], key_offset)
         return out
 
-    def body(self, obj: _J, schema: _Schema) -> ast.Body:
-        attrs: dict[str, ast.Attribute] = {}
-        blocks: list[ast.Block] = []
+    def body(self, obj: _J, schema: _Schema) -> syntax_nodes.Body:
+        attrs: dict[str, syntax_nodes.Attribute] = {}
+        blocks: list[syntax_nodes.Block] = []
         for name, offset, value in obj.value:
             if name == "//":  # a comment in a block body
                 continue
@@ -374,8 +376,8 @@ class _Converter:
                 continue
             mode = schema.attrs.get(name, schema.other)
             self._check_duplicate(attrs, name, offset)
-            attrs[name] = ast.Attribute(name, self.argument(value, mode), self.r.pos(offset))
-        return ast.Body(attrs, blocks)
+            attrs[name] = syntax_nodes.Attribute(name, self.argument(value, mode), self.r.pos(offset))
+        return syntax_nodes.Body(attrs, blocks)
 
     def _check_duplicate(self, attrs: dict, name: str, offset: int) -> None:
         if name in attrs:
@@ -384,12 +386,12 @@ class _Converter:
                 f'attribute "{name}" is already defined in this block (first at line {attrs[name].pos.line})',
             )
 
-    def argument(self, j: _J, mode: str) -> ast.Expr:
+    def argument(self, j: _J, mode: str) -> syntax_nodes.Expr:
         if mode == EXPR:
             return self.expr(j)
         pos = self.r.pos(j.offset)
         if mode == LITERAL:
-            return ast.Literal(_plain(j), pos)
+            return syntax_nodes.Literal(_plain(j), pos)
         if mode == TYPE:
             if j.kind != "string":
                 raise self.r.error(j.offset, "a variable type must be a string holding a type expression")
@@ -397,13 +399,13 @@ class _Converter:
                 parsed = parse_expression(j.value, self.path, pos.line, pos.column + 1)
             except ConfigSyntaxError:
                 parsed = None
-            return ast.TypeExpr(j.value, pos, parsed)
+            return syntax_nodes.TypeExpr(j.value, pos, parsed)
         if mode == TRAVERSAL:
             return self.traversal(j)
         if mode == TRAVERSALS:
             if j.kind != "array":
                 raise self.r.error(j.offset, "expected an array of reference strings")
-            return ast.TupleExpr([self.traversal(item) for item in j.value], pos)
+            return syntax_nodes.TupleExpr([self.traversal(item) for item in j.value], pos)
         if mode == KEYWORD_OR_TRAVERSALS:
             if j.kind == "string":  # "all"
                 return self.traversal(j)
@@ -411,11 +413,11 @@ class _Converter:
         if mode == PROVIDER_MAP:
             if j.kind != "object":
                 raise self.r.error(j.offset, "providers must be an object of provider addresses")
-            items = [(ast.Literal(k, self.r.pos(o)), self.traversal(v)) for k, o, v in j.value]
-            return ast.ObjectExpr(items, pos)
+            items = [(syntax_nodes.Literal(k, self.r.pos(o)), self.traversal(v)) for k, o, v in j.value]
+            return syntax_nodes.ObjectExpr(items, pos)
         raise AssertionError(mode)  # pragma: no cover
 
-    def traversal(self, j: _J) -> ast.Expr:
+    def traversal(self, j: _J) -> syntax_nodes.Expr:
         if j.kind != "string":
             raise self.r.error(j.offset, "expected a string holding a reference")
         line, column = self.r.line_col(j.offset)
@@ -424,7 +426,7 @@ class _Converter:
             return parse_template(text, self.path, line, column + 1)
         return parse_traversal(text, self.path, line)
 
-    def expr(self, j: _J) -> ast.Expr:
+    def expr(self, j: _J) -> syntax_nodes.Expr:
         kind = j.kind
         if kind == "string":
             line, column = self.r.line_col(j.offset)
@@ -435,13 +437,13 @@ class _Converter:
                 line, column = self.r.line_col(key_offset)
                 # keys of expression objects are templates too; "//" is an ordinary key here
                 items.append((parse_template(key, self.path, line, column + 1), self.expr(value)))
-            return ast.ObjectExpr(items, self.r.pos(j.offset))
+            return syntax_nodes.ObjectExpr(items, self.r.pos(j.offset))
         if kind == "array":
-            return ast.TupleExpr([self.expr(item) for item in j.value], self.r.pos(j.offset))
-        return ast.Literal(j.value, self.r.pos(j.offset))
+            return syntax_nodes.TupleExpr([self.expr(item) for item in j.value], self.r.pos(j.offset))
+        return syntax_nodes.Literal(j.value, self.r.pos(j.offset))
 
 
-def parse_json(text: str, path: str) -> ast.File:
+def parse_json(text: str, path: str) -> syntax_nodes.File:
     """Parse the text of a JSON-syntax configuration file; raises ConfigSyntaxError on bad JSON or on
     a structure the JSON syntax does not allow."""
     if text.startswith("\ufeff"):

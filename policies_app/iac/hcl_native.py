@@ -1,4 +1,4 @@
-"""Native syntax files (``.tf``/``.tofu``) -> ast.File, on top of python-hcl2's Lark grammar.
+"""Native syntax files (``.tf``/``.tofu``) -> syntax_nodes.File, on top of python-hcl2's Lark grammar.
 
 python-hcl2's own pipeline (Lark tree with positions, then its rule objects, then a dict of expression
 TEXT) is slow and loses the structure we need. We reuse only its grammar and post-lexer, build our own
@@ -14,7 +14,7 @@ import os
 import threading
 from typing import Any
 
-from policies_app.iac import ast
+from policies_app.iac import syntax_nodes
 from policies_app.iac.expressions_parser import (
     ConfigSyntaxError,
     TemplateMarker,
@@ -128,23 +128,23 @@ class _Converter:
         self.attr_src: dict[int, tuple[int, int]] = {}
 
     # position of a token, shifted when the text being parsed starts inside a larger file
-    def _pos(self, tok: Token) -> ast.Pos:
+    def _pos(self, tok: Token) -> syntax_nodes.Pos:
         line = tok.line
         if line == 1:
-            return ast.Pos(self.file, line + self.line_offset, tok.column + self.first_col_offset)
-        return ast.Pos(self.file, line + self.line_offset, tok.column)
+            return syntax_nodes.Pos(self.file, line + self.line_offset, tok.column + self.first_col_offset)
+        return syntax_nodes.Pos(self.file, line + self.line_offset, tok.column)
 
     # ---- structure ----
     def start(self, c):
         return c[0]
 
     def body(self, c):
-        attributes: dict[str, ast.Attribute] = {}
-        blocks: list[ast.Block] = []
+        attributes: dict[str, syntax_nodes.Attribute] = {}
+        blocks: list[syntax_nodes.Block] = []
         last_attr = None
         for item in c:
             t = type(item)
-            if t is ast.Attribute:
+            if t is syntax_nodes.Attribute:
                 if item.name in attributes:
                     p = item.pos
                     raise ConfigSyntaxError(
@@ -156,7 +156,7 @@ class _Converter:
                     )
                 attributes[item.name] = item
                 last_attr = item
-            elif t is ast.Block:
+            elif t is syntax_nodes.Block:
                 blocks.append(item)
                 last_attr = None
             else:
@@ -166,7 +166,7 @@ class _Converter:
                     if src is not None:
                         self.attr_src[id(last_attr)] = (src[0], item.start_pos)
                 last_attr = None
-        return ast.Body(attributes, blocks)
+        return syntax_nodes.Body(attributes, blocks)
 
     def new_line_or_comment(self, c):
         return c[0]  # the first NL_OR_COMMENT token (its start_pos bounds a preceding attribute)
@@ -174,7 +174,7 @@ class _Converter:
     def attribute(self, c):
         name_node, eq, expr = c[0], c[1], c[2]
         name = self._name_of(name_node)
-        attr = ast.Attribute(name, expr, name_node.pos)
+        attr = syntax_nodes.Attribute(name, expr, name_node.pos)
         if name == "type":  # variable types need their source text; see block()
             self.attr_src[id(attr)] = (eq.end_pos, -1)
         return attr
@@ -185,7 +185,7 @@ class _Converter:
         rbrace = None
         for item in c:
             t = type(item)
-            if t is ast.Body:
+            if t is syntax_nodes.Body:
                 body = item
             elif t is Token:
                 if item.type == "RBRACE":
@@ -195,9 +195,9 @@ class _Converter:
         block_type = self._name_of(names[0])
         labels = []
         for label in names[1:]:
-            if type(label) is ast.Literal and type(label.value) is str and label.value is not None:
+            if type(label) is syntax_nodes.Literal and type(label.value) is str and label.value is not None:
                 labels.append(label.value)
-            elif type(label) is ast.Reference:
+            elif type(label) is syntax_nodes.Reference:
                 labels.append(label.name)
             else:
                 p = label.pos
@@ -213,13 +213,13 @@ class _Converter:
             if end < 0 and rbrace is not None:
                 end = rbrace.start_pos
             text = self.text[start:end].strip() if start >= 0 and end >= 0 else ""
-            attr.expr = ast.TypeExpr(text, attr.expr.pos, attr.expr)
-        return ast.Block(block_type, labels, body, names[0].pos)
+            attr.expr = syntax_nodes.TypeExpr(text, attr.expr.pos, attr.expr)
+        return syntax_nodes.Block(block_type, labels, body, names[0].pos)
 
     def _name_of(self, node) -> str:
-        if type(node) is ast.Reference:
+        if type(node) is syntax_nodes.Reference:
             return node.name
-        if type(node) is ast.Literal:
+        if type(node) is syntax_nodes.Literal:
             value = node.value
             if value is None:
                 return "null"
@@ -233,30 +233,30 @@ class _Converter:
     # ---- literals and names ----
     def identifier(self, c):
         tok = c[0]
-        return ast.Reference(str(tok), self._pos(tok))
+        return syntax_nodes.Reference(str(tok), self._pos(tok))
 
     keyword = identifier
 
     def literal_value(self, c):
         tok = c[0]
-        return ast.Literal(_LITERAL_WORDS[str(tok)], self._pos(tok))
+        return syntax_nodes.Literal(_LITERAL_WORDS[str(tok)], self._pos(tok))
 
     def int_lit(self, c):
         tok = c[0]
-        return ast.Literal(int(tok), self._pos(tok))
+        return syntax_nodes.Literal(int(tok), self._pos(tok))
 
     def float_lit(self, c):
         tok = c[0]
-        return ast.Literal(_float_value(tok), self._pos(tok))
+        return syntax_nodes.Literal(_float_value(tok), self._pos(tok))
 
     def string(self, c):
         # c: DBLQUOTE, string_part..., DBLQUOTE
         pos = self._pos(c[0])
         pieces = [p for p in c[1:-1]]
         if not pieces:
-            return ast.Literal("", pos)
+            return syntax_nodes.Literal("", pos)
         if len(pieces) == 1 and type(pieces[0]) is str:
-            return ast.Literal(pieces[0], pos)
+            return syntax_nodes.Literal(pieces[0], pos)
         return assemble_template(pieces, pos)
 
     def string_part(self, c):
@@ -273,7 +273,7 @@ class _Converter:
     def template_string(self, c):
         tok = c[0]
         text = str(tok)
-        return ast.Literal(unescape_quoted(text[2:-2]), self._pos(tok))
+        return syntax_nodes.Literal(unescape_quoted(text[2:-2]), self._pos(tok))
 
     def interpolation(self, c):
         expr = next(x for x in c if type(x) is not Token)
@@ -295,10 +295,10 @@ class _Converter:
         return self._directive("endif", c)
 
     def template_for_start(self, c):
-        names = [x.name for x in c if type(x) is ast.Reference]
+        names = [x.name for x in c if type(x) is syntax_nodes.Reference]
         exprs = [x for x in c if not isinstance(x, Token)]
         collection = exprs[-1]
-        if len(exprs) == len(names) and type(collection) is ast.Reference:
+        if len(exprs) == len(names) and type(collection) is syntax_nodes.Reference:
             names = names[:-1]  # the collection itself was a bare name
         key_var, value_var = (names[0], names[1]) if len(names) == 2 else (None, names[0])
         return self._directive("for", c, expr=collection, key_var=key_var, value_var=value_var)
@@ -312,7 +312,7 @@ class _Converter:
     def heredoc_template_trim(self, c):
         return self._heredoc(c[0], flush=True)
 
-    def _heredoc(self, tok: Token, flush: bool) -> ast.Expr:
+    def _heredoc(self, tok: Token, flush: bool) -> syntax_nodes.Expr:
         text = str(tok)
         first_nl = text.index("\n")
         # body: everything after the opening line, up to (not including) the closing marker's line
@@ -324,12 +324,12 @@ class _Converter:
     # ---- operators ----
     def conditional(self, c):
         exprs = [x for x in c if type(x) is not Token]
-        return ast.Conditional(exprs[0], exprs[1], exprs[2], exprs[0].pos)
+        return syntax_nodes.Conditional(exprs[0], exprs[1], exprs[2], exprs[0].pos)
 
     def binary_op(self, c):
         left = c[0]
         op, right = c[1]
-        return ast.BinaryOp(op, left, right, left.pos)
+        return syntax_nodes.BinaryOp(op, left, right, left.pos)
 
     def binary_term(self, c):
         return (c[0], c[-1])
@@ -343,43 +343,43 @@ class _Converter:
 
     def unary_op(self, c):
         tok, operand = c[0], c[1]
-        return ast.UnaryOp(str(tok), operand, self._pos(tok))
+        return syntax_nodes.UnaryOp(str(tok), operand, self._pos(tok))
 
     # ---- terms ----
     def expr_term(self, c):
         if len(c) == 1:
             return c[0]
         inner = next(x for x in c if type(x) is not Token)
-        if type(inner) is ast.Reference:
+        if type(inner) is syntax_nodes.Reference:
             self.paren_ids.add(id(inner))  # `(name)` as an object key is an expression, not a name
         return inner
 
     def tuple(self, c):
         items = [x for x in c if type(x) is not Token]
-        return ast.TupleExpr(items, self._pos(c[0]))
+        return syntax_nodes.TupleExpr(items, self._pos(c[0]))
 
     def object(self, c):
         items = [x for x in c if type(x) is tuple]
-        return ast.ObjectExpr(items, self._pos(c[0]))
+        return syntax_nodes.ObjectExpr(items, self._pos(c[0]))
 
     def object_elem(self, c):
         return (c[0], c[2])
 
     def object_elem_key(self, c):
         key = c[0]
-        if type(key) is ast.Reference and id(key) not in self.paren_ids:
-            return ast.Literal(key.name, key.pos)
+        if type(key) is syntax_nodes.Reference and id(key) not in self.paren_ids:
+            return syntax_nodes.Literal(key.name, key.pos)
         return key
 
     def function_call(self, c):
-        names = [x.name for x in c if type(x) is ast.Reference]
+        names = [x.name for x in c if type(x) is syntax_nodes.Reference]
         args, expand = [], False
         for x in c:
             if type(x) is tuple:
                 args, expand = x
         if len(names) == 2 and names[0] == "core":
             names = names[1:]  # core::upper is upper: the builtins' own namespace
-        return ast.FunctionCall("::".join(names), args, expand, c[0].pos)
+        return syntax_nodes.FunctionCall("::".join(names), args, expand, c[0].pos)
 
     def arguments(self, c):
         args = [x for x in c if type(x) is not Token]
@@ -388,11 +388,11 @@ class _Converter:
 
     def index_expr_term(self, c):
         target, (kind, key, pos) = c
-        return ast.Index(target, key, target.pos)
+        return syntax_nodes.Index(target, key, target.pos)
 
     def get_attr_expr_term(self, c):
         target, (kind, name, pos) = c
-        return ast.GetAttr(target, name, target.pos)
+        return syntax_nodes.GetAttr(target, name, target.pos)
 
     def braces_index(self, c):
         key = next(x for x in c if type(x) is not Token)
@@ -400,7 +400,7 @@ class _Converter:
 
     def short_index(self, c):
         tok = c[1]
-        return ("short", ast.Literal(int(tok), self._pos(tok)), self._pos(c[0]))
+        return ("short", syntax_nodes.Literal(int(tok), self._pos(tok)), self._pos(c[0]))
 
     def get_attr(self, c):
         name = self._name_of(c[1])
@@ -408,17 +408,25 @@ class _Converter:
 
     def _splat(self, source, steps, full: bool):
         pos = source.pos
-        each: ast.Expr = ast.SplatItem(pos)
+        each: syntax_nodes.Expr = syntax_nodes.SplatItem(pos)
         rest = []
         for n, (kind, value, _step_pos) in enumerate(steps):
             if not full and kind == "index":
                 # `.*` only carries attribute steps (and legacy `.0`); `[i]` applies to its result
                 rest = steps[n:]
                 break
-            each = ast.GetAttr(each, value, pos) if kind == "attr" else ast.Index(each, value, pos)
-        result: ast.Expr = ast.Splat(source, each, full, pos)
+            each = (
+                syntax_nodes.GetAttr(each, value, pos)
+                if kind == "attr"
+                else syntax_nodes.Index(each, value, pos)
+            )
+        result: syntax_nodes.Expr = syntax_nodes.Splat(source, each, full, pos)
         for kind, value, _step_pos in rest:
-            result = ast.GetAttr(result, value, pos) if kind == "attr" else ast.Index(result, value, pos)
+            result = (
+                syntax_nodes.GetAttr(result, value, pos)
+                if kind == "attr"
+                else syntax_nodes.Index(result, value, pos)
+            )
         return result
 
     def attr_splat_expr_term(self, c):
@@ -433,10 +441,10 @@ class _Converter:
     full_splat = attr_splat
 
     def for_intro(self, c):
-        names = [x.name for x in c if type(x) is ast.Reference]
+        names = [x.name for x in c if type(x) is syntax_nodes.Reference]
         exprs = [x for x in c if type(x) is not Token]
         collection = exprs[-1]
-        if len(exprs) == len(names) and type(collection) is ast.Reference:
+        if len(exprs) == len(names) and type(collection) is syntax_nodes.Reference:
             names = names[:-1]
         key_var, value_var = (names[0], names[1]) if len(names) == 2 else (None, names[0])
         return ("for_intro", key_var, value_var, collection)
@@ -470,7 +478,7 @@ class _Converter:
         _, key_var, value_var, collection = intro
         key_expr = exprs[0] if is_object else None
         value_expr = exprs[-1]
-        return ast.ForExpr(
+        return syntax_nodes.ForExpr(
             key_var, value_var, collection, key_expr, value_expr, cond, grouping, self._pos(c[0])
         )
 
@@ -621,7 +629,7 @@ def _run_locked(
         (conv.file, conv.line_offset, conv.first_col_offset, conv.text, conv.paren_ids, conv.attr_src) = saved
 
 
-def parse_native(text: str, path: str) -> ast.File:
+def parse_native(text: str, path: str) -> syntax_nodes.File:
     """Parse the text of a native-syntax file; raises ConfigSyntaxError naming path:line:column."""
     if text.startswith("\ufeff"):  # a UTF-8 byte order mark is not part of the configuration
         text = text[1:]
@@ -630,6 +638,6 @@ def parse_native(text: str, path: str) -> ast.File:
     if not text.endswith("\n"):
         text += "\n"
     body = run_parser(text, "start", path)
-    if not isinstance(body, ast.Body):  # pragma: no cover - the start rule always yields a body
+    if not isinstance(body, syntax_nodes.Body):  # pragma: no cover - the start rule always yields a body
         raise ConfigSyntaxError(path, 1, 1, "not a configuration file")
-    return ast.File(path, body)
+    return syntax_nodes.File(path, body)

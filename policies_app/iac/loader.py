@@ -21,7 +21,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from policies_app.iac import ast, parse_cache
+from policies_app.iac import parse_cache, syntax_nodes
 from policies_app.iac.expressions_parser import (
     ConfigSyntaxError,
     parse_expression,
@@ -50,7 +50,7 @@ _MEMO_MAX_BYTES = 64 * 1024 * 1024
 @dataclass
 class ModuleFiles:
     directory: str
-    files: list[ast.File]  # primary files in lexical order, override files already merged in
+    files: list[syntax_nodes.File]  # primary files in lexical order, override files already merged in
     ignored: list[str]  # files replaced by a .tofu/.tofu.json file of the same base name
     overrides: list[str] = field(default_factory=list)  # override files that were merged, in order
 
@@ -83,7 +83,7 @@ def _decode(data: bytes, path: str) -> str:
         raise ConfigSyntaxError(path, line, column, "the file is not valid UTF-8") from None
 
 
-def _parse_text(text: str, path: str, kind: str) -> ast.File:
+def _parse_text(text: str, path: str, kind: str) -> syntax_nodes.File:
     if kind == "json":
         from policies_app.iac.hcl_json import parse_json
 
@@ -125,7 +125,7 @@ def _parse_to_blob(text: str, path: str, kind: str, key: str, cache_dir: str | N
     return blob
 
 
-def _lookup(data: bytes, path: str, kind: str, cache_dir: str | None) -> tuple[str, ast.File | None]:
+def _lookup(data: bytes, path: str, kind: str, cache_dir: str | None) -> tuple[str, syntax_nodes.File | None]:
     key = parse_cache.content_key(data, kind)
     blob = _memo_get(key)
     if blob is not None:
@@ -137,14 +137,14 @@ def _lookup(data: bytes, path: str, kind: str, cache_dir: str | None) -> tuple[s
     return key, None
 
 
-def parse_file(path: str, *, cache_dir: str | None = None) -> ast.File:
+def parse_file(path: str, *, cache_dir: str | None = None) -> syntax_nodes.File:
     """Parse one configuration file (native or JSON syntax by its extension), from the cache when the
     same content was parsed before."""
     with parse_cache.gc_paused():
         return _parse_file(os.fspath(path), cache_dir)
 
 
-def _parse_file(path: str, cache_dir: str | None) -> ast.File:
+def _parse_file(path: str, cache_dir: str | None) -> syntax_nodes.File:
     with open(path, "rb") as f:
         data = f.read()
     kind = _kind(path)
@@ -254,7 +254,7 @@ def load_module(directory: str, *, cache_dir: str | None = None, workers: int | 
 def _load_module(directory: str, cache_dir: str | None, workers: int | None) -> ModuleFiles:
     primary, overrides, ignored = _select_files(directory)
     names = primary + overrides
-    parsed: dict[str, ast.File] = {}
+    parsed: dict[str, syntax_nodes.File] = {}
     jobs: list[tuple[str, str, str, str]] = []
     for name in names:
         path = os.path.join(directory, name)
@@ -286,15 +286,15 @@ _NO_BASE_NEEDED = {"terraform"}
 _NOT_OVERRIDABLE = {"moved", "import", "removed", "check"}
 
 
-def _static_string(expr: ast.Expr) -> str | None:
-    if type(expr) is ast.Literal and isinstance(expr.value, str):
+def _static_string(expr: syntax_nodes.Expr) -> str | None:
+    if type(expr) is syntax_nodes.Literal and isinstance(expr.value, str):
         return expr.value
-    if type(expr) is ast.Reference:
+    if type(expr) is syntax_nodes.Reference:
         return expr.name
     return None
 
 
-def _identity(block: ast.Block) -> tuple:
+def _identity(block: syntax_nodes.Block) -> tuple:
     if block.type == "provider":
         alias = block.body.attributes.get("alias")
         return (
@@ -305,18 +305,20 @@ def _identity(block: ast.Block) -> tuple:
     return (block.type, *block.labels)
 
 
-def _nested_key(block: ast.Block) -> str:
+def _nested_key(block: syntax_nodes.Block) -> str:
     # a `dynamic "x"` block generates x blocks: it replaces, and is replaced by, static x blocks
     return block.labels[0] if block.type == "dynamic" and block.labels else block.type
 
 
-def _merge_nested(base: list[ast.Block], override: list[ast.Block]) -> list[ast.Block]:
+def _merge_nested(
+    base: list[syntax_nodes.Block], override: list[syntax_nodes.Block]
+) -> list[syntax_nodes.Block]:
     """Nested blocks of a type present in the override replace ALL base blocks of that type (at the
     place of the first one); types the override does not mention stay as they were."""
-    replaced: dict[str, list[ast.Block]] = {}
+    replaced: dict[str, list[syntax_nodes.Block]] = {}
     for block in override:
         replaced.setdefault(_nested_key(block), []).append(block)
-    out: list[ast.Block] = []
+    out: list[syntax_nodes.Block] = []
     done: set[str] = set()
     for block in base:
         key = _nested_key(block)
@@ -332,13 +334,15 @@ def _merge_nested(base: list[ast.Block], override: list[ast.Block]) -> list[ast.
     return out
 
 
-def _merge_attributes(base: ast.Body, override: ast.Body) -> dict[str, ast.Attribute]:
+def _merge_attributes(
+    base: syntax_nodes.Body, override: syntax_nodes.Body
+) -> dict[str, syntax_nodes.Attribute]:
     attributes = dict(base.attributes)
     attributes.update(override.attributes)  # one by one: an override argument replaces the original
     return attributes
 
 
-def _merge_block(base: ast.Block, override: ast.Block) -> ast.Block:
+def _merge_block(base: syntax_nodes.Block, override: syntax_nodes.Block) -> syntax_nodes.Block:
     if base.type in ("resource", "data", "ephemeral", "output") and "depends_on" in override.body.attributes:
         where = override.body.attributes["depends_on"].pos
         raise ConfigSyntaxError(
@@ -351,10 +355,10 @@ def _merge_block(base: ast.Block, override: ast.Block) -> ast.Block:
         base_lifecycle = next((b for b in base.body.blocks if b.type == "lifecycle"), None)
         over_lifecycle = next((b for b in override_blocks if b.type == "lifecycle"), None)
         if base_lifecycle is not None and over_lifecycle is not None:
-            merged = ast.Block(
+            merged = syntax_nodes.Block(
                 "lifecycle",
                 [],
-                ast.Body(
+                syntax_nodes.Body(
                     _merge_attributes(base_lifecycle.body, over_lifecycle.body),
                     _merge_nested(base_lifecycle.body.blocks, over_lifecycle.body.blocks),
                 ),
@@ -366,10 +370,12 @@ def _merge_block(base: ast.Block, override: ast.Block) -> ast.Block:
                 if b.type != "lifecycle" or b is over_lifecycle
             ]
     blocks = _merge_nested(base.body.blocks, override_blocks)
-    return ast.Block(base.type, list(base.labels), ast.Body(attributes, blocks), base.pos)
+    return syntax_nodes.Block(base.type, list(base.labels), syntax_nodes.Body(attributes, blocks), base.pos)
 
 
-def _merge_terraform(files: list[ast.File], override: ast.Block) -> ast.Block | None:
+def _merge_terraform(
+    files: list[syntax_nodes.File], override: syntax_nodes.Block
+) -> syntax_nodes.Block | None:
     """Merge an override ``terraform`` block setting by setting into the primary terraform blocks.
     Returns the override block when there is no primary one to merge into (it is then kept as is)."""
     targets = [
@@ -387,7 +393,7 @@ def _merge_terraform(files: list[ast.File], override: ast.Block) -> ast.Block | 
     for fi, bi in targets:
         block = files[fi].body.blocks[bi]
         attributes = {k: v for k, v in block.body.attributes.items() if k not in over.attributes}
-        blocks: list[ast.Block] = []
+        blocks: list[syntax_nodes.Block] = []
         for nested in block.body.blocks:
             if over_backend and nested.type in ("backend", "cloud"):
                 continue  # any backend or cloud block in an override replaces both kinds
@@ -395,40 +401,50 @@ def _merge_terraform(files: list[ast.File], override: ast.Block) -> ast.Block | 
                 continue
             if nested.type == "required_providers" and required_names:
                 kept = {k: v for k, v in nested.body.attributes.items() if k not in required_names}
-                nested = ast.Block(nested.type, nested.labels, ast.Body(kept, nested.body.blocks), nested.pos)
+                nested = syntax_nodes.Block(
+                    nested.type, nested.labels, syntax_nodes.Body(kept, nested.body.blocks), nested.pos
+                )
             blocks.append(nested)
         if first:
             attributes.update(over.attributes)
             blocks.extend(over_backend)
             blocks.extend(over_other)
             if over_required:
-                merged_required: dict[str, ast.Attribute] = {}
+                merged_required: dict[str, syntax_nodes.Attribute] = {}
                 for b in over_required:
                     merged_required.update(b.body.attributes)
                 existing = next((i for i, b in enumerate(blocks) if b.type == "required_providers"), None)
                 if existing is None:
                     blocks.append(
-                        ast.Block(
-                            "required_providers", [], ast.Body(merged_required, []), over_required[0].pos
+                        syntax_nodes.Block(
+                            "required_providers",
+                            [],
+                            syntax_nodes.Body(merged_required, []),
+                            over_required[0].pos,
                         )
                     )
                 else:
                     old = blocks[existing]
                     attrs = dict(old.body.attributes)
                     attrs.update(merged_required)
-                    blocks[existing] = ast.Block(
-                        old.type, old.labels, ast.Body(attrs, old.body.blocks), old.pos
+                    blocks[existing] = syntax_nodes.Block(
+                        old.type, old.labels, syntax_nodes.Body(attrs, old.body.blocks), old.pos
                     )
             first = False
-        files[fi].body.blocks[bi] = ast.Block(
-            block.type, block.labels, ast.Body(attributes, blocks), block.pos
+        files[fi].body.blocks[bi] = syntax_nodes.Block(
+            block.type, block.labels, syntax_nodes.Body(attributes, blocks), block.pos
         )
     return None
 
 
-def merge_overrides(files: list[ast.File], override_files: list[ast.File]) -> list[ast.File]:
+def merge_overrides(
+    files: list[syntax_nodes.File], override_files: list[syntax_nodes.File]
+) -> list[syntax_nodes.File]:
     """Merge override files into copies of the primary files, in order (later overrides win)."""
-    files = [ast.File(f.path, ast.Body(dict(f.body.attributes), list(f.body.blocks))) for f in files]
+    files = [
+        syntax_nodes.File(f.path, syntax_nodes.Body(dict(f.body.attributes), list(f.body.blocks)))
+        for f in files
+    ]
     index: dict[tuple, tuple[int, int]] = {}
     local_index: dict[str, tuple[int, int]] = {}
     for fi, f in enumerate(files):
@@ -438,7 +454,7 @@ def merge_overrides(files: list[ast.File], override_files: list[ast.File]) -> li
                     local_index[name] = (fi, bi)
             elif block.type not in _NO_BASE_NEEDED:
                 index.setdefault(_identity(block), (fi, bi))
-    extra: list[ast.Block] = []
+    extra: list[syntax_nodes.Block] = []
     for override_file in override_files:
         for block in override_file.body.blocks:
             p = block.pos
@@ -465,8 +481,8 @@ def merge_overrides(files: list[ast.File], override_files: list[ast.File]) -> li
                     target = files[fi].body.blocks[bi]
                     attrs = dict(target.body.attributes)
                     attrs[name] = attribute
-                    files[fi].body.blocks[bi] = ast.Block(
-                        target.type, target.labels, ast.Body(attrs, target.body.blocks), target.pos
+                    files[fi].body.blocks[bi] = syntax_nodes.Block(
+                        target.type, target.labels, syntax_nodes.Body(attrs, target.body.blocks), target.pos
                     )
                 continue
             identity = _identity(block)
@@ -481,5 +497,5 @@ def merge_overrides(files: list[ast.File], override_files: list[ast.File]) -> li
         if files:
             files[0].body.blocks.extend(extra)
         else:
-            files = [ast.File(extra[0].pos.file, ast.Body({}, extra))]
+            files = [syntax_nodes.File(extra[0].pos.file, syntax_nodes.Body({}, extra))]
     return files

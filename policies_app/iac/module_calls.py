@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from policies_app.iac import ast
+from policies_app.iac import syntax_nodes
 from policies_app.iac.conditions import check_conditions
 from policies_app.iac.config_graph import Node
 from policies_app.iac.diagnostics import Reporter
@@ -40,7 +40,11 @@ def evaluate_call(evaluation: ConfigurationEvaluator, module: Module, node: Node
 
 
 def _call_children(
-    evaluation: ConfigurationEvaluator, module: Module, key: ModuleKey, name: str, pos: ast.Pos | None
+    evaluation: ConfigurationEvaluator,
+    module: Module,
+    key: ModuleKey,
+    name: str,
+    pos: syntax_nodes.Pos | None,
 ) -> tuple[str, list[tuple[Any, ModuleKey]]] | None:
     entry = evaluation.call_children.get((key, name))
     if entry is None:
@@ -80,7 +84,7 @@ def module_output(
     has_index: bool,
     index: Any,
     output: str,
-    pos: ast.Pos | None = None,
+    pos: syntax_nodes.Pos | None = None,
 ) -> Any:
     """``module.NAME.OUTPUT`` or ``module.NAME[INDEX].OUTPUT``: that one output's node, and only it,
     is read (the graph's edges say the same). NotImplemented for any other shape (a missing output,
@@ -136,7 +140,7 @@ def evaluate_output(evaluation: ConfigurationEvaluator, module: Module, node: No
     return value
 
 
-def declared_sensitive(reporter: Reporter, block: ast.Block) -> bool:
+def declared_sensitive(reporter: Reporter, block: syntax_nodes.Block) -> bool:
     """``sensitive = true`` in a variable or output block (a literal: it may not refer to anything)."""
     attribute = block.body.attributes.get("sensitive")
     if attribute is None:

@@ -13,14 +13,14 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from policies_app.iac import ast
+from policies_app.iac import syntax_nodes
 from policies_app.iac.diagnostics import Reporter
 from policies_app.iac.expressions import EVALUATOR, Diagnostic, EvalError, constant_scope
 
 MODULE_META_ATTRIBUTES = frozenset({"source", "version", "count", "for_each", "depends_on", "providers"})
 MAX_MODULE_DEPTH = 64
 
-LoadFiles = Callable[[str], list[ast.File]]
+LoadFiles = Callable[[str], list[syntax_nodes.File]]
 
 
 @dataclass
@@ -30,13 +30,13 @@ class Module:
     path: tuple[str, ...]
     directory: str
     relative_dir: str  # path.module as Terraform gives it: "." for the root
-    variables: dict[str, ast.Block] = field(default_factory=dict)
-    locals: dict[str, ast.Attribute] = field(default_factory=dict)
-    outputs: dict[str, ast.Block] = field(default_factory=dict)
-    resources: dict[str, ast.Block] = field(default_factory=dict)  # "TYPE.NAME"
-    data: dict[str, ast.Block] = field(default_factory=dict)
-    calls: dict[str, ast.Block] = field(default_factory=dict)
-    checks: dict[str, ast.Block] = field(default_factory=dict)
+    variables: dict[str, syntax_nodes.Block] = field(default_factory=dict)
+    locals: dict[str, syntax_nodes.Attribute] = field(default_factory=dict)
+    outputs: dict[str, syntax_nodes.Block] = field(default_factory=dict)
+    resources: dict[str, syntax_nodes.Block] = field(default_factory=dict)  # "TYPE.NAME"
+    data: dict[str, syntax_nodes.Block] = field(default_factory=dict)
+    calls: dict[str, syntax_nodes.Block] = field(default_factory=dict)
+    checks: dict[str, syntax_nodes.Block] = field(default_factory=dict)
     children: dict[str, Module | None] = field(default_factory=dict)  # None: source not resolved
     loaded: bool = True  # False when its files could not be read: its blocks are unknown, not absent
 
@@ -44,7 +44,7 @@ class Module:
 def default_loader(cache_dir: str | None) -> LoadFiles:
     from policies_app.iac.loader import load_module
 
-    def load(directory: str) -> list[ast.File]:
+    def load(directory: str) -> list[syntax_nodes.File]:
         return list(load_module(directory, cache_dir=cache_dir).files)
 
     return load
@@ -111,7 +111,7 @@ class _TreeLoader:
                 pending.append(child)
         return modules
 
-    def _resolve_source(self, module: Module, name: str, call: ast.Block) -> str | None:
+    def _resolve_source(self, module: Module, name: str, call: syntax_nodes.Block) -> str | None:
         attribute = call.body.attributes.get("source")
         if attribute is None:
             self.reporter.error(
@@ -177,7 +177,7 @@ class _TreeLoader:
             for block in parsed.body.blocks:
                 self._register(module, block)
 
-    def _register(self, module: Module, block: ast.Block) -> None:
+    def _register(self, module: Module, block: syntax_nodes.Block) -> None:
         kind, labels = block.type, block.labels
         if kind == "locals":
             for name, attribute in block.body.attributes.items():

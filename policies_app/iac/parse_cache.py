@@ -1,13 +1,13 @@
 """On-disk cache of parsed configuration files, keyed by content.
 
-An entry holds one ast.File pickled WITHOUT its path: every position's file name is written as a
+An entry holds one syntax_nodes.File pickled WITHOUT its path: every position's file name is written as a
 pickle "persistent id" and bound to the requested path when loading, so the same content under
 another path (a module used from two places, a renamed file) reuses the parse at no extra cost.
 
 Entries are checked before use and anything unexpected is treated as a miss (and overwritten): wrong
 magic, another parser version (the version is a hash of the parser's own source, python-hcl2's
 grammar and the ast node layout, so any change to them invalidates old entries), a bad checksum
-(truncated or damaged file), a pickle that fails or that is not an ast.File. Unpickling is restricted
+(truncated or damaged file), a pickle that fails or that is not an syntax_nodes.File. Unpickling is restricted
 to ast classes, so a foreign pickle cannot run code.
 
 Speed: nodes are pickled as ``(class, (field values...))`` through a private dispatch table (not
@@ -30,15 +30,15 @@ import tempfile
 import zlib
 from operator import attrgetter
 
-from policies_app.iac import ast
+from policies_app.iac import syntax_nodes
 
 MAGIC = b"IACAST1\n"
 _PATH_ID = "path"
 
 _AST_CLASSES = {
     name: obj
-    for name, obj in vars(ast).items()
-    if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == ast.__name__
+    for name, obj in vars(syntax_nodes).items()
+    if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == syntax_nodes.__name__
 }
 
 
@@ -125,21 +125,21 @@ class _Unpickler(pickle.Unpickler):
         return self._path
 
     def find_class(self, module, name):
-        if module == ast.__name__ and name in _AST_CLASSES:
+        if module == syntax_nodes.__name__ and name in _AST_CLASSES:
             return _AST_CLASSES[name]
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed in the parse cache")
 
 
-def dumps_file(parsed: ast.File) -> bytes:
+def dumps_file(parsed: syntax_nodes.File) -> bytes:
     """A path-independent pickle of ``parsed`` (positions must use the File's own path object)."""
     buf = io.BytesIO()
     _Pickler(buf, parsed.path).dump(parsed)
     return buf.getvalue()
 
 
-def loads_file(blob: bytes, path: str) -> ast.File:
+def loads_file(blob: bytes, path: str) -> syntax_nodes.File:
     parsed = _Unpickler(io.BytesIO(blob), path).load()
-    if type(parsed) is not ast.File:
+    if type(parsed) is not syntax_nodes.File:
         raise pickle.UnpicklingError("not a parsed configuration file")
     return parsed
 
@@ -148,7 +148,7 @@ def _entry_path(cache_dir: str, key: str) -> str:
     return os.path.join(cache_dir, key[:2], key + ".ast")
 
 
-def load(cache_dir: str, key: str, path: str) -> ast.File | None:
+def load(cache_dir: str, key: str, path: str) -> syntax_nodes.File | None:
     """The cached parse for ``key`` bound to ``path``, or None when absent or unusable."""
     try:
         with open(_entry_path(cache_dir, key), "rb") as f:
@@ -190,7 +190,7 @@ def store_blob(cache_dir: str, key: str, blob: bytes) -> None:
         pass
 
 
-def store(cache_dir: str, key: str, parsed: ast.File) -> bytes:
+def store(cache_dir: str, key: str, parsed: syntax_nodes.File) -> bytes:
     blob = dumps_file(parsed)
     store_blob(cache_dir, key, blob)
     return blob

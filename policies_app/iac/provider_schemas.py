@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies_app.iac import types
+from policies_app.iac import type_constraints
 
 SCHEMA_FILE_NAME = "providers-schema.json"
 
@@ -32,7 +32,7 @@ class ProviderSchemaError(ValueError):
 
 @dataclass(frozen=True)
 class Attribute:
-    type: types.TypeConstraint
+    type: type_constraints.TypeConstraint
     required: bool = False
     optional: bool = False
     computed: bool = False
@@ -138,7 +138,7 @@ def _attribute(spec: Any, where: str) -> Attribute:
         raw = spec["nested_type"]
         inner = {n: _attribute(s, f"{where}.{n}") for n, s in (raw.get("attributes") or {}).items()}
         nested = NestedAttributes(raw.get("nesting_mode", "single"), inner)
-        constraint: types.TypeConstraint = types.ANY
+        constraint: type_constraints.TypeConstraint = type_constraints.ANY
     elif "type" in spec:
         constraint = type_from_json(spec["type"], where)
     else:
@@ -153,22 +153,33 @@ def _attribute(spec: Any, where: str) -> Attribute:
     )
 
 
-def type_from_json(raw: Any, where: str = "type") -> types.TypeConstraint:
+def type_from_json(raw: Any, where: str = "type") -> type_constraints.TypeConstraint:
     """A type in cty's JSON form: "string", ["list", "string"], ["object", {"a": "number"}], ..."""
-    primitives = {"string": types.STRING, "number": types.NUMBER, "bool": types.BOOL, "dynamic": types.ANY}
+    primitives = {
+        "string": type_constraints.STRING,
+        "number": type_constraints.NUMBER,
+        "bool": type_constraints.BOOL,
+        "dynamic": type_constraints.ANY,
+    }
     if isinstance(raw, str) and raw in primitives:
         return primitives[raw]
     if isinstance(raw, list) and len(raw) >= 2:
         kind, inner = raw[0], raw[1]
         if kind in ("list", "set", "map"):
             element = type_from_json(inner, where)
-            return {"list": types.ListType, "set": types.SetType, "map": types.MapType}[kind](element)
+            return {
+                "list": type_constraints.ListType,
+                "set": type_constraints.SetType,
+                "map": type_constraints.MapType,
+            }[kind](element)
         if kind == "tuple" and isinstance(inner, list):
-            return types.TupleType(tuple(type_from_json(e, where) for e in inner))
+            return type_constraints.TupleType(tuple(type_from_json(e, where) for e in inner))
         if kind == "object" and isinstance(inner, dict):
             attributes = {name: type_from_json(t, where) for name, t in inner.items()}
             optional = raw[2] if len(raw) > 2 and isinstance(raw[2], list) else []
-            return types.object_type(attributes, {name: types.OptionalAttribute() for name in optional})
+            return type_constraints.object_type(
+                attributes, {name: type_constraints.OptionalAttribute() for name in optional}
+            )
     raise ProviderSchemaError(f"{where}: {json.dumps(raw)} is not a type")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from policies_app.iac import ast, types
+from policies_app.iac import syntax_nodes, type_constraints
 from policies_app.iac.diagnostics import Reporter
 from policies_app.iac.expressions import ResourceObject
 from policies_app.iac.provider_schemas import Attribute, Block, NestedBlock, ProviderSchemas
@@ -17,7 +17,7 @@ _META_BLOCKS = frozenset({"lifecycle", "provisioner", "connection"})
 
 def instance_views(
     kind: str,
-    block: ast.Block,
+    block: syntax_nodes.Block,
     values: dict[str, Any],
     schemas: ProviderSchemas,
     reporter: Reporter,
@@ -37,9 +37,9 @@ def instance_views(
     return planned, planned
 
 
-def _nested_bodies(body: ast.Body) -> dict[str, ast.Body]:
+def _nested_bodies(body: syntax_nodes.Body) -> dict[str, syntax_nodes.Body]:
     """Each nested block type of a body (a dynamic block's content counts as its type)."""
-    bodies: dict[str, ast.Body] = {}
+    bodies: dict[str, syntax_nodes.Body] = {}
     for nested in body.blocks:
         if nested.type == "dynamic" and nested.labels:
             content = next((b for b in nested.body.blocks if b.type == "content"), None)
@@ -50,7 +50,7 @@ def _nested_bodies(body: ast.Body) -> dict[str, ast.Body]:
     return bodies
 
 
-def _unknown_where_unset(body: ast.Body, values: dict[str, Any]) -> ResourceObject:
+def _unknown_where_unset(body: syntax_nodes.Body, values: dict[str, Any]) -> ResourceObject:
     """A provider we have no schema of computes whatever the configuration leaves null or unset, and
     anything inside the nested blocks it configures (aws_vpc.this.ipv6_cidr_block,
     aws_eks_cluster.this.vpc_config[0].cluster_security_group_id): unknown, never an error."""
@@ -71,7 +71,7 @@ class _PlanWithSchema:
         self.reporter = reporter
         self.what = what
 
-    def block(self, schema: Block, body: ast.Body | None, values: dict[str, Any]) -> dict[str, Any]:
+    def block(self, schema: Block, body: syntax_nodes.Body | None, values: dict[str, Any]) -> dict[str, Any]:
         bodies = _nested_bodies(body) if body is not None else {}
         for name in values:
             if name in schema.attributes or name in schema.blocks:
@@ -96,7 +96,7 @@ class _PlanWithSchema:
             planned[name] = self.nested_block(nested, bodies.get(name), values.get(name))
         return planned
 
-    def attribute(self, name: str, attribute: Attribute, value: Any, pos: ast.Pos | None) -> Any:
+    def attribute(self, name: str, attribute: Attribute, value: Any, pos: syntax_nodes.Pos | None) -> Any:
         raw, marked = unmark(value)
         if raw is None:
             if attribute.required:
@@ -112,8 +112,8 @@ class _PlanWithSchema:
             planned = self.nested_attributes(attribute, raw)
         else:
             try:
-                planned = types.convert(raw, attribute.type)
-            except types.ConversionError as error:
+                planned = type_constraints.convert(raw, attribute.type)
+            except type_constraints.ConversionError as error:
                 self.reporter.error("Incorrect attribute value type", f'{self.what}: "{name}": {error}', pos)
                 planned = UNKNOWN
         return mark(planned) if marked or attribute.sensitive else planned
@@ -131,7 +131,7 @@ class _PlanWithSchema:
             return [self.block(schema, None, v) if isinstance(v, dict) else v for v in value]
         return value
 
-    def nested_block(self, nested: NestedBlock, body: ast.Body | None, value: Any) -> Any:
+    def nested_block(self, nested: NestedBlock, body: syntax_nodes.Body | None, value: Any) -> Any:
         if value is UNKNOWN:
             return UNKNOWN
         items = value if isinstance(value, list) else ([] if value is None else [value])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from policies_app.iac import ast
+from policies_app.iac import syntax_nodes
 from policies_app.iac.conditions import check_conditions, lifecycle_body
 from policies_app.iac.config_graph import Node
 from policies_app.iac.diagnostics import Reporter
@@ -89,7 +89,7 @@ def evaluate_resource(evaluation: ConfigurationEvaluator, module: Module, node: 
     return {index: obj for index, obj in objects}
 
 
-def _check_provisioners(reporter: Reporter, body: ast.Body, scope: Scope) -> None:
+def _check_provisioners(reporter: Reporter, body: syntax_nodes.Body, scope: Scope) -> None:
     # Provisioner and connection arguments are not values, but their errors (a bad self.x) are.
     pending = [b for b in body.blocks if b.type in ("provisioner", "connection")]
     while pending:
@@ -100,7 +100,7 @@ def _check_provisioners(reporter: Reporter, body: ast.Body, scope: Scope) -> Non
 
 
 def evaluate_body(
-    reporter: Reporter, body: ast.Body, scope: Scope, top_level: bool = False
+    reporter: Reporter, body: syntax_nodes.Body, scope: Scope, top_level: bool = False
 ) -> dict[str, Any]:
     """A block body's arguments: attributes, and nested blocks as lists of objects."""
     result: dict[str, Any] = {}
@@ -128,7 +128,7 @@ def evaluate_body(
     return result
 
 
-def _expand_dynamic(reporter: Reporter, block: ast.Block, scope: Scope) -> Any:
+def _expand_dynamic(reporter: Reporter, block: syntax_nodes.Block, scope: Scope) -> Any:
     attributes = block.body.attributes
     label = block.labels[0]
     for_each = attributes.get("for_each")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from policies_app.iac import ast
+from policies_app.iac import syntax_nodes
 from policies_app.iac.config_graph import Node
 from policies_app.iac.expansion import ModuleKey
 from policies_app.iac.expressions import EVALUATOR, EvalError, Scope, constant_scope
@@ -56,7 +56,7 @@ def _render_template(
     except Exception as error:
         raise EvalError(
             "Invalid template",
-            ast.Pos(filename, getattr(error, "line", 0), getattr(error, "column", 0) or 0),
+            syntax_nodes.Pos(filename, getattr(error, "line", 0), getattr(error, "column", 0) or 0),
             getattr(error, "message", str(error)),
         ) from None
     # A template sees only the variables given to it (no var., local. or resource references).
@@ -80,7 +80,7 @@ class InstanceResolver:
         self._key = key
         self._path = module.path
 
-    def _get(self, node: Node, pos: ast.Pos, summary: str, detail: str) -> Any:
+    def _get(self, node: Node, pos: syntax_nodes.Pos, summary: str, detail: str) -> Any:
         evaluation = self._evaluation
         values = evaluation.values.get(node)
         if values is not None:
@@ -89,7 +89,7 @@ class InstanceResolver:
             raise EvalError(summary, pos, detail)
         return evaluation.value_of(node, self._key, pos)
 
-    def variable(self, name: str, pos: ast.Pos) -> Any:
+    def variable(self, name: str, pos: syntax_nodes.Pos) -> Any:
         return self._get(
             (self._path, "var", name),
             pos,
@@ -103,7 +103,7 @@ class InstanceResolver:
             return None
         return self._evaluation.variables.type_of(self._module, name)
 
-    def local(self, name: str, pos: ast.Pos) -> Any:
+    def local(self, name: str, pos: syntax_nodes.Pos) -> Any:
         return self._get(
             (self._path, "local", name),
             pos,
@@ -111,7 +111,7 @@ class InstanceResolver:
             f"a local value with the name {name!r} has not been declared",
         )
 
-    def resource(self, type_: str, name: str, pos: ast.Pos) -> Any:
+    def resource(self, type_: str, name: str, pos: syntax_nodes.Pos) -> Any:
         return self._get(
             (self._path, "resource", f"{type_}.{name}"),
             pos,
@@ -119,7 +119,7 @@ class InstanceResolver:
             f'a managed resource "{type_}" "{name}" has not been declared',
         )
 
-    def data(self, type_: str, name: str, pos: ast.Pos) -> Any:
+    def data(self, type_: str, name: str, pos: syntax_nodes.Pos) -> Any:
         return self._get(
             (self._path, "data", f"{type_}.{name}"),
             pos,
@@ -127,7 +127,7 @@ class InstanceResolver:
             f'a data resource "{type_}" "{name}" has not been declared',
         )
 
-    def _call(self, name: str, pos: ast.Pos) -> None:
+    def _call(self, name: str, pos: syntax_nodes.Pos) -> None:
         if name not in self._module.calls:
             raise EvalError(
                 "Reference to undeclared module",
@@ -135,10 +135,12 @@ class InstanceResolver:
                 f"no module call named {name!r} is declared in this module",
             )
 
-    def module(self, name: str, pos: ast.Pos) -> Any:
+    def module(self, name: str, pos: syntax_nodes.Pos) -> Any:
         self._call(name, pos)
         return module_object(self._evaluation, self._module, self._key, name)
 
-    def module_output(self, name: str, has_index: bool, index: Any, output: str, pos: ast.Pos) -> Any:
+    def module_output(
+        self, name: str, has_index: bool, index: Any, output: str, pos: syntax_nodes.Pos
+    ) -> Any:
         self._call(name, pos)
         return module_output(self._evaluation, self._module, self._key, name, has_index, index, output, pos)

@@ -53,7 +53,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .plan_formats import json_kind
+from policies_app.iac.plan_formats import json_kind
 
 NORMALISED_MARKER = "normalised-state/1"
 # The most missing count indexes (null padding, see "Gaps" above) a whole state may imply.

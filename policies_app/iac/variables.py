@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from policies_app.iac import ast, types
+from policies_app.iac import syntax_nodes, type_constraints
 from policies_app.iac.config_graph import Node
 from policies_app.iac.expansion import ModuleKey, module_address
 from policies_app.iac.expressions import Diagnostic, EvalError, constant_scope, evaluate
@@ -36,7 +36,7 @@ class VariableValue:
 
     value: Any
     source: str  # "var" (-var / variables argument), or the file's path
-    pos: ast.Pos | None = None
+    pos: syntax_nodes.Pos | None = None
     from_cli_string: bool = False  # a -var string: parsed according to the variable's type later
 
 
@@ -49,15 +49,15 @@ def parse_var_flag(text: str) -> tuple[str, str]:
     return name, value
 
 
-def uses_literal_parsing(constraint: types.TypeConstraint | None) -> bool:
-    return constraint is None or isinstance(constraint, types.PrimitiveType)
+def uses_literal_parsing(constraint: type_constraints.TypeConstraint | None) -> bool:
+    return constraint is None or isinstance(constraint, type_constraints.PrimitiveType)
 
 
 def cli_string_value(
     text: str,
-    constraint: types.TypeConstraint | None,
-    pos: ast.Pos | None,
-    parse_expression: Callable[[str, str], ast.Expr] | None,
+    constraint: type_constraints.TypeConstraint | None,
+    pos: syntax_nodes.Pos | None,
+    parse_expression: Callable[[str, str], syntax_nodes.Expr] | None,
 ) -> Any:
     """The value of a -var string for a variable of this type (raises EvalError)."""
     if uses_literal_parsing(constraint):
@@ -84,7 +84,7 @@ def _auto_files(root_dir: str) -> list[str]:
 
 
 def load_var_file(
-    path: str, parse_hcl_file: Callable[[str], ast.File] | None
+    path: str, parse_hcl_file: Callable[[str], syntax_nodes.File] | None
 ) -> tuple[dict[str, VariableValue], list[Diagnostic]]:
     """The assignments of one .tfvars (HCL, attributes only) or .tfvars.json file."""
     values: dict[str, VariableValue] = {}
@@ -110,7 +110,7 @@ def load_var_file(
                 )
             ]
         for name, value in document.items():
-            values[name] = VariableValue(_json_value(value), path, ast.Pos(path, 1))
+            values[name] = VariableValue(_json_value(value), path, syntax_nodes.Pos(path, 1))
         return values, diagnostics
     if parse_hcl_file is None:
         return {}, [
@@ -164,7 +164,7 @@ def collect_root_values(
     root_dir: str,
     var_files: list[str] | tuple[str, ...],
     variables: dict[str, Any] | None,
-    parse_hcl_file: Callable[[str], ast.File] | None,
+    parse_hcl_file: Callable[[str], syntax_nodes.File] | None,
 ) -> tuple[dict[str, VariableValue], list[Diagnostic]]:
     """Every value given for a root variable, the winner per name by Terraform's precedence.
 
@@ -189,7 +189,7 @@ _NOT_SET = object()
 
 
 def undeclared_value_diagnostics(
-    given: dict[str, VariableValue], declared: dict[str, ast.Block]
+    given: dict[str, VariableValue], declared: dict[str, syntax_nodes.Block]
 ) -> list[Diagnostic]:
     """A value for a variable the root does not declare: an error from -var, a warning from a file."""
     problems = []
@@ -216,14 +216,14 @@ def undeclared_value_diagnostics(
     return problems
 
 
-def type_text(expr: ast.Expr) -> str | None:
+def type_text(expr: syntax_nodes.Expr) -> str | None:
     """The text of a variable's type expression, whatever node the loader made of it."""
     text = getattr(expr, "text", None)
     if isinstance(text, str):
         return text
-    if isinstance(expr, ast.Literal) and isinstance(expr.value, str):
+    if isinstance(expr, syntax_nodes.Literal) and isinstance(expr.value, str):
         return expr.value  # JSON syntax: "type": "list(string)"
-    if isinstance(expr, ast.Reference):
+    if isinstance(expr, syntax_nodes.Reference):
         return expr.name
     return None
 
@@ -237,15 +237,15 @@ class VariableEvaluator:
         self,
         evaluation: ConfigurationEvaluator,
         root_values: dict[str, VariableValue],
-        parse_expression: Callable[[str, str], ast.Expr] | None,
+        parse_expression: Callable[[str, str], syntax_nodes.Expr] | None,
     ) -> None:
         self.evaluation = evaluation
         self.reporter = evaluation.reporter
         self.root_values = root_values
         self.parse_expression = parse_expression
-        self._types: dict[tuple, types.TypeConstraint | None] = {}
+        self._types: dict[tuple, type_constraints.TypeConstraint | None] = {}
 
-    def type_of(self, module: Module, name: str) -> types.TypeConstraint | None:
+    def type_of(self, module: Module, name: str) -> type_constraints.TypeConstraint | None:
         cache_key = (module.path, name)
         if cache_key in self._types:
             return self._types[cache_key]
@@ -261,15 +261,15 @@ class VariableEvaluator:
                 )
             else:
                 try:
-                    constraint = types.parse_type(text)
-                except types.TypeSyntaxError as error:
+                    constraint = type_constraints.parse_type(text)
+                except type_constraints.TypeSyntaxError as error:
                     self.reporter.error(
                         "Invalid type specification", f"variable {name!r}: {error}", attribute.pos
                     )
         self._types[cache_key] = constraint
         return constraint
 
-    def _given(self, module: Module, name: str, key: ModuleKey) -> tuple[Any, ast.Pos | None]:
+    def _given(self, module: Module, name: str, key: ModuleKey) -> tuple[Any, syntax_nodes.Pos | None]:
         """The value given for the variable (or _NOT_SET), and where; raises EvalError for a -var
         string that does not read as the variable's type."""
         block = module.variables[name]
@@ -328,12 +328,12 @@ class VariableEvaluator:
         if constraint is not None:
             plain = unmark_deep(raw)
             try:
-                value = types.convert(plain, constraint)
-            except types.ConversionError as error:
+                value = type_constraints.convert(plain, constraint)
+            except type_constraints.ConversionError as error:
                 reporter.error("Invalid value for variable", f"variable {name!r}: {error}", pos)
                 return UNKNOWN
             if plain is not raw:
-                same = _same_kind(value, plain) and types.values_equal(value, plain)
+                same = _same_kind(value, plain) and type_constraints.values_equal(value, plain)
                 value = raw if same else mark(value)
         if marked or declared_sensitive(reporter, block):
             value = mark(value)

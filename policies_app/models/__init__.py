@@ -1,14 +1,20 @@
-from .audit import AuditEntry
-from .deployments import Approval, Deployment, DeploymentEvent, Evaluation
-from .environments import Environment, EnvironmentState
-from .notifications import ApprovalRequestEmail, NotificationPreference
-from .policies import ApprovalPolicy, PolicyModule, PolicyRevision
-from .policy_replays import PolicyReplay
-from .policy_repositories import PolicyRepository
-from .projects import OrganisationMembership, Project, ProjectMembership, ProjectPolicy, Team
-from .templates import ConfigurationView, Template
-from .tokens import ApiToken
-from .webhooks import Webhook, WebhookDelivery
+from policies_app.models.audit import AuditEntry
+from policies_app.models.deployments import Approval, Deployment, DeploymentEvent, Evaluation
+from policies_app.models.environments import Environment, EnvironmentState
+from policies_app.models.notifications import ApprovalRequestEmail, NotificationPreference
+from policies_app.models.policies import ApprovalPolicy, PolicyModule, PolicyRevision
+from policies_app.models.policy_replays import PolicyReplay
+from policies_app.models.policy_repositories import PolicyRepository
+from policies_app.models.projects import (
+    OrganisationMembership,
+    Project,
+    ProjectMembership,
+    ProjectPolicy,
+    Team,
+)
+from policies_app.models.templates import ConfigurationView, Template
+from policies_app.models.tokens import ApiToken
+from policies_app.models.webhooks import Webhook, WebhookDelivery
 
 __all__ = [
     "ApiToken",

@@ -2,7 +2,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from ..choices import (
+from policies_app.choices import (
     ApprovalDecision,
     Decision,
     DeploymentStatus,

@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.db import models
 
-from ..choices import EmailMode
+from policies_app.choices import EmailMode
 
 
 class NotificationPreference(models.Model):

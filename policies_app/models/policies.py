@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.db import models
 
-from ..choices import Enforcement, RegoVersion, RevisionTestsStatus
+from policies_app.choices import Enforcement, RegoVersion, RevisionTestsStatus
 
 
 class ApprovalPolicy(models.Model):

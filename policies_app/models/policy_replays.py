@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.db import models
 
-from ..choices import ReplayStatus
+from policies_app.choices import ReplayStatus
 
 
 class PolicyReplay(models.Model):

@@ -4,7 +4,7 @@ from django.db import models, transaction
 from django.db.models import Q, Value
 from django.db.models.functions import Concat, Substr
 
-from ..choices import OrganisationRole, Role
+from policies_app.choices import OrganisationRole, Role
 
 CYCLE_MESSAGE = "This parent would make a cycle in the project tree."
 MAX_DEPTH = 32

@@ -1,6 +1,6 @@
 from django.db import models
 
-from ..choices import TemplateType
+from policies_app.choices import TemplateType
 
 
 class Template(models.Model):

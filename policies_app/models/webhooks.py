@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.db import models
 
-from ..choices import DeliveryStatus, WebhookFormat
+from policies_app.choices import DeliveryStatus, WebhookFormat
 
 
 class Webhook(models.Model):

@@ -6,17 +6,7 @@ runs a policy's tests as ``opa test`` does, with line coverage, and explain_deci
 rules that fired on an input; both on OPA, in the same supervised workers.
 """
 
-from policies_app.rego.decisions import combine_decisions, normalise_rule_value
-from policies_app.rego.runner import check_policy, evaluate_policies
-from policies_app.rego.testing import (
-    FileCoverage,
-    FiredRule,
-    PolicyTestReport,
-    PolicyTestResult,
-    explain_decision,
-    run_policy_tests,
-)
-from policies_app.rego.types import (
+from policies_app.rego.contract import (
     DEFAULT_ENGINE,
     ENGINES,
     EngineBusyError,
@@ -27,6 +17,16 @@ from policies_app.rego.types import (
     PolicyModule,
     PolicyOutcome,
     PolicySource,
+)
+from policies_app.rego.decisions import combine_decisions, normalise_rule_value
+from policies_app.rego.runner import check_policy, evaluate_policies
+from policies_app.rego.testing import (
+    FileCoverage,
+    FiredRule,
+    PolicyTestReport,
+    PolicyTestResult,
+    explain_decision,
+    run_policy_tests,
 )
 
 __all__ = [

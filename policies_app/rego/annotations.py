@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from policies_app.rego.contract import PolicyCompileError
 from policies_app.rego.lexer import (
     COMMENT,
     IDENT,
@@ -29,7 +30,6 @@ from policies_app.rego.lexer import (
     statements,
     tokenize,
 )
-from policies_app.rego.types import PolicyCompileError
 
 _METADATA_HEADER = re.compile(r"^#\s*METADATA\s*$")
 _SCOPES = ("rule", "document", "package", "subpackages")

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from policies_app.rego.types import DECISION_ORDER, DECISION_RULES
+from policies_app.rego.contract import DECISION_ORDER, DECISION_RULES
 
 _RANK = {decision: rank for rank, decision in enumerate(DECISION_ORDER)}
 

@@ -18,11 +18,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from policies_app.rego.contract import DECISION_RULES, PolicyCompileError
 from policies_app.rego.decisions import normalise_rule_value
 from policies_app.rego.errors import parse_opa_error, parse_regorus_error
 from policies_app.rego.lexer import code_tokens, find_calls, tokenize
 from policies_app.rego.prepare import PreparedPolicy, library_modules, library_modules_for_regorus, rule_ref
-from policies_app.rego.types import DECISION_RULES, PolicyCompileError
 
 RuleValues = dict[str, list[str]]
 _UNDEFINED_FUNCTION = re.compile(r"^undefined function (?P<name>[A-Za-z_][A-Za-z0-9_.]*)")

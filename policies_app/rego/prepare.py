@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from policies_app.rego.annotations import analyse_module, find_unresolved_metadata, resolve_metadata_calls
+from policies_app.rego.contract import REGO_VERSIONS, PolicyCompileError, PolicySource
 from policies_app.rego.functions import MERGED_PREFIX, merge_split_functions
 from policies_app.rego.lexer import code_tokens, find_calls, tokenize
 from policies_app.rego.negations import hoist_out_of_negations
 from policies_app.rego.references import rewrite_own_package_references
 from policies_app.rego.syntax_tree import ParsedModule, package_path, parse_module, rule_name
-from policies_app.rego.types import REGO_VERSIONS, PolicyCompileError, PolicySource
 from policies_app.rego.v1_syntax import to_rego_v1
 
 # Builtins that make network requests. OPA has these two; opa.runtime and time.now_ns are fine.

@@ -19,8 +19,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from policies_app.rego.contract import PolicyCompileError
 from policies_app.rego.lexer import IDENT, Statement, Token, code_tokens, path_step, statements, tokenize
-from policies_app.rego.types import PolicyCompileError
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A name right after these, or right before these, is declared as a local variable, not referenced.

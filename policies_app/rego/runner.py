@@ -12,10 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from policies_app.rego.decisions import MessageLimits, combine_decisions, policy_decision
-from policies_app.rego.prepare import policy_payload
-from policies_app.rego.supervisor import WorkerFailure, pool
-from policies_app.rego.types import (
+from policies_app.rego.contract import (
     DECISION_RULES,
     DEFAULT_ENGINE,
     ENGINES,
@@ -27,6 +24,9 @@ from policies_app.rego.types import (
     PolicySource,
     empty_messages,
 )
+from policies_app.rego.decisions import MessageLimits, combine_decisions, policy_decision
+from policies_app.rego.prepare import policy_payload
+from policies_app.rego.supervisor import WorkerFailure, pool
 
 
 def _check_engine(engine: str) -> None:

@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from policies_app.rego.types import EngineBusyError, EngineUnavailableError
+from policies_app.rego.contract import EngineBusyError, EngineUnavailableError
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _START_TIMEOUT_S = 60.0

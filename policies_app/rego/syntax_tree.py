@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from policies_app.rego.contract import PolicyCompileError
 from policies_app.rego.errors import parse_regorus_error
-from policies_app.rego.types import PolicyCompileError
 
 Node = dict[str, Any]
 # Expression kinds that OPA turns into calls (operators are builtins there): used as a value inside

@@ -19,17 +19,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies_app.rego.errors import parse_opa_error
-from policies_app.rego.prepare import PreparedPolicy, library_modules, policy_payload, rule_ref
-from policies_app.rego.supervisor import WorkerFailure, pool
-from policies_app.rego.syntax_tree import kind_of, package_path, parse_module, rule_name
-from policies_app.rego.types import (
+from policies_app.rego.contract import (
     DECISION_RULES,
     PolicyCompileError,
     PolicyError,
     PolicyModule,
     PolicySource,
 )
+from policies_app.rego.errors import parse_opa_error
+from policies_app.rego.prepare import PreparedPolicy, library_modules, policy_payload, rule_ref
+from policies_app.rego.supervisor import WorkerFailure, pool
+from policies_app.rego.syntax_tree import kind_of, package_path, parse_module, rule_name
 from policies_app.rego.v1_syntax import to_rego_v1
 
 TEST_PREFIX = "test_"

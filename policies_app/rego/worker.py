@@ -14,11 +14,11 @@ import sys
 from multiprocessing.connection import Connection
 from typing import Any
 
+from policies_app.rego.contract import PolicyCompileError
 from policies_app.rego.decisions import MessageLimits, limit_messages, truncate_message
 from policies_app.rego.engines import LRUCache, OpaAdapter, PolicyRuntimeError, RegorusAdapter
 from policies_app.rego.prepare import PreparedPolicy, library_modules, prepare_policy
 from policies_app.rego.testing import WORKER_OPERATIONS
-from policies_app.rego.types import PolicyCompileError
 
 _MB = 1024 * 1024
 

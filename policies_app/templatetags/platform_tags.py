@@ -3,7 +3,7 @@ from typing import Any
 from django import template
 from django.utils.html import format_html
 
-from ..choices import APPROVAL_TONES, DECISION_TONES, STATUS_TONES
+from policies_app.choices import APPROVAL_TONES, DECISION_TONES, STATUS_TONES
 
 register = template.Library()
 
@@ -23,21 +23,21 @@ def badge(status: str, label: str = "") -> str:
 @register.simple_tag(takes_context=True)
 def waiting_for_me_count(context: dict[str, Any]) -> int:
     """How many deployments the signed-in user may approve now (the navigation's count)."""
-    from ..queue import count_waiting_for
+    from policies_app.deployments.inbox import count_waiting_for
 
     return count_waiting_for(context["request"].user)
 
 
 @register.filter
 def reads_audit_log(user: Any) -> bool:
-    from ..audit_log import may_read_audit_log
+    from policies_app.accounts.audit_log import may_read_audit_log
 
     return may_read_audit_log(user)
 
 
 @register.filter
 def manages_users(user: Any) -> bool:
-    from ..access import grants
+    from policies_app.access import grants
 
     return grants(user).is_organisation_admin
 
@@ -46,7 +46,7 @@ def manages_users(user: Any) -> bool:
 def policy_attachments(context: dict[str, Any], policy: Any) -> dict[str, Any]:
     """For the policy page: where the policy is attached (that the user may see), and a form to attach
     it to a project or template the user may attach it to. ``{% policy_attachments policy %}``."""
-    from ..attachments import attachment_choices
+    from policies_app.policies.attachments import attachment_choices
 
     request = context["request"]
     return {"request": request, "policy": policy, "choices": attachment_choices(request.user, policy)}

@@ -8,11 +8,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from rest_framework.authtoken.models import Token
 
-from .. import notifications, tokens
-from ..errors import Invalid
-from ..models import ApiToken
-from .admin_forms import NotificationForm, TokenForm
-from .common import act
+from policies_app.accounts import tokens
+from policies_app.errors import Invalid
+from policies_app.models import ApiToken
+from policies_app.notifications import approval_emails
+from policies_app.web.admin_forms import NotificationForm, TokenForm
+from policies_app.web.common import act
 
 
 @login_required
@@ -29,7 +30,9 @@ def account(request: HttpRequest) -> HttpResponse:
             "tokens": ApiToken.objects.filter(user=request.user),
             "legacy_token": Token.objects.filter(user=request.user).first(),
             "token_form": token_form,
-            "notification_form": NotificationForm(initial={"email": notifications.email_mode(request.user)}),
+            "notification_form": NotificationForm(
+                initial={"email": approval_emails.email_mode(request.user)}
+            ),
             "new_key": new_key,
             "error": error,
         }
@@ -73,7 +76,7 @@ def account(request: HttpRequest) -> HttpResponse:
             return page(error="Choose how you want to be told.", status=400)
         return act(
             request,
-            lambda: notifications.set_email_mode(request.user, form.cleaned_data["email"]),
+            lambda: approval_emails.set_email_mode(request.user, form.cleaned_data["email"]),
             done="Your notification settings are saved.",
             then=here,
             page=page,

@@ -6,8 +6,15 @@ from typing import Any
 
 from django import forms
 
-from .. import json_limits
-from ..choices import DeploymentStatus, EmailMode, OrganisationRole, Role, TemplateType, WebhookFormat
+from policies_app.choices import (
+    DeploymentStatus,
+    EmailMode,
+    OrganisationRole,
+    Role,
+    TemplateType,
+    WebhookFormat,
+)
+from policies_app.guards import json_limits
 
 
 def choices_of(items: list[tuple[Any, str]], empty: str | None = None) -> list[tuple[Any, str]]:

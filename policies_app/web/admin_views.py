@@ -13,11 +13,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import access, attachments, audit_log, templates, users
-from ..api.views.audit import export_response
-from ..errors import DomainError
-from ..tree import ProjectTree
-from .admin_forms import (
+from policies_app import access
+from policies_app.accounts import audit_log, users
+from policies_app.api.views.audit import export_response
+from policies_app.errors import DomainError
+from policies_app.policies import attachments
+from policies_app.projects import iac_templates
+from policies_app.projects.tree import ProjectTree
+from policies_app.web.admin_forms import (
     ArchiveForm,
     AuditFilterForm,
     PolicyChoiceForm,
@@ -25,7 +28,7 @@ from .admin_forms import (
     UserChangeForm,
     UserForm,
 )
-from .common import act
+from policies_app.web.common import act
 
 AUDIT_PAGE_SIZE = 50
 
@@ -48,7 +51,7 @@ def template_list(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def template_create(request: HttpRequest) -> HttpResponse:
     if not access.may_manage_templates(request.user):
-        raise Http404("Only template managers create templates.")
+        raise Http404("Only template managers create iac_templates.")
     form = TemplateForm(request.POST or None)
 
     def page(error: str = "", errors: dict | None = None, status: int = 200) -> HttpResponse:
@@ -63,7 +66,7 @@ def template_create(request: HttpRequest) -> HttpResponse:
         return page(status=400)
     return act(
         request,
-        lambda: templates.save_template(request.user, **form.cleaned_data),
+        lambda: iac_templates.save_template(request.user, **form.cleaned_data),
         done=f"Template {form.cleaned_data['name']} is created.",
         then=lambda template: reverse("web:template-detail", args=[template.pk]),
         page=page,
@@ -88,7 +91,7 @@ def template_detail(request: HttpRequest, pk: int) -> HttpResponse:
         }
         if may_manage:
             form = forms.get("settings") or TemplateForm(
-                initial={name: getattr(template, name) for name in templates.FIELDS}
+                initial={name: getattr(template, name) for name in iac_templates.FIELDS}
             )
             for name, problems in (errors or {}).items():
                 if name in form.fields:
@@ -117,7 +120,7 @@ def template_detail(request: HttpRequest, pk: int) -> HttpResponse:
             return page(status=400)
         return act(
             request,
-            lambda: templates.save_template(request.user, template, **form.cleaned_data),
+            lambda: iac_templates.save_template(request.user, template, **form.cleaned_data),
             done="The template is saved.",
             then=here,
             page=page,
@@ -128,14 +131,14 @@ def template_detail(request: HttpRequest, pk: int) -> HttpResponse:
             return page(status=400)
         return act(
             request,
-            lambda: templates.upload_archive(request.user, template, request.FILES.get("archive")),
+            lambda: iac_templates.upload_archive(request.user, template, request.FILES.get("archive")),
             done="The archive is uploaded.",
             then=here,
             page=page,
         )
     if action in ("attach_policy", "detach_policy"):
         policy = get_object_or_404(access.visible_policies(request.user), pk=request.POST.get("policy") or 0)
-        use_case = templates.attach_policy if action == "attach_policy" else templates.detach_policy
+        use_case = iac_templates.attach_policy if action == "attach_policy" else iac_templates.detach_policy
         verb = "attached to" if action == "attach_policy" else "detached from"
         return act(
             request,

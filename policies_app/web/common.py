@@ -10,7 +10,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
-from ..errors import DomainError, Invalid
+from policies_app.errors import DomainError, Invalid
 
 
 def field_errors(refusal: DomainError) -> dict[str, list[str]]:

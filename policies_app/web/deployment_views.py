@@ -16,16 +16,22 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 
-from .. import access, queue
-from ..choices import FINAL_STATUSES, DeploymentStatus, DeploymentType
-from ..deployments import available_actions, cancel_deployment, queued_reason, record_approval
-from ..environments import masked_input
-from ..errors import DomainError
-from ..models import Deployment, PolicyRevision
-from ..notifications import approvers_still_to_act
-from ..plan_summary import summarise_plan
-from ..tree import ProjectTree
-from .forms import ApprovalForm, QueueFilterForm
+from policies_app import access
+from policies_app.choices import FINAL_STATUSES, DeploymentStatus, DeploymentType
+from policies_app.deployments import inbox
+from policies_app.deployments.lifecycle import (
+    available_actions,
+    cancel_deployment,
+    queued_reason,
+    record_approval,
+)
+from policies_app.deployments.plan_summary import summarise_plan
+from policies_app.errors import DomainError
+from policies_app.models import Deployment, PolicyRevision
+from policies_app.notifications.approval_emails import approvers_still_to_act
+from policies_app.projects.environments import masked_input
+from policies_app.projects.tree import ProjectTree
+from policies_app.web.forms import ApprovalForm, QueueFilterForm
 
 QUEUE_PAGE_SIZE = 50
 SORT_COLUMNS = [("-created", "Created"), ("environment", "Environment"), ("status", "Status")]
@@ -38,9 +44,9 @@ def deployment_queue(request: HttpRequest) -> HttpResponse:
     form = QueueFilterForm(request.GET)
     if form.is_valid():
         filters = form.filters()
-        deployments = queue.deployments_for(request.user, filters)
+        deployments = inbox.deployments_for(request.user, filters)
     else:
-        filters = queue.QueueFilters(view=request.GET.get("view", "waiting"))
+        filters = inbox.QueueFilters(view=request.GET.get("view", "waiting"))
         deployments = Deployment.objects.none()
     page = Paginator(
         deployments.select_related("environment__project", "deployer"), QUEUE_PAGE_SIZE
@@ -69,7 +75,7 @@ def deployment_queue(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _narrowed_to(request: HttpRequest, filters: queue.QueueFilters) -> list[tuple[str, str, str]]:
+def _narrowed_to(request: HttpRequest, filters: inbox.QueueFilters) -> list[tuple[str, str, str]]:
     """The project and environment the queue is narrowed to, as (what, name, URL without it)."""
     narrowed = []
     for key, visible in (("project", access.visible_projects), ("environment", access.visible_environments)):

@@ -4,8 +4,8 @@ from typing import Any
 
 from django import forms
 
-from ..choices import ApprovalDecision, DeploymentStatus, DeploymentType
-from ..queue import SORTS, VIEWS, QueueFilters
+from policies_app.choices import ApprovalDecision, DeploymentStatus, DeploymentType
+from policies_app.deployments.inbox import SORTS, VIEWS, QueueFilters
 
 
 class QueueFilterForm(forms.Form):

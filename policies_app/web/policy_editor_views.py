@@ -10,11 +10,12 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
-from .. import access, catalog
-from ..errors import DomainError, Forbidden, Invalid
-from ..models import ApprovalPolicy
-from ..policies import PolicyContent, create_policy, require_author, revise_policy
-from .policy_forms import InstallForm, PolicyEditForm
+from policies_app import access
+from policies_app.errors import DomainError, Forbidden, Invalid
+from policies_app.models import ApprovalPolicy
+from policies_app.policies import catalog
+from policies_app.policies.authoring import PolicyContent, create_policy, require_author, revise_policy
+from policies_app.web.policy_forms import InstallForm, PolicyEditForm
 
 STARTER_MODULE = {
     "filename": "main.rego",

@@ -5,8 +5,8 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from .. import json_limits
-from ..choices import Enforcement, RegoVersion
+from policies_app.choices import Enforcement, RegoVersion
+from policies_app.guards import json_limits
 
 
 def _json_object(raw: str, what: str) -> Any:

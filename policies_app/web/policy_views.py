@@ -11,13 +11,15 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import access, policy_sources, replay
-from ..choices import ReplayStatus
-from ..errors import DomainError
-from ..models import ApprovalPolicy, PolicyModule, PolicyReplay, PolicyRevision
-from ..policies import PolicyContent, publish_revision, revision_state, try_revision
-from ..revision_diff import diff_contents
-from .policy_forms import DiffForm, DryRunForm, ReplayForm
+from policies_app import access
+from policies_app.choices import ReplayStatus
+from policies_app.errors import DomainError
+from policies_app.models import ApprovalPolicy, PolicyModule, PolicyReplay, PolicyRevision
+from policies_app.policies import replay
+from policies_app.policies.authoring import PolicyContent, publish_revision, revision_state, try_revision
+from policies_app.policies.git import sources
+from policies_app.policies.revision_diff import diff_contents
+from policies_app.web.policy_forms import DiffForm, DryRunForm, ReplayForm
 
 RECENT_DEPLOYMENTS = 50  # offered to "Try it"
 
@@ -187,7 +189,7 @@ def policy_sync(request: HttpRequest, pk: int) -> HttpResponse:
     policy = _visible_policy(request, pk)
     branch = request.POST.get("revision", "").strip()
     try:
-        outcomes = policy_sources.sync_policy(policy, user=request.user, revision=branch or None)
+        outcomes = sources.sync_policy(policy, user=request.user, revision=branch or None)
     except DomainError as refusal:
         return _refused(request, policy, refusal)
     mine = next(outcome for outcome in outcomes if outcome.policy.pk == policy.pk)

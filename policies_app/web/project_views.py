@@ -13,17 +13,25 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from .. import access, environments, projects, webhooks
-from ..access import Grants
-from ..choices import Capability
-from ..deployments import pending_expiry_hours
-from ..environments import masked
-from ..errors import Invalid
-from ..models import ApprovalPolicy, Environment, Project, ProjectMembership, Team
-from ..state_summary import summarise_state
-from ..tree import InheritedPolicy, ProjectTree, tree_for
-from .admin_forms import EnvironmentForm, MemberForm, PolicyChoiceForm, ProjectForm, WebhookForm
-from .common import act
+from policies_app import access
+from policies_app.access import Grants
+from policies_app.choices import Capability
+from policies_app.deployments.lifecycle import pending_expiry_hours
+from policies_app.errors import Invalid
+from policies_app.models import ApprovalPolicy, Environment, Project, ProjectMembership, Team
+from policies_app.notifications import webhooks
+from policies_app.projects import environments, projects
+from policies_app.projects.environments import masked
+from policies_app.projects.state_summary import summarise_state
+from policies_app.projects.tree import InheritedPolicy, ProjectTree, tree_for
+from policies_app.web.admin_forms import (
+    EnvironmentForm,
+    MemberForm,
+    PolicyChoiceForm,
+    ProjectForm,
+    WebhookForm,
+)
+from policies_app.web.common import act
 
 RECENT_DEPLOYMENTS = 20
 User = get_user_model()

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import (
+from policies_app.web import (
     account_views,
     admin_views,
     deployment_views,

@@ -7,10 +7,11 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from .. import access, webhooks
-from ..choices import Capability, DeliveryStatus
-from .admin_forms import WebhookForm
-from .common import act
+from policies_app import access
+from policies_app.choices import Capability, DeliveryStatus
+from policies_app.notifications import webhooks
+from policies_app.web.admin_forms import WebhookForm
+from policies_app.web.common import act
 
 DELIVERIES_PAGE_SIZE = 25
 

@@ -855,7 +855,7 @@ _COUNT_LIKE = re.compile(r"size|count|num|number|port|min|max|capacity|replicas|
 
 def root_variable_values(root: Path) -> dict:
     """A value of its type for every root variable without a default (as tfvars JSON)."""
-    from policies_app.iac.types import (
+    from policies_app.iac.type_constraints import (
         AnyType,
         ListType,
         MapType,

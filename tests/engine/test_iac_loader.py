@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from policies_app.iac import ast, loader, parse_cache
+from policies_app.iac import loader, parse_cache, syntax_nodes
 from policies_app.iac.loader import ConfigSyntaxError, load_module, parse_file
 
 from .iac_render import render_body
@@ -327,7 +327,7 @@ def test_it_rebinds_a_cached_parse_to_the_path_of_the_file_with_the_same_content
     template = block.body.attributes["input"].expr
     assert copy.path == expected
     assert block.pos.file == expected
-    assert template.parts[0].expr.pos == ast.Pos(expected, 2, 14)
+    assert template.parts[0].expr.pos == syntax_nodes.Pos(expected, 2, 14)
 
 
 def _entry(cache: Path) -> Path:

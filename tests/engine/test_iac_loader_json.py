@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from policies_app.iac import ast
+from policies_app.iac import syntax_nodes
 from policies_app.iac.hcl_json import parse_json
 from policies_app.iac.hcl_native import parse_native
 from policies_app.iac.loader import ConfigSyntaxError
@@ -14,7 +14,7 @@ from policies_app.iac.loader import ConfigSyntaxError
 from .iac_render import render, render_body
 
 
-def load(document: dict | str) -> ast.File:
+def load(document: dict | str) -> syntax_nodes.File:
     text = document if isinstance(document, str) else json.dumps(document, indent=2)
     return parse_json(text, "main.tf.json")
 
@@ -57,10 +57,12 @@ def test_it_reads_variable_type_default_and_description_literally():
         }
     }
     attrs = load(document).body.blocks[0].body.attributes
-    assert type(attrs["type"].expr) is ast.TypeExpr
+    assert type(attrs["type"].expr) is syntax_nodes.TypeExpr
     assert attrs["type"].expr.text == "list(object({a=string}))"
     assert render(attrs["type"].expr.expr) == 'list(object({"a"=string}))'
-    assert attrs["default"].expr == ast.Literal([{"a": "${not_a_template}"}], attrs["default"].expr.pos)
+    assert attrs["default"].expr == syntax_nodes.Literal(
+        [{"a": "${not_a_template}"}], attrs["default"].expr.pos
+    )
     assert attrs["description"].expr.value == "about ${x}"
     assert attrs["sensitive"].expr.value is True
 
@@ -238,7 +240,7 @@ def test_it_reads_module_providers_and_terraform_settings_literally_except_the_b
 def test_it_gives_each_attribute_the_line_it_is_on():
     text = '{\n  "locals": {\n    "a": 1,\n\n    "b": "${var.x}"\n  }\n}\n'
     block = load(text).body.blocks[0]
-    assert block.body.attributes["a"].pos == ast.Pos("main.tf.json", 3, 5)
+    assert block.body.attributes["a"].pos == syntax_nodes.Pos("main.tf.json", 3, 5)
     assert block.body.attributes["b"].pos.line == 5
     assert block.body.attributes["b"].expr.pos.line == 5
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from policies_app.iac import ast
+from policies_app.iac import syntax_nodes
 from policies_app.iac.hcl_native import parse_native
 from policies_app.iac.loader import ConfigSyntaxError, parse_expression, parse_template, parse_traversal
 
@@ -39,7 +39,7 @@ def body(text: str) -> list[str]:
 )
 def test_it_reads_literals_with_their_python_values(text, value):
     node = parse_expression(text)
-    assert type(node) is ast.Literal
+    assert type(node) is syntax_nodes.Literal
     assert node.value == value
     assert type(node.value) is type(value)
 
@@ -200,7 +200,7 @@ def test_it_reads_blocks_labels_and_attribute_positions():
     )
     resource, local_block = parsed.body.blocks
     assert (resource.type, resource.labels, resource.pos.line) == ("resource", ["aws_instance", "web"], 2)
-    assert resource.body.attributes["ami"].pos == ast.Pos("m/main.tf", 3, 3)
+    assert resource.body.attributes["ami"].pos == syntax_nodes.Pos("m/main.tf", 3, 3)
     assert resource.body.blocks[0].body.attributes["size"].pos.line == 5
     assert local_block.body.attributes["a"].expr.value == 1
 
@@ -213,7 +213,7 @@ def test_it_keeps_the_source_text_of_a_variable_type():
     )
     first = parsed.body.blocks[0].body.attributes["type"].expr
     second = parsed.body.blocks[1].body.attributes["type"].expr
-    assert type(first) is ast.TypeExpr
+    assert type(first) is syntax_nodes.TypeExpr
     assert first.text == "list(object({ a = string, b = optional(number, 1) }))"
     assert render(first.expr) == 'list(object({"a"=string, "b"=optional(number, 1)}))'
     assert second.text == "string"
@@ -239,7 +239,7 @@ def test_it_rejects_an_attribute_defined_twice():
 
 def test_it_reports_positions_of_an_expression_parsed_at_an_offset():
     node = parse_expression("var.x + 1", "vars.tfvars", 7, 5)
-    assert node.pos == ast.Pos("vars.tfvars", 7, 5)
+    assert node.pos == syntax_nodes.Pos("vars.tfvars", 7, 5)
     with pytest.raises(ConfigSyntaxError) as info:
         parse_expression("1 +", "cli", 2, 3)
     assert (info.value.file, info.value.line) == ("cli", 2)

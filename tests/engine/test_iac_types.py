@@ -1,4 +1,4 @@
-"""Type expressions, conversions and the implicit conversions operators use (policies_app.iac.types)."""
+"""Type expressions, conversions and the implicit conversions operators use (policies_app.iac.type_constraints)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from policies_app.iac.types import (
+from policies_app.iac.type_constraints import (
     ANY,
     NUMBER,
     STRING,

@@ -6,9 +6,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ... import notifications, tokens, users
-from ...models import ApiToken
-from .. import serializers as s
+from policies_app.accounts import tokens, users
+from policies_app.api import serializers as s
+from policies_app.models import ApiToken
+from policies_app.notifications import approval_emails
 
 
 class AccountViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -71,12 +72,12 @@ class MeView(APIView):
     def patch(self, request: Request) -> Response:
         serializer = s.MeSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        notifications.set_email_mode(request.user, serializer.validated_data["email_notifications"])
+        approval_emails.set_email_mode(request.user, serializer.validated_data["email_notifications"])
         return Response(self._shown(request.user))
 
     def _shown(self, user) -> dict:
         return {
             "username": user.get_username(),
             "email": user.email,
-            "email_notifications": notifications.email_mode(user),
+            "email_notifications": approval_emails.email_mode(user),
         }

@@ -7,8 +7,8 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 
-from ... import audit_log
-from .. import serializers as s
+from policies_app.accounts import audit_log
+from policies_app.api import serializers as s
 
 FILTERS = [
     OpenApiParameter(name, description=what)

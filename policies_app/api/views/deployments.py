@@ -12,12 +12,13 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ... import access, deployments, queue
-from ...choices import DeploymentStatus
-from ...environments import masked_input
-from ...models import Approval, Deployment, Evaluation, PolicyRevision
-from ...plan_summary import summarise_plan
-from .. import serializers as s
+from policies_app import access
+from policies_app.api import serializers as s
+from policies_app.choices import DeploymentStatus
+from policies_app.deployments import inbox, lifecycle
+from policies_app.deployments.plan_summary import summarise_plan
+from policies_app.models import Approval, Deployment, Evaluation, PolicyRevision
+from policies_app.projects.environments import masked_input
 
 
 def with_details(deployments_queryset):
@@ -31,7 +32,7 @@ def with_details(deployments_queryset):
     return (
         deployments_queryset.select_related(None)
         .select_related("deployer")
-        .defer(*queue.LIST_DEFERRED)
+        .defer(*inbox.LIST_DEFERRED)
         .prefetch_related(
             Prefetch("approvals", queryset=Approval.objects.select_related("user")),
             Prefetch("evaluations", queryset=evaluations),
@@ -60,7 +61,7 @@ class DeploymentFilter(filters.FilterSet):
     search = filters.CharFilter(
         method="filter_search", label="number, revision, environment, project, deployer"
     )
-    ordering = filters.ChoiceFilter(choices=[(key, key) for key in queue.SORTS], method="filter_ordering")
+    ordering = filters.ChoiceFilter(choices=[(key, key) for key in inbox.SORTS], method="filter_ordering")
 
     class Meta:
         model = Deployment
@@ -68,19 +69,19 @@ class DeploymentFilter(filters.FilterSet):
 
     def filter_view(self, deployments, name, value):
         if value == "waiting":
-            return queue.waiting_for(self.request.user, deployments)
+            return inbox.waiting_for(self.request.user, deployments)
         if value == "mine":
             return deployments.filter(deployer=self.request.user)
         return deployments
 
     def filter_project(self, deployments, name, value):
-        return deployments.filter(queue.in_project(int(value)))
+        return deployments.filter(inbox.in_project(int(value)))
 
     def filter_search(self, deployments, name, value):
-        return deployments.filter(queue.search_clause(value))
+        return deployments.filter(inbox.search_clause(value))
 
     def filter_ordering(self, deployments, name, value):
-        return deployments.order_by(*queue.SORTS[value])
+        return deployments.order_by(*inbox.SORTS[value])
 
 
 class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -151,7 +152,7 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         deployment = self.get_object()
         serializer = s.ApprovalRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        deployments.record_approval(deployment, request.user, decision, serializer.validated_data["comment"])
+        lifecycle.record_approval(deployment, request.user, decision, serializer.validated_data["comment"])
         return self.shown(deployment)
 
     @extend_schema(request=s.ApprovalRequestSerializer, responses=s.DeploymentSerializer)
@@ -167,7 +168,7 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     @extend_schema(request=None, responses=s.DeploymentSerializer)
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
-        deployment = deployments.cancel_deployment(self.get_object(), request.user)
+        deployment = lifecycle.cancel_deployment(self.get_object(), request.user)
         return self.shown(deployment)
 
     @extend_schema(request=s.CompleteDeploymentSerializer, responses=s.DeploymentSerializer)
@@ -176,7 +177,7 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         deployment = self.get_object()
         serializer = s.CompleteDeploymentSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        deployment = deployments.complete_deployment(
+        deployment = lifecycle.complete_deployment(
             deployment, request.user, serializer.validated_data["status"], serializer.validated_data["state"]
         )
         return self.shown(deployment)

@@ -6,13 +6,15 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ... import access, deployments, environments, states
-from ...iac.state_view import tfstate_view
-from ...models import ApprovalPolicy, Deployment
-from ...tree import tree_for
-from .. import serializers as s
-from .common import UpdateViewSet
-from .deployments import with_details
+from policies_app import access
+from policies_app.api import serializers as s
+from policies_app.api.views.common import UpdateViewSet
+from policies_app.api.views.deployments import with_details
+from policies_app.deployments import lifecycle
+from policies_app.iac.state_view import tfstate_view
+from policies_app.models import ApprovalPolicy, Deployment
+from policies_app.projects import environments, states
+from policies_app.projects.tree import tree_for
 
 
 class EnvironmentViewSet(UpdateViewSet):
@@ -50,11 +52,11 @@ class EnvironmentViewSet(UpdateViewSet):
         if request.method == "GET":
             page = self.paginate_queryset(with_details(environment.deployments.select_related("deployer")))
             return self.get_paginated_response(s.DeploymentSerializer(page, many=True).data)
-        deployments.check_may_trigger(environment, request.user)
+        lifecycle.check_may_trigger(environment, request.user)
         serializer = s.TriggerDeploymentSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        deployment, created = deployments.trigger_deployment(
+        deployment, created = lifecycle.trigger_deployment(
             environment,
             request.user,
             type=data["type"],

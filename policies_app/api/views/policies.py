@@ -11,13 +11,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
-from ... import access, catalog, policies, policy_sources, policy_tests, replay
-from ...choices import Enforcement
-from ...errors import Invalid, NotFound
-from ...models import PolicyReplay, PolicyRevision
-from .. import policy_serializers as ps
-from .. import serializers as s
-from .common import UpdateViewSet
+from policies_app import access
+from policies_app.api import policy_serializers as ps
+from policies_app.api import serializers as s
+from policies_app.api.views.common import UpdateViewSet
+from policies_app.choices import Enforcement
+from policies_app.errors import Invalid, NotFound
+from policies_app.models import PolicyReplay, PolicyRevision
+from policies_app.policies import authoring, catalog, policy_tests, replay
+from policies_app.policies.git import sources
 
 
 class PolicyViewSet(UpdateViewSet):
@@ -30,7 +32,7 @@ class PolicyViewSet(UpdateViewSet):
     def perform_create(self, serializer):
         data = serializer.validated_data
         if "repository" in data:
-            serializer.instance = policy_sources.create_synced_policy(
+            serializer.instance = sources.create_synced_policy(
                 name=data["name"],
                 repository=data["repository"],
                 path=data.get("repository_path", ""),
@@ -41,7 +43,7 @@ class PolicyViewSet(UpdateViewSet):
                 user=self.request.user,
             )
         else:
-            serializer.instance = policies.create_policy(
+            serializer.instance = authoring.create_policy(
                 name=data["name"],
                 description=data.get("description", ""),
                 rego_version=data["rego_version"],
@@ -54,7 +56,7 @@ class PolicyViewSet(UpdateViewSet):
 
     def perform_update(self, serializer):
         data = serializer.validated_data
-        policies.revise_policy(
+        authoring.revise_policy(
             serializer.instance,
             name=data.get("name"),
             description=data.get("description"),
@@ -90,7 +92,7 @@ class PolicyViewSet(UpdateViewSet):
             input_json = replay.recorded_input(request.user, data["deployment"])
         else:
             input_json = json.dumps(data["input"])
-        return Response(policies.try_revision(revision, input_json, explain=data["explain"]))
+        return Response(authoring.try_revision(revision, input_json, explain=data["explain"]))
 
     @extend_schema(
         request=ps.PolicyTestRunSerializer,
@@ -119,13 +121,13 @@ class PolicyViewSet(UpdateViewSet):
     @action(detail=True, methods=["post"], permission_classes=[AllowAny])
     def sync(self, request: Request, pk: str | None = None) -> Response:
         if not request.user.is_authenticated:
-            reply = policy_sources.receive_push(pk, request.headers, request.body)
+            reply = sources.receive_push(pk, request.headers, request.body)
             return Response(reply.body, status=reply.status)
         policy = self.get_object()
         serializer = ps.SyncRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        outcomes = policy_sources.sync_policy(
+        outcomes = sources.sync_policy(
             policy, user=request.user, revision=data.get("revision"), draft=data.get("draft", False)
         )
         mine = next(outcome for outcome in outcomes if outcome.policy.pk == policy.pk)
@@ -139,7 +141,7 @@ class PolicyViewSet(UpdateViewSet):
         policy = self.get_object()
         serializer = ps.PublishSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        policies.publish_revision(
+        authoring.publish_revision(
             policy, _revision(policy, serializer.validated_data["revision"]), request.user
         )
         return Response(s.PolicySerializer(self.get_queryset().get(pk=policy.pk)).data)
@@ -210,11 +212,11 @@ class PolicyViewSet(UpdateViewSet):
     )
     @action(detail=False, methods=["post"], throttle_scope="editor_check")
     def check(self, request: Request) -> Response:
-        policies.require_author(request.user)
+        authoring.require_author(request.user)
         serializer = ps.CheckSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        problems = policies.check_draft_syntax(data["rego_version"], data["modules"], data.get("data"))
+        problems = authoring.check_draft_syntax(data["rego_version"], data["modules"], data.get("data"))
         return Response({"problems": problems})
 
     @extend_schema(
@@ -227,7 +229,7 @@ class PolicyViewSet(UpdateViewSet):
     @extend_schema(request=ps.InstallSerializer, responses={201: s.PolicySerializer})
     @action(detail=False, methods=["post"])
     def install(self, request: Request) -> Response:
-        policies.require_author(request.user)
+        authoring.require_author(request.user)
         serializer = ps.InstallSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -263,12 +265,10 @@ class PolicyRepositoryViewSet(UpdateViewSet):
     serializer_class = ps.PolicyRepositorySerializer
 
     def get_queryset(self):
-        return policy_sources.visible_repositories(self.request.user)
+        return sources.visible_repositories(self.request.user)
 
     def perform_create(self, serializer):
-        serializer.instance = policy_sources.save_repository(
-            None, self.request.user, **serializer.validated_data
-        )
+        serializer.instance = sources.save_repository(None, self.request.user, **serializer.validated_data)
 
     def perform_update(self, serializer):
-        policy_sources.save_repository(serializer.instance, self.request.user, **serializer.validated_data)
+        sources.save_repository(serializer.instance, self.request.user, **serializer.validated_data)

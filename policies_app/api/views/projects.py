@@ -7,9 +7,11 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ... import access, projects, teams
-from .. import serializers as s
-from .common import UpdateViewSet
+from policies_app import access
+from policies_app.accounts import teams
+from policies_app.api import serializers as s
+from policies_app.api.views.common import UpdateViewSet
+from policies_app.projects import projects
 
 
 class ProjectViewSet(UpdateViewSet):

@@ -8,9 +8,10 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ... import access, templates
-from .. import serializers as s
-from .common import UpdateViewSet
+from policies_app import access
+from policies_app.api import serializers as s
+from policies_app.api.views.common import UpdateViewSet
+from policies_app.projects import iac_templates
 
 
 class TemplateViewSet(UpdateViewSet):
@@ -21,10 +22,10 @@ class TemplateViewSet(UpdateViewSet):
         return access.visible_templates(self.request.user).prefetch_related("approval_policies")
 
     def perform_create(self, serializer):
-        serializer.instance = templates.save_template(self.request.user, **serializer.validated_data)
+        serializer.instance = iac_templates.save_template(self.request.user, **serializer.validated_data)
 
     def perform_update(self, serializer):
-        serializer.instance = templates.save_template(
+        serializer.instance = iac_templates.save_template(
             self.request.user, serializer.instance, **serializer.validated_data
         )
 
@@ -40,7 +41,7 @@ class TemplateViewSet(UpdateViewSet):
     @action(detail=True, methods=["post"], parser_classes=[MultiPartParser])
     def archive(self, request: Request, pk: str | None = None) -> Response:
         """Upload the template's files as a .tar.gz or .zip instead of pointing at a repository."""
-        template = templates.upload_archive(request.user, self.get_object(), request.FILES.get("archive"))
+        template = iac_templates.upload_archive(request.user, self.get_object(), request.FILES.get("archive"))
         return Response(s.TemplateSerializer(template).data)
 
     @extend_schema(request=s.PolicyAttachmentSerializer, responses=s.TemplateSerializer)
@@ -50,7 +51,7 @@ class TemplateViewSet(UpdateViewSet):
         template = self.get_object()
         serializer = s.PolicyAttachmentSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
-        template = templates.attach_policy(request.user, template, serializer.validated_data["policy"])
+        template = iac_templates.attach_policy(request.user, template, serializer.validated_data["policy"])
         return Response(s.TemplateSerializer(template).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses=s.TemplateSerializer)
@@ -58,4 +59,6 @@ class TemplateViewSet(UpdateViewSet):
     def detach_policy(self, request: Request, pk: str | None = None, policy_id: str = "") -> Response:
         template = self.get_object()
         policy = get_object_or_404(access.visible_policies(request.user), pk=policy_id)
-        return Response(s.TemplateSerializer(templates.detach_policy(request.user, template, policy)).data)
+        return Response(
+            s.TemplateSerializer(iac_templates.detach_policy(request.user, template, policy)).data
+        )

@@ -6,8 +6,8 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ... import webhooks
-from .. import serializers as s
+from policies_app.api import serializers as s
+from policies_app.notifications import webhooks
 
 
 class WebhookViewSet(

@@ -33,7 +33,7 @@ from policies_app.iac.functions.base import (
     FunctionSpec,
     UnsupportedFunction,
 )
-from policies_app.iac.types import ANY, ConversionError
+from policies_app.iac.type_constraints import ANY, ConversionError
 from policies_app.iac.values import (
     UNKNOWN,
     Sensitive,

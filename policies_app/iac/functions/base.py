@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from policies_app.iac.types import (
+from policies_app.iac.type_constraints import (
     ConversionError,
     normalize_number,
     to_bool,

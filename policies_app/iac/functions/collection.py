@@ -20,7 +20,7 @@ from policies_app.iac.functions.base import (
     want_string,
 )
 from policies_app.iac.functions.strings import graphemes
-from policies_app.iac.types import (
+from policies_app.iac.type_constraints import (
     ANY,
     ConversionError,
     SetType,

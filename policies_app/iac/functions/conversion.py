@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from policies_app.iac.functions.base import ArgumentError, register
-from policies_app.iac.types import (
+from policies_app.iac.type_constraints import (
     ANY,
     BOOL,
     NUMBER,

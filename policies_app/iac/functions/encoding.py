@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote_plus, unquote_plus
 
 from policies_app.iac.functions.base import ArgumentError, register, want_string
-from policies_app.iac.types import format_number, normalize_number
+from policies_app.iac.type_constraints import format_number, normalize_number
 
 # Go's encoding/json as cty drives it: HTML-safe, the two JavaScript line separators escaped too.
 _JSON_ESCAPES = {

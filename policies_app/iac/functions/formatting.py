@@ -8,7 +8,7 @@ from typing import Any
 
 from policies_app.iac.functions.base import ArgumentError, want_bool, want_number, want_string
 from policies_app.iac.functions.encoding import json_encode
-from policies_app.iac.types import decimal_digits, format_number
+from policies_app.iac.type_constraints import decimal_digits, format_number
 
 _VERB = re.compile(
     r"%(?P<flags>[-+# 0]*)(?:\[(?P<index>\d+)\])?(?P<width>\d+)?(?:\.(?P<precision>\d*))?(?P<verb>.)?",

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from policies_app.iac.types import format_number, normalize_number
+from policies_app.iac.type_constraints import format_number, normalize_number
 from policies_app.iac.values import TfSet
 
 _BEST_WIDTH = 80

@@ -5,8 +5,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from ...errors import Invalid
-from ...tokens import create_token
+from policies_app.accounts.tokens import create_token
+from policies_app.errors import Invalid
 
 
 class Command(BaseCommand):

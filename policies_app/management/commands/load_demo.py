@@ -12,10 +12,10 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
-from ...choices import Role, TemplateType, TriggerName
-from ...deployments import trigger_deployment
-from ...models import ApprovalPolicy, Environment, Project, ProjectMembership, Team, Template
-from ...policies import create_policy
+from policies_app.choices import Role, TemplateType, TriggerName
+from policies_app.deployments.lifecycle import trigger_deployment
+from policies_app.models import ApprovalPolicy, Environment, Project, ProjectMembership, Team, Template
+from policies_app.policies.authoring import create_policy
 
 DEMO_PASSWORD = "demo-password"
 

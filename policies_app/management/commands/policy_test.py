@@ -5,9 +5,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ...errors import DomainError
-from ...models import ApprovalPolicy
-from ...policy_tests import report_lines, revision_to_test, run_revision_tests
+from policies_app.errors import DomainError
+from policies_app.models import ApprovalPolicy
+from policies_app.policies.policy_tests import report_lines, revision_to_test, run_revision_tests
 
 
 class Command(BaseCommand):

@@ -1,0 +1,53 @@
+"""Use cases of teams: organisation-wide groups of users that roles are given to. Organisation admins
+and holders of the Django model permission (given in the admin) create and change them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from policies_app import access, audit
+from policies_app.errors import Forbidden, Invalid
+from policies_app.models import Team
+
+
+def save_team(
+    user: AbstractBaseUser,
+    team: Team | None = None,
+    *,
+    members: Iterable[AbstractBaseUser] | None = None,
+    **fields: Any,
+) -> Team:
+    """Create a team (``team`` None) or change one; members replace the current ones when given."""
+    if not (access.grants(user).is_organisation_admin or user.has_perm("policies_app.change_team")):
+        raise Forbidden("Only organisation admins and team managers may change teams.")
+    name = fields.get("name", team.name if team else None)
+    clash = Team.objects.filter(name=name)
+    if team is not None:
+        clash = clash.exclude(pk=team.pk)
+    if clash.exists():
+        raise Invalid({"name": ["A team of this name already exists."]})
+    with transaction.atomic():
+        before = _snapshot(team) if team is not None else None
+        team = team or Team()
+        for key, value in fields.items():
+            setattr(team, key, value)
+        team.save()
+        if members is not None:
+            team.members.set(members)
+            access.forget_cached_grants()
+        audit.record(
+            user, "team.changed" if before else "team.created", team, before=before, after=_snapshot(team)
+        )
+    return team
+
+
+def _snapshot(team: Team) -> dict[str, Any]:
+    return {
+        "name": team.name,
+        "description": team.description,
+        "members": sorted(team.members.values_list("username", flat=True)),
+    }

@@ -1,0 +1,53 @@
+"""Requests that fail to authenticate are throttled by address, before they are refused.
+
+DRF checks throttles only after authentication and permissions, so a request with a wrong token (or
+none) would be refused with 401 for ever without ever counting. These classes count such a request
+against the ``anon`` rate first, and answer 429 once the address is over it.
+"""
+
+from typing import Any
+
+from rest_framework import authentication, permissions
+from rest_framework.exceptions import AuthenticationFailed, Throttled
+from rest_framework.throttling import SimpleRateThrottle
+
+
+class UnauthenticatedThrottle(SimpleRateThrottle):
+    scope = "anon"
+
+    def get_cache_key(self, request: Any, view: Any) -> str:
+        # By address only: the request has no user (asking for one would authenticate again).
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+
+def count_unauthenticated(request: Any) -> None:
+    throttle = UnauthenticatedThrottle()
+    if not throttle.allow_request(request, None):
+        raise Throttled(wait=throttle.wait())
+
+
+class TokenAuthentication(authentication.TokenAuthentication):
+    """A user's named API tokens (tokens.py), and the older one-per-user tokens of DRF."""
+
+    def authenticate_credentials(self, key: str) -> Any:
+        from policies_app.accounts.tokens import user_for_key
+
+        user = user_for_key(key)
+        if user is not None:
+            return (user, None)
+        return super().authenticate_credentials(key)
+
+    def authenticate(self, request: Any) -> Any:
+        try:
+            return super().authenticate(request)
+        except AuthenticationFailed:
+            count_unauthenticated(request)
+            raise
+
+
+class IsAuthenticated(permissions.IsAuthenticated):
+    def has_permission(self, request: Any, view: Any) -> bool:
+        if super().has_permission(request, view):
+            return True
+        count_unauthenticated(request)
+        return False

@@ -1,0 +1,132 @@
+"""Evaluating a deployment: what its policies are shown and what they decide (which policies apply is
+the project tree's business: tree.py)."""
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from policies_app import rego
+from policies_app.choices import ApprovalDecision, Decision, RequestType
+from policies_app.deployments.policy_input import build_policy_input
+from policies_app.models import ApprovalPolicy, Deployment, Environment, PolicyRevision
+from policies_app.policies.authoring import apply_enforcement, enforcement_of, engine_settings, policy_source
+
+logger = logging.getLogger(__name__)
+
+MESSAGE_KINDS = ("deny", "pending", "warn", "allow")
+
+
+def approves_automatically(environment: Environment, applying: list[ApprovalPolicy]) -> bool:
+    """Automatic approval holds only while no policy applies (``applying``: its effective policies)."""
+    return environment.approve_plans_automatically and not applying
+
+
+class PolicyWithoutActiveRevision(Exception):
+    """A policy applies but has no revision in force: the deployment fails closed rather than skip it."""
+
+
+def active_revisions(policies: list[ApprovalPolicy]) -> list[PolicyRevision]:
+    """The revision in force of each policy (its active revision, which a newer draft or a revision whose
+    tests failed does not replace), in two queries. Raises PolicyWithoutActiveRevision when one has none
+    (its tests never passed): skipping it would let deployments through that it was attached to stop.
+    Ordered by policy name, with their modules: ready to be evaluated."""
+    revisions = list(
+        PolicyRevision.objects.filter(active_for__in=policies)
+        .select_related("policy")
+        .prefetch_related("modules")
+        .order_by("policy__name")
+    )
+    covered = {revision.policy_id for revision in revisions}
+    missing = sorted(policy.name for policy in policies if policy.pk not in covered)
+    if missing:
+        raise PolicyWithoutActiveRevision(
+            f"policy {', '.join(missing)} applies but has no active revision (its tests have never passed)"
+        )
+    return revisions
+
+
+@dataclass
+class Verdict:
+    """What an evaluation concluded, ready to be recorded."""
+
+    request_type: str
+    input_json: str
+    revisions: list[PolicyRevision]
+    decision: str
+    messages: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in MESSAGE_KINDS})
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
+    error: str = ""
+    engine: str = ""
+    duration_ms: float = 0.0
+    template_commit: str = ""  # the commit the template's configuration was read at, if any
+
+
+def _verdict_without_policies(deployment: Deployment, request_type: str, input_json: str) -> Verdict:
+    if approves_automatically(deployment.environment, []):
+        decision, reason = (
+            Decision.ALLOW,
+            "No approval policy applies and the environment approves plans automatically.",
+        )
+    elif deployment.approvals.filter(decision=ApprovalDecision.APPROVE).exists():
+        decision, reason = Decision.ALLOW, "No approval policy applies; approved by an approver."
+    else:
+        decision, reason = (
+            Decision.PENDING,
+            "No approval policy applies; waiting for one approval by an approver.",
+        )
+    verdict = Verdict(request_type, input_json, [], decision, engine="none")
+    verdict.messages[decision].append(reason)
+    return verdict
+
+
+def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevision]) -> Verdict:
+    """Build the input once, run every pinned policy revision over it, and combine their decisions."""
+    started = time.perf_counter()
+    built = build_policy_input(deployment, request_type)
+    input_json = json.dumps(built.document, separators=(",", ":"))
+    if not revisions:
+        verdict = _verdict_without_policies(deployment, request_type, input_json)
+        verdict.template_commit = built.template_commit
+        return verdict
+    revision_by_key = {f"{r.policy_id}@{r.number}": r for r in revisions}
+    result = rego.evaluate_policies([policy_source(r) for r in revisions], input_json, **engine_settings())
+    result = apply_enforcement(result, enforcement_of(revisions))
+    outcomes = []
+    for outcome in result.outcomes:
+        revision = revision_by_key.get(outcome.key)
+        outcomes.append(
+            {
+                "policy_id": revision.policy_id if revision else None,
+                "policy": outcome.name,
+                "revision": revision.number if revision else None,
+                "decision": outcome.decision,
+                **{kind: outcome.messages.get(kind, []) for kind in MESSAGE_KINDS},
+                "error": str(outcome.error) if outcome.error else None,
+            }
+        )
+    logger.info(
+        "deployment %s %s: %s in %.1f ms (%d policies)",
+        deployment.pk,
+        request_type,
+        result.decision,
+        (time.perf_counter() - started) * 1000,
+        len(revisions),
+    )
+    return Verdict(
+        request_type=request_type,
+        input_json=input_json,
+        revisions=revisions,
+        decision=result.decision,
+        messages={kind: list(result.messages.get(kind, [])) for kind in MESSAGE_KINDS},
+        outcomes=outcomes,
+        error=str(result.error) if result.error else "",
+        engine=result.engine,
+        duration_ms=result.duration_ms,
+        template_commit=built.template_commit,
+    )
+
+
+def request_type_for(deployment: Deployment, resume: bool) -> str:
+    return RequestType.for_deployment(deployment.type, resume)

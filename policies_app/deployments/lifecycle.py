@@ -1,0 +1,614 @@
+"""A deployment's use cases, one transaction each: trigger, evaluate, approve, reject, cancel, complete,
+expire; and who may still act on a deployment.
+
+Status changes go through ``move_deployment``: a conditional UPDATE that only succeeds from an expected
+status, so two workers or two approvers racing each other can never release a deployment twice. What a
+change of status owes the world (an expiry date, emails to approvers, webhook deliveries, starting the
+next deployment of the environment) is written in the same transaction (``_after_status_change``).
+
+One environment, one line: a newer deployment supersedes the older ones still waiting, and while a
+released deployment has not completed, a newer one stays queued behind it.
+
+Work the platform owes a deployment (an evaluation) is recorded in the deployment's own row
+(``evaluation_due_at``) in the transaction that makes it due; sending the task is only a wake-up call.
+When the broker is down or a worker dies, ``resend_lost_evaluations`` (run periodically) sends it again.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from policies_app import access, audit
+from policies_app.access import Grants
+from policies_app.choices import (
+    ALLOWED_TRANSITIONS,
+    CANCELLABLE_STATUSES,
+    FINAL_STATUSES,
+    SUPERSEDABLE_STATUSES,
+    UNFINISHED_RELEASE_STATUSES,
+    WAITING_STATUSES,
+    ApprovalDecision,
+    Capability,
+    Decision,
+    DeploymentStatus,
+    EventKind,
+)
+from policies_app.deployments.evaluation import Verdict, active_revisions, judge, request_type_for
+from policies_app.errors import Conflict, DomainError, Forbidden, Invalid
+from policies_app.iac.plan_formats import PlanFormatError, check_plan
+from policies_app.models import Approval, Deployment, DeploymentEvent, Environment, Evaluation
+from policies_app.notifications import approval_emails, webhooks
+from policies_app.projects.tree import ProjectTree, tree_for
+
+logger = logging.getLogger(__name__)
+
+# Where each decision leaves a deployment.
+STATUS_FOR_DECISION = {
+    Decision.ALLOW: DeploymentStatus.APPROVED,
+    Decision.WARN: DeploymentStatus.APPROVED,
+    Decision.PENDING: DeploymentStatus.PENDING_APPROVAL,
+    Decision.DENY: DeploymentStatus.DENIED,
+    Decision.ERROR: DeploymentStatus.ERROR,
+}
+EVENT_FOR_STATUS = {
+    DeploymentStatus.APPROVED: EventKind.RELEASED,
+    DeploymentStatus.DENIED: EventKind.DENIED,
+    DeploymentStatus.ERROR: EventKind.FAILED_CLOSED,
+}
+
+
+def move_deployment(
+    deployment: Deployment | int,
+    from_status: str,
+    to_status: str,
+    *,
+    tree: ProjectTree | None = None,
+    **fields: Any,
+) -> bool:
+    """Change the status only if it is still ``from_status``; True when this call made the change.
+
+    Given the deployment itself (loaded with its environment and project) and its project's tree, the
+    change updates that object and reuses both instead of reading them again."""
+    if to_status not in ALLOWED_TRANSITIONS[from_status]:
+        raise ValueError(f"a deployment cannot go from {from_status} to {to_status}")
+    if to_status == DeploymentStatus.PENDING_APPROVAL:
+        fields.setdefault("pending_since", timezone.now())
+    fields = {"status": to_status, "updated_at": timezone.now(), **fields}
+    deployment_id = deployment if isinstance(deployment, int) else deployment.pk
+    with transaction.atomic():
+        changed = Deployment.objects.filter(pk=deployment_id, status=from_status).update(**fields)
+        if changed == 1:
+            if isinstance(deployment, int):
+                deployment = Deployment.objects.select_related("environment__project", "deployer").get(
+                    pk=deployment_id
+                )
+            else:
+                for name, value in fields.items():
+                    setattr(deployment, name, value)
+            _after_status_change(deployment, from_status, to_status, tree)
+    return changed == 1
+
+
+def _after_status_change(
+    deployment: Deployment, from_status: str, to_status: str, tree: ProjectTree | None
+) -> None:
+    """What a change of status owes, written in its transaction: nothing is lost if a process dies."""
+    project = deployment.environment.project
+    tree = tree or tree_for(project, with_policies=False)
+    if to_status == DeploymentStatus.PENDING_APPROVAL:
+        deployment.expires_at = deployment.pending_since + timedelta(
+            hours=pending_expiry_hours(tree, project)
+        )
+        Deployment.objects.filter(pk=deployment.pk).update(expires_at=deployment.expires_at)
+        approval_emails.request_approvals(deployment, tree)
+    webhooks.queue_status_change(deployment, from_status, to_status, tree)
+    if from_status in UNFINISHED_RELEASE_STATUSES and to_status in FINAL_STATUSES:
+        _start_held_deployments(deployment.environment_id)
+
+
+def pending_expiry_hours(tree: ProjectTree, project: Any) -> float:
+    """The nearest expiry set on the project or an ancestor, else the platform's default."""
+    for node in tree.chain(project):
+        if node.pending_expiry_hours is not None:
+            return node.pending_expiry_hours
+    return settings.DEPLOYMENT_PENDING_EXPIRY_HOURS
+
+
+def _start_held_deployments(environment_id: int) -> list[int]:
+    """Once no released deployment of the environment is unfinished, the one queued behind it is evaluated."""
+    if Deployment.objects.filter(
+        environment_id=environment_id, status__in=UNFINISHED_RELEASE_STATUSES
+    ).exists():
+        return []
+    held = Deployment.objects.filter(
+        environment_id=environment_id, status=DeploymentStatus.QUEUED, evaluation_due_at__isnull=True
+    ).values_list("pk", flat=True)
+    started = []
+    for deployment_id in held:
+        Deployment.objects.filter(pk=deployment_id).update(queued_behind=None)
+        record_event(deployment_id, EventKind.STARTED, detail="The earlier release is done.")
+        _make_evaluation_due(deployment_id, resume=False)
+        started.append(deployment_id)
+    return started
+
+
+def record_event(
+    deployment: Deployment | int, kind: str, actor: AbstractBaseUser | None = None, detail: str = ""
+) -> None:
+    deployment_id = deployment if isinstance(deployment, int) else deployment.pk
+    DeploymentEvent.objects.create(
+        deployment_id=deployment_id,
+        kind=kind,
+        actor=actor if actor is not None and actor.is_authenticated else None,
+        detail=detail,
+    )
+
+
+def _send_evaluation_task(deployment_id: int, resume: bool) -> None:
+    """Wake a worker after the transaction commits. A failure to send loses nothing: the deployment's
+    row says the evaluation is due, and the sweeper sends it again."""
+    from policies_app.tasks import evaluate_deployment_task
+
+    def send() -> None:
+        try:
+            evaluate_deployment_task.delay(deployment_id, resume)
+        except Exception:  # noqa: BLE001 - the broker may be down; the sweeper resends from the row
+            logger.exception(
+                "could not send the evaluation of deployment %s; the sweeper will resend it", deployment_id
+            )
+
+    transaction.on_commit(send)
+
+
+def _make_evaluation_due(deployment_id: int, resume: bool) -> None:
+    now = timezone.now()
+    Deployment.objects.filter(pk=deployment_id).update(evaluation_due_at=now, evaluation_enqueued_at=now)
+    _send_evaluation_task(deployment_id, resume)
+
+
+def trigger_deployment(
+    environment: Environment,
+    deployer: AbstractBaseUser,
+    *,
+    type: str = "deploy",
+    trigger_name: str = "user",
+    revision: str = "",
+    plan: Any = None,
+    total_monthly_cost: float | None = None,
+    monthly_cost_diff: float | None = None,
+    variables: dict[str, Any] | None = None,
+    policy_data: Any = None,
+    idempotency_key: str = "",
+) -> tuple[Deployment, bool]:
+    """Queue a deployment for evaluation. A repeated idempotency key returns the first deployment."""
+    check_may_trigger(environment, deployer)
+    try:
+        check_plan(environment.template.type, type, plan)
+    except PlanFormatError as problem:
+        raise Invalid({"plan": [str(problem)]}) from None
+    if idempotency_key:
+        existing = Deployment.objects.filter(environment=environment, idempotency_key=idempotency_key).first()
+        if existing is not None:
+            return _same_request_or_conflict(existing, type, revision), False
+    try:
+        with transaction.atomic():
+            # Triggers of one environment are serialised: each sees the one before it.
+            Environment.objects.select_for_update().filter(pk=environment.pk).first()
+            now = timezone.now()
+            # The deployments the new one may wait behind (a release) or replace (older waiting ones).
+            earlier = list(
+                Deployment.objects.filter(
+                    environment=environment, status__in=UNFINISHED_RELEASE_STATUSES | SUPERSEDABLE_STATUSES
+                )
+                .order_by(F("released_at").desc(nulls_last=True), "-id")
+                .values_list("pk", "status")
+            )
+            release = next((pk for pk, status in earlier if status in UNFINISHED_RELEASE_STATUSES), None)
+            deployment = Deployment.objects.create(
+                environment=environment,
+                deployer=deployer,
+                type=type,
+                trigger_name=trigger_name,
+                revision=revision,
+                plan=plan,
+                total_monthly_cost=total_monthly_cost,
+                monthly_cost_diff=monthly_cost_diff,
+                variables=variables or {},
+                policy_data=policy_data,
+                idempotency_key=idempotency_key,
+                evaluation_due_at=None if release else now,
+                evaluation_enqueued_at=None if release else now,
+                queued_behind_id=release,
+            )
+            record_event(deployment, EventKind.TRIGGERED, deployer, f"{type} triggered by {trigger_name}")
+            _supersede_older(
+                deployment, [(pk, status) for pk, status in earlier if status in SUPERSEDABLE_STATUSES]
+            )
+            if release is not None:
+                record_event(deployment, EventKind.QUEUED_BEHIND, detail=queued_reason(release))
+            else:
+                _send_evaluation_task(deployment.pk, resume=False)
+    except IntegrityError:
+        if not idempotency_key:
+            raise
+        # Two triggers with the same key raced; the other one created it.
+        existing = Deployment.objects.get(environment=environment, idempotency_key=idempotency_key)
+        return _same_request_or_conflict(existing, type, revision), False
+    return deployment, True
+
+
+def queued_reason(release_id: int) -> str:
+    return (
+        f"Waits for deployment #{release_id} of this environment, released and not yet completed: "
+        "it is evaluated once that one completes, fails or is cancelled."
+    )
+
+
+def _supersede_older(newer: Deployment, waiting: list[tuple[int, str]]) -> None:
+    """An older deployment still waiting would apply an outdated plan: the newer one replaces it.
+    ``waiting``: the environment's supersedable deployments (id, status), read under its lock."""
+    for deployment_id, status in waiting:
+        if move_deployment(
+            deployment_id, status, DeploymentStatus.SUPERSEDED, superseded_by=newer, evaluation_due_at=None
+        ):
+            record_event(deployment_id, EventKind.SUPERSEDED, detail=f"superseded by deployment #{newer.pk}")
+
+
+def check_may_trigger(environment: Environment, user: AbstractBaseUser) -> None:
+    access.require(
+        user,
+        Capability.DEPLOY,
+        environment.project,
+        "Only deployers of this project may trigger deployments.",
+    )
+
+
+def _same_request_or_conflict(existing: Deployment, type: str, revision: str) -> Deployment:
+    # A key names one request: reusing it for another (a destroy after a deploy) must not answer for the first.
+    if existing.type != type or existing.revision != revision:
+        raise Conflict(
+            f"Idempotency key {existing.idempotency_key!r} was used for deployment #{existing.pk} "
+            f"({existing.type} of revision {existing.revision or 'unset'}); use a new key for another request.",
+            code="idempotency_conflict",
+        )
+    return existing
+
+
+def _record_verdict(
+    deployment: Deployment, from_status: str, verdict: Verdict, started_at: Any, tree: ProjectTree | None
+) -> None:
+    """Store the evaluation and move the deployment where its decision leads, in one transaction."""
+    target = STATUS_FOR_DECISION[verdict.decision]
+    with transaction.atomic():
+        evaluation = Evaluation.objects.create(
+            deployment=deployment,
+            request_type=verdict.request_type,
+            input_json=verdict.input_json,
+            decision=verdict.decision,
+            messages=verdict.messages,
+            outcomes=verdict.outcomes,
+            error=verdict.error,
+            engine=verdict.engine,
+            duration_ms=verdict.duration_ms,
+            sensitive_variables=deployment.environment.sensitive_variables,
+        )
+        seen = Evaluation.policy_revisions.through
+        seen.objects.bulk_create(
+            seen(evaluation_id=evaluation.pk, policyrevision_id=revision.pk) for revision in verdict.revisions
+        )
+        # The events are written at the end, in this order, in one INSERT.
+        events = [
+            DeploymentEvent(
+                deployment=deployment,
+                kind=EventKind.EVALUATED,
+                detail=f"{verdict.request_type}: {verdict.decision}",
+            )
+        ]
+        # Only what this evaluation saw is done: an approval recorded after it started is still due.
+        Deployment.objects.filter(pk=deployment.pk, evaluation_due_at__lte=started_at).update(
+            evaluation_due_at=None
+        )
+        fields = {"decision": verdict.decision, "messages": verdict.messages, "error": verdict.error}
+        if verdict.template_commit and not deployment.template_commit:
+            fields["template_commit"] = verdict.template_commit  # what every later evaluation reads
+        if target == from_status:
+            Deployment.objects.filter(pk=deployment.pk, status=from_status).update(**fields)
+        else:
+            if target == DeploymentStatus.APPROVED:
+                fields["released_at"] = timezone.now()
+            event = EVENT_FOR_STATUS.get(target)
+            if move_deployment(deployment, from_status, target, tree=tree, **fields) and event:
+                detail = verdict.error or ", ".join(verdict.messages.get(verdict.decision, []))
+                events.append(DeploymentEvent(deployment=deployment, kind=event, detail=detail[:10_000]))
+        DeploymentEvent.objects.bulk_create(events)
+
+
+def _failed_closed_verdict(deployment: Deployment, resume: bool, problem: Exception) -> Verdict:
+    logger.exception("evaluating deployment %s failed", deployment.pk)
+    verdict = Verdict(request_type_for(deployment, resume), "null", [], Decision.ERROR, engine="none")
+    verdict.error = f"The evaluation failed: {type(problem).__name__}: {problem}"
+    return verdict
+
+
+def evaluate_deployment(deployment_id: int, resume: bool = False) -> None:
+    """Evaluate a queued deployment, or re-evaluate a pending one after an approval (resume).
+
+    Safe to run twice for the same work (a redelivered or resent task): recording the verdict is a
+    conditional status change, and work found already done is skipped."""
+    from_status = DeploymentStatus.PENDING_APPROVAL if resume else DeploymentStatus.EVALUATING
+    started_at = timezone.now()
+    deployment = (
+        Deployment.objects.select_related("environment__project", "environment__template", "deployer")
+        .filter(pk=deployment_id)
+        .first()
+    )
+    if deployment is None:
+        return  # deleted since the task was sent
+    held = deployment.status == DeploymentStatus.QUEUED and deployment.evaluation_due_at is None
+    if held and not resume:
+        return  # held behind an unfinished release: evaluated when that one is done
+    # Loaded once for the pinning below and every status change (None: loaded by a change if one needs it).
+    tree = None if deployment.policies_pinned else tree_for(deployment.environment.project)
+    if not resume:
+        # A deployment found already "evaluating" is one whose worker died mid-way and whose task was
+        # delivered again: it is evaluated again.
+        started = move_deployment(
+            deployment,
+            DeploymentStatus.QUEUED,
+            DeploymentStatus.EVALUATING,
+            tree=tree,
+            evaluation_started_at=started_at,
+        )
+    else:
+        started = False
+    if not started and not Deployment.objects.filter(
+        pk=deployment_id, status=from_status, evaluation_due_at__isnull=False
+    ).update(evaluation_started_at=started_at):
+        return  # already evaluated, or cancelled meanwhile
+    try:
+        if deployment.policies_pinned:
+            revisions = list(
+                deployment.policy_revisions.select_related("policy")
+                .prefetch_related("modules")
+                .order_by("policy__name")
+            )
+        else:
+            # Pin the revisions in force now: later edits to a policy do not change a running deployment.
+            assert tree is not None  # loaded above for an unpinned deployment
+            revisions = active_revisions(tree.effective_policies(deployment.environment))
+            with transaction.atomic():
+                pin = Deployment.policy_revisions.through
+                pin.objects.bulk_create(
+                    (
+                        pin(deployment_id=deployment.pk, policyrevision_id=revision.pk)
+                        for revision in revisions
+                    ),
+                    ignore_conflicts=True,  # a redelivered task racing the first one pins the same
+                )
+                Deployment.objects.filter(pk=deployment.pk).update(policies_pinned=True)
+        verdict = judge(deployment, request_type_for(deployment, resume), revisions)
+    except DatabaseError:
+        raise  # transient (a restarted database): the task is retried, never recorded as a verdict
+    except Exception as problem:  # noqa: BLE001 - any other failure must fail closed, never release
+        verdict = _failed_closed_verdict(deployment, resume, problem)
+    _record_verdict(deployment, from_status, verdict, started_at, tree)
+
+
+def resend_lost_evaluations() -> list[int]:
+    """Send again the evaluations that are due but that no worker has: their message was never sent
+    (the broker was down), lost (a broker restart), or held by a worker that died. Returns their ids."""
+    now = timezone.now()
+    resend_before = now - timedelta(seconds=settings.EVALUATION_RESEND_AFTER_SECONDS)
+    lease_start = now - timedelta(seconds=settings.EVALUATION_LEASE_SECONDS)
+    lost = Deployment.objects.filter(
+        status__in=WAITING_STATUSES, evaluation_due_at__isnull=False, evaluation_enqueued_at__lt=resend_before
+    ).filter(
+        # Nobody is on it: never started, started before the work became due, or started so long ago
+        # that the worker must have died.
+        Q(evaluation_started_at__isnull=True)
+        | Q(evaluation_started_at__lt=F("evaluation_due_at"))
+        | Q(evaluation_started_at__lt=lease_start)
+    )
+    resent = []
+    for deployment_id, status in lost.values_list("pk", "status")[: settings.EVALUATION_RESEND_BATCH]:
+        Deployment.objects.filter(pk=deployment_id).update(evaluation_enqueued_at=now)
+        _send_evaluation_task(deployment_id, resume=status == DeploymentStatus.PENDING_APPROVAL)
+        resent.append(deployment_id)
+    if resent:
+        logger.warning("resent the evaluation of %d deployments: %s", len(resent), resent)
+    return resent
+
+
+def record_approval(
+    deployment: Deployment, user: AbstractBaseUser, decision: str, comment: str = ""
+) -> Approval:
+    """An approver approves or rejects a pending deployment; an approval re-evaluates it as a resume."""
+    if decision not in ApprovalDecision.values:
+        raise Invalid({"decision": [f"Must be one of {', '.join(ApprovalDecision.values)}."]})
+    with transaction.atomic():
+        locked = (
+            Deployment.objects.select_for_update(of=("self",))
+            .select_related("environment__project", "deployer")
+            .get(pk=deployment.pk)
+        )
+        project = locked.environment.project
+        tree = tree_for(project, with_policies=False)
+        acted = set(Approval.objects.filter(deployment=locked).values_list("user_id", flat=True))
+        refusal = refusal_to_decide(user, Grants.of(user), locked, project, tree, acted)
+        if refusal is not None:
+            raise refusal
+        approval = Approval.objects.create(deployment=locked, user=user, decision=decision, comment=comment)
+        if decision == ApprovalDecision.REJECT:
+            move_deployment(
+                locked,
+                DeploymentStatus.PENDING_APPROVAL,
+                DeploymentStatus.REJECTED,
+                tree=tree,
+                evaluation_due_at=None,
+            )
+            record_event(locked, EventKind.REJECTED, user, comment)
+        else:
+            record_event(locked, EventKind.APPROVED, user, comment)
+            _make_evaluation_due(locked.pk, resume=True)
+        audit.record(user, f"deployment.{decision}d", deployment, after={"comment": comment})
+    return approval
+
+
+def refusal_to_decide(
+    user: AbstractBaseUser,
+    held: Grants,
+    deployment: Deployment,
+    project: Any,
+    tree: ProjectTree,
+    acted: set[int],
+) -> DomainError | None:
+    """Why ``user`` may not approve or reject ``deployment`` now (None: they may). ``acted`` holds the ids
+    of the users who already decided. The one statement of the rule, for the use case and the pages."""
+    if not held.can(Capability.APPROVE, project):
+        return Forbidden(access.WHAT_IS_NEEDED[Capability.APPROVE])
+    if deployment.status != DeploymentStatus.PENDING_APPROVAL:
+        return Conflict(f"The deployment is {deployment.status}, not pending approval.", code="not_pending")
+    if deployment.deployer_id == user.pk and not tree.self_approval_allowed(project):
+        return Forbidden("You may not approve or reject your own deployment.", code="self_approval")
+    if user.pk in acted:
+        return Conflict("You have already approved or rejected this deployment.", code="already_decided")
+    return None
+
+
+def refusal_to_cancel(user: AbstractBaseUser, held: Grants, deployment: Deployment) -> DomainError | None:
+    """Only the deployer who triggered it (still a deployer) and project admins may cancel a deployment."""
+    project = deployment.environment.project
+    if not held.can(Capability.ADMINISTER, project):
+        if not held.can(Capability.DEPLOY, project):
+            return Forbidden("Only deployers of this project may cancel deployments.")
+        if deployment.deployer_id != user.pk:
+            return Forbidden(
+                "Only the deployer who triggered this deployment and project admins may cancel it.",
+                code="not_own_deployment",
+            )
+    if deployment.status not in CANCELLABLE_STATUSES:
+        return Conflict(
+            f"The deployment is {deployment.status}; only "
+            f"{', '.join(sorted(CANCELLABLE_STATUSES))} deployments can be cancelled.",
+            code="not_pending",
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class Actions:
+    """What a user may do on a deployment now: the pages show exactly these buttons."""
+
+    may_decide: bool
+    may_cancel: bool
+    # For someone who holds the approver role but may not act now (own deployment, already decided).
+    why_not_decide: str = ""
+
+
+def available_actions(
+    user: AbstractBaseUser, deployment: Deployment, tree: ProjectTree, acted: set[int]
+) -> Actions:
+    held = Grants.of(user)
+    project = deployment.environment.project
+    refusal = refusal_to_decide(user, held, deployment, project, tree, acted)
+    shown = (
+        refusal.message
+        if refusal is not None
+        and held.can(Capability.APPROVE, project)
+        and deployment.status == DeploymentStatus.PENDING_APPROVAL
+        else ""
+    )
+    return Actions(refusal is None, refusal_to_cancel(user, held, deployment) is None, shown)
+
+
+def cancel_deployment(deployment: Deployment, user: AbstractBaseUser) -> Deployment:
+    held = Grants.of(user)
+    with transaction.atomic():
+        locked = (
+            Deployment.objects.select_for_update(of=("self",))
+            .select_related("environment__project", "deployer")
+            .get(pk=deployment.pk)
+        )
+        refusal = refusal_to_cancel(user, held, locked)
+        if isinstance(refusal, Forbidden):
+            raise refusal
+        for from_status in sorted(CANCELLABLE_STATUSES):
+            if move_deployment(locked, from_status, DeploymentStatus.CANCELLED, evaluation_due_at=None):
+                record_event(deployment, EventKind.CANCELLED, user)
+                audit.record(user, "deployment.cancelled", locked, before={"status": from_status})
+                break
+        else:
+            current = Deployment.objects.values_list("status", flat=True).get(pk=deployment.pk)
+            raise Conflict(
+                f"The deployment is {current}; only {', '.join(sorted(CANCELLABLE_STATUSES))} deployments can be cancelled.",
+                code="not_pending",
+            )
+    deployment.refresh_from_db()
+    return deployment
+
+
+def complete_deployment(
+    deployment: Deployment, user: AbstractBaseUser, status: str, state: dict[str, Any] | None = None
+) -> Deployment:
+    """The pipeline reports how the released deployment went, with the resulting Terraform state."""
+    if status not in (DeploymentStatus.SUCCEEDED, DeploymentStatus.FAILED):
+        raise Invalid({"status": ["Must be succeeded or failed."]})
+    access.require(
+        user,
+        Capability.DEPLOY,
+        deployment.environment.project,
+        "Only deployers of this project may complete deployments.",
+    )
+    from policies_app.projects.states import store_state
+
+    with transaction.atomic():
+        if not move_deployment(deployment.pk, DeploymentStatus.APPROVED, status, completed_at=timezone.now()):
+            current = Deployment.objects.values_list("status", flat=True).get(pk=deployment.pk)
+            raise Conflict(f"The deployment is {current}, not approved.", code="not_pending")
+        record_event(deployment, EventKind.COMPLETED, user, status)
+        if state is not None:
+            store_state(deployment.environment, state, user=user, deployment=deployment, force=True)
+    deployment.refresh_from_db()
+    return deployment
+
+
+def sweep_waiting_deployments(now: datetime | None = None) -> dict[str, list[int]]:
+    """Periodic: expire deployments nobody decided on in time, and start any deployment still held
+    behind a release that is done (a safety net: completing a release starts the next one itself)."""
+    now = now or timezone.now()
+    expired = []
+    due = Deployment.objects.filter(
+        status=DeploymentStatus.PENDING_APPROVAL, expires_at__lte=now
+    ).values_list("pk", "pending_since")
+    for deployment_id, pending_since in due[: settings.EVALUATION_RESEND_BATCH]:
+        if move_deployment(
+            deployment_id, DeploymentStatus.PENDING_APPROVAL, DeploymentStatus.EXPIRED, evaluation_due_at=None
+        ):
+            waited = now - pending_since if pending_since else timedelta(0)
+            record_event(
+                deployment_id,
+                EventKind.EXPIRED,
+                detail=f"Nobody approved or rejected it within {waited.total_seconds() / 3600:.1f} hours.",
+            )
+            expired.append(deployment_id)
+    started = []
+    held_environments = (
+        Deployment.objects.filter(status=DeploymentStatus.QUEUED, evaluation_due_at__isnull=True)
+        .values_list("environment_id", flat=True)
+        .distinct()
+    )
+    for environment_id in held_environments:
+        with transaction.atomic():
+            started += _start_held_deployments(environment_id)
+    if expired or started:
+        logger.info("expired deployments %s; started held deployments %s", expired, started)
+    return {"expired": expired, "started": started}

@@ -1,0 +1,162 @@
+"""The document policies see: env0's input schema (camelCase, so env0's published policies run unchanged),
+plus the platform's own views of the environment's Terraform state and the template's configuration."""
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+
+from policies_app.choices import TERRAFORM_LIKE_TYPES, ApprovalDecision, RequestType
+from policies_app.models import Deployment, Team
+from policies_app.projects.configuration_cache import configuration_view
+
+logger = logging.getLogger(__name__)
+
+
+def user_view(user: AbstractBaseUser) -> dict[str, Any]:
+    """A user as env0 shows one to policies: name, email and teams."""
+    teams = Team.objects.filter(members=user).order_by("name")
+    return {
+        "name": user.get_full_name() or user.get_username(),
+        "email": user.email,
+        "teams": [{"id": str(team.pk), "name": team.name} for team in teams],
+    }
+
+
+def _env0_variables(deployment: Deployment) -> dict[str, str]:
+    environment = deployment.environment
+    template = environment.template
+    return {
+        "ENV0_ENVIRONMENT_ID": str(environment.pk),
+        "ENV0_ENVIRONMENT_NAME": environment.name,
+        "ENV0_PROJECT_ID": str(environment.project_id),
+        "ENV0_PROJECT_NAME": environment.project.name,
+        "ENV0_TEMPLATE_ID": str(template.pk),
+        "ENV0_TEMPLATE_NAME": template.name,
+        "ENV0_TEMPLATE_REPOSITORY": template.repository,
+        "ENV0_TEMPLATE_PATH": template.path,
+        "ENV0_TEMPLATE_REVISION": deployment.revision or template.revision,
+        "ENV0_DEPLOYMENT_ID": str(deployment.pk),
+        "ENV0_DEPLOYMENT_TYPE": deployment.type,
+        "ENV0_DEPLOYER_NAME": deployment.deployer.get_full_name() or deployment.deployer.get_username(),
+        "ENV0_DEPLOYER_EMAIL": deployment.deployer.email,
+    }
+
+
+def _state_view(deployment: Deployment) -> dict[str, Any] | None:
+    from policies_app.iac.state_view import tfstate_view
+
+    state = deployment.environment.current_state
+    return tfstate_view(state.document) if state is not None else None
+
+
+def _configuration_view(
+    deployment: Deployment, terraform_variables: dict[str, Any]
+) -> tuple[dict[str, Any] | None, str]:
+    """The template's configuration evaluated statically, when it is Terraform/OpenTofu and readable; and
+    the commit it was read at ("" for an archive or a plain directory). A deployment evaluated before
+    reads the commit its first evaluation read."""
+    template = deployment.environment.template
+    if template.type not in TERRAFORM_LIKE_TYPES or not (template.repository or template.archive):
+        return None, ""
+    from policies_app.iac.sources import (
+        TemplateSourceError,
+        checkout_template,
+        extract_archive,
+        template_source_root,
+    )
+
+    commit = ""
+    try:
+        if template.archive:
+            with template.archive.open("rb") as archive:
+                root = Path(extract_archive(archive.read(), settings.TEMPLATE_CHECKOUT_DIR))
+            directory = (root / template.path).resolve()
+            if directory != root and root not in directory.parents:
+                raise TemplateSourceError(f"path {template.path!r} leaves the uploaded archive")
+            source_root = str(root)
+        else:
+            checkout = checkout_template(
+                template.repository,
+                deployment.template_commit or deployment.revision or template.revision or None,
+                template.path,
+                settings.TEMPLATE_CHECKOUT_DIR,
+            )
+            directory, commit = Path(checkout.directory), checkout.commit or ""
+            source_root = template_source_root(checkout.directory, template.path)
+    except (TemplateSourceError, OSError) as problem:
+        return {"outputs": {}, "resources": [], "diagnostics": [_source_diagnostic(str(problem))]}, ""
+    view = configuration_view(
+        str(directory), terraform_variables, source_root=source_root, provider_schema=template.provider_schema
+    )
+    return view, commit
+
+
+def _source_diagnostic(detail: str) -> dict[str, Any]:
+    return {
+        "severity": "error",
+        "summary": "Template files could not be read",
+        "detail": detail,
+        "file": None,
+        "line": None,
+        "column": None,
+    }
+
+
+@dataclass(frozen=True)
+class PolicyInput:
+    document: dict[str, Any]
+    template_commit: str  # the commit the configuration view was read at ("" when none was)
+
+
+def build_policy_input(deployment: Deployment, request_type: str) -> PolicyInput:
+    environment = deployment.environment
+    template = environment.template
+    requested = deployment.variables or {}
+    terraform_variables = {**environment.terraform_variables, **requested.get("terraform", {})}
+    deployment_request: dict[str, Any] = {"type": request_type, "triggerName": deployment.trigger_name}
+    # env0 leaves the revision out only when neither the deployment nor the template states one.
+    if deployment.revision or template.revision:
+        deployment_request["revision"] = deployment.revision or template.revision
+    template_view: dict[str, Any] = {
+        "id": str(template.pk),
+        "name": template.name,
+        "type": template.type,
+        "repository": template.repository,
+        "path": template.path,
+    }
+    if template.revision:
+        template_view["revision"] = template.revision
+    # Approvals are given only to a deployment waiting for them, so only a resume has any to show.
+    resume = request_type in (RequestType.DEPLOY_RESUME, RequestType.DESTROY_RESUME)
+    approvals = (
+        deployment.approvals.filter(decision=ApprovalDecision.APPROVE).select_related("user")
+        if resume
+        else []
+    )
+    configuration, template_commit = _configuration_view(deployment, terraform_variables)
+    document: dict[str, Any] = {
+        "deploymentRequest": deployment_request,
+        "template": template_view,
+        "costEstimation": {
+            "totalMonthlyCost": deployment.total_monthly_cost,
+            "monthlyCostDiff": deployment.monthly_cost_diff,
+        },
+        "plan": deployment.plan,
+        "deployerUser": user_view(deployment.deployer),
+        "approvers": [user_view(approval.user) for approval in approvals],
+        "variables": {
+            "environment": {**environment.environment_variables, **requested.get("environment", {})},
+            "terraform": terraform_variables,
+            "env0": _env0_variables(deployment),
+        },
+        "state": _state_view(deployment),
+        "configuration": configuration,
+    }
+    if deployment.policy_data is not None:
+        # env0 leaves policyData undefined when there is none.
+        document["policyData"] = deployment.policy_data
+    return PolicyInput(document, template_commit)

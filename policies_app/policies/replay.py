@@ -1,0 +1,269 @@
+"""Replaying a revision (usually a draft) over the recorded inputs of recent deployments, without
+publishing it: which decisions it would have changed.
+
+Each deployment is taken at its latest evaluation (the one that decided where it stands): its exact
+input, its decision and each policy's outcome are recorded. The revision is evaluated on that input;
+the other policies keep the outcomes they had, so "after" is what the deployment would have been
+decided had this revision been in force, and "before" is what it was decided.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from functools import reduce
+from operator import or_
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.utils import timezone
+
+from policies_app import access, rego
+from policies_app.choices import ReplayStatus
+from policies_app.errors import Forbidden, Invalid
+from policies_app.models import (
+    ApprovalPolicy,
+    Deployment,
+    Environment,
+    Evaluation,
+    PolicyReplay,
+    PolicyRevision,
+)
+from policies_app.policies.authoring import (
+    apply_enforcement,
+    engine_settings,
+    policy_source,
+    require_author,
+    revise_policy,
+    revision_key,
+)
+
+logger = logging.getLogger(__name__)
+
+DECISIONS = ("error", "deny", "pending", "warn", "allow")
+_PROGRESS_EVERY = 20  # deployments between two progress updates
+_CHUNK = 20  # inputs read from the database at once (each can be megabytes)
+_MESSAGES_KEPT = 20  # per rule and side, in a changed deployment's entry
+
+
+def environments_applying(policy: ApprovalPolicy) -> QuerySet[Environment]:
+    """Every environment the policy applies to: through its template, its project or an ancestor's."""
+    conditions = [Q(template__approval_policies=policy)]
+    for project in policy.projects.all():
+        conditions.append(Q(project=project) | Q(project__lineage__startswith=project.path))
+    return Environment.objects.filter(reduce(or_, conditions)).distinct()
+
+
+def recorded_deployments(policy: ApprovalPolicy, limit: int, deployments: QuerySet[Deployment] | None = None):
+    """The most recent deployments of the environments the policy applies to that have a recorded
+    input, newest first, each with the id of its latest evaluation (``latest_evaluation``)."""
+    latest = (
+        Evaluation.objects.filter(deployment=OuterRef("pk"))
+        .exclude(input_json="null")
+        .order_by("-created_at", "-id")
+    )
+    base = deployments if deployments is not None else Deployment.objects.all()
+    return (
+        base.filter(environment__in=environments_applying(policy))
+        .annotate(latest_evaluation=Subquery(latest.values("pk")[:1]))
+        .filter(latest_evaluation__isnull=False)
+        .order_by("-created_at", "-id")[:limit]
+    )
+
+
+def recorded_input(user: AbstractBaseUser, deployment_id: Any) -> str:
+    """The exact input of a deployment's latest evaluation, for a user who may see the deployment
+    (else Invalid: it "does not exist", as for any reference to an unseen object)."""
+    evaluation = (
+        Evaluation.objects.filter(
+            deployment__in=access.visible_deployments(user), deployment_id=deployment_id
+        )
+        .exclude(input_json="null")
+        .order_by("-created_at", "-id")
+        .only("input_json")
+        .first()
+        if str(deployment_id).isdigit()
+        else None
+    )
+    if evaluation is None:
+        raise Invalid(
+            {"deployment": [f"Deployment {deployment_id} does not exist or has no recorded input."]}
+        )
+    return evaluation.input_json
+
+
+def require_replay_reader(user: AbstractBaseUser) -> None:
+    """Replays show decisions of deployments across every environment a policy applies to: policy
+    authors and organisation roles read them."""
+    if not (access.may_author_policies(user) or access.grants(user).sees_everything):
+        raise Forbidden("Only policy authors and organisation roles may read replays.")
+
+
+def start_replay(
+    policy: ApprovalPolicy,
+    *,
+    user: AbstractBaseUser | None,
+    revision_number: int | None = None,
+    modules: list[dict[str, str]] | None = None,
+    rego_version: str | None = None,
+    data: Any = ...,
+    limit: int | None = None,
+) -> PolicyReplay:
+    """Queue a replay of a revision, or of modules saved first as a draft revision (never activated)."""
+    require_author(user)
+    limit = settings.POLICY_REPLAY_LIMIT if limit is None else limit
+    if not isinstance(limit, int) or not 1 <= limit <= settings.POLICY_REPLAY_MAX_LIMIT:
+        raise Invalid({"limit": [f"Must be a whole number from 1 to {settings.POLICY_REPLAY_MAX_LIMIT}."]})
+    if (revision_number is None) == (modules is None):
+        raise Invalid({"revision": ["Give either a revision number or modules to replay (not both)."]})
+    if modules is not None:
+        revision = (
+            revise_policy(
+                policy, modules=modules, rego_version=rego_version, data=data, draft=True, user=user
+            )
+            or policy.revisions.order_by("-number").first()
+        )
+    else:
+        revision = policy.revisions.filter(number=revision_number).first()
+        if revision is None:
+            raise Invalid({"revision": [f"{policy.name} has no revision {revision_number}."]})
+    from policies_app.tasks import replay_task
+
+    with transaction.atomic():
+        replay = PolicyReplay.objects.create(revision=revision, requested_by=_user(user), limit=limit)
+        transaction.on_commit(lambda: replay_task.delay(replay.pk))
+    return replay
+
+
+def _user(user: AbstractBaseUser | None) -> AbstractBaseUser | None:
+    return user if user is not None and user.is_authenticated else None
+
+
+def run_replay(replay_id: int) -> None:
+    """Run a queued replay (a task delivered twice runs it once), keeping its progress up to date."""
+    started = PolicyReplay.objects.filter(pk=replay_id, status=ReplayStatus.QUEUED).update(
+        status=ReplayStatus.RUNNING, started_at=timezone.now()
+    )
+    if not started:
+        return
+    replay = PolicyReplay.objects.select_related("revision__policy").get(pk=replay_id)
+    try:
+        result = replay_revision(
+            replay.revision, replay.limit, progress=lambda done, total: _progress(replay, done, total)
+        )
+    except Exception as problem:  # noqa: BLE001 - a failed replay is recorded, never left running
+        logger.exception("replay %s failed", replay_id)
+        PolicyReplay.objects.filter(pk=replay_id).update(
+            status=ReplayStatus.FAILED,
+            error=f"{type(problem).__name__}: {problem}",
+            finished_at=timezone.now(),
+        )
+        return
+    PolicyReplay.objects.filter(pk=replay_id).update(
+        status=ReplayStatus.DONE,
+        result=result,
+        total=result["replayed"],
+        replayed=result["replayed"],
+        finished_at=timezone.now(),
+    )
+
+
+def _progress(replay: PolicyReplay, done: int, total: int) -> None:
+    PolicyReplay.objects.filter(pk=replay.pk).update(replayed=done, total=total)
+
+
+def replay_revision(revision: PolicyRevision, limit: int, progress: Any = None) -> dict[str, Any]:
+    """Evaluate ``revision`` on the recorded inputs of the policy's last ``limit`` deployments.
+
+    Returns the counts per decision before and after, and every deployment whose decision changes
+    (before, after, and the messages behind both)."""
+    policy = revision.policy
+    rows = list(
+        recorded_deployments(policy, limit).values_list(
+            "pk", "latest_evaluation", "environment__name", "type", "created_at"
+        )
+    )
+    source = policy_source(revision)
+    enforcement = {revision_key(revision): str(revision.enforcement)}
+    settings_ = engine_settings()
+
+    def evaluate(input_json: str) -> rego.PolicyOutcome:
+        result = rego.evaluate_policies([source], input_json, **settings_)
+        return apply_enforcement(result, enforcement).outcomes[0]
+
+    before_counts: Counter[str] = Counter()
+    after_counts: Counter[str] = Counter()
+    changed: list[dict[str, Any]] = []
+    errors = 0
+    # Each evaluation runs in an engine worker process: as many at once as the pool has workers.
+    with ThreadPoolExecutor(max_workers=settings.POLICY_REPLAY_CONCURRENCY) as workers:
+        for start in range(0, len(rows), _CHUNK):
+            chunk = rows[start : start + _CHUNK]
+            evaluations = Evaluation.objects.in_bulk([row[1] for row in chunk])
+            outcomes = workers.map(evaluate, [evaluations[row[1]].input_json for row in chunk])
+            for offset, ((deployment_id, evaluation_id, environment, kind, created_at), outcome) in enumerate(
+                zip(chunk, outcomes, strict=True)
+            ):
+                entry = _compare(policy.pk, evaluations[evaluation_id], outcome)
+                before_counts[entry["before"]] += 1
+                after_counts[entry["after"]] += 1
+                errors += entry["after_policy"]["decision"] == "error"
+                if entry["before"] != entry["after"]:
+                    changed.append(
+                        {
+                            "deployment": deployment_id,
+                            "environment": environment,
+                            "type": kind,
+                            "created_at": created_at.isoformat(),
+                            **entry,
+                        }
+                    )
+                done = start + offset + 1
+                if progress is not None and (done % _PROGRESS_EVERY == 0 or done == len(rows)):
+                    progress(done, len(rows))
+    return {
+        "revision": revision.number,
+        "replayed": len(rows),
+        "changed_count": len(changed),
+        "counts": {
+            "before": {decision: before_counts[decision] for decision in DECISIONS},
+            "after": {decision: after_counts[decision] for decision in DECISIONS},
+        },
+        "policy_errors": errors,
+        "changed": changed,
+    }
+
+
+def _compare(policy_id: int, evaluation: Evaluation, outcome: rego.PolicyOutcome) -> dict[str, Any]:
+    """The deployment's recorded decision, and the decision with this policy's outcome replaced."""
+    others = [o for o in evaluation.outcomes or [] if o.get("policy_id") != policy_id]
+    mine = next((o for o in evaluation.outcomes or [] if o.get("policy_id") == policy_id), None)
+    after = rego.combine_decisions([*(o.get("decision") for o in others), outcome.decision])
+    after_messages = {
+        kind: [*(m for o in others for m in o.get(kind) or []), *outcome.messages.get(kind, [])]
+        for kind in ("deny", "pending", "warn", "allow")
+    }
+    return {
+        "before": evaluation.decision,
+        "after": after,
+        "before_messages": _kept(evaluation.messages or {}),
+        "after_messages": _kept(after_messages),
+        "before_policy": None
+        if mine is None
+        else {"revision": mine.get("revision"), "decision": mine.get("decision")},
+        "after_policy": {
+            "decision": outcome.decision or "none",
+            "messages": _kept(outcome.messages),
+            "error": str(outcome.error) if outcome.error else None,
+        },
+    }
+
+
+def _kept(messages: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {
+        kind: list(messages.get(kind) or [])[:_MESSAGES_KEPT] for kind in ("deny", "pending", "warn", "allow")
+    }

@@ -1,0 +1,170 @@
+"""One environment, one line: newer deployments supersede older waiting ones, a newer one waits queued
+behind a released one that has not completed, waiting deployments expire, and only the deployer or a
+project admin cancels. Through the use cases, with the evaluations run on commit as in production."""
+
+from datetime import timedelta
+
+import pytest
+from django.test import override_settings
+from django.utils import timezone
+
+from policies_app.deployments import lifecycle
+from policies_app.errors import Conflict, Forbidden, Invalid
+from policies_app.models import AuditEntry, Deployment
+from policies_app.projects import projects
+
+pytestmark = pytest.mark.django_db
+
+
+def trigger(run, world, **fields):
+    deployment, _ = run(lifecycle.trigger_deployment, world.environment, world.bob, **fields)
+    deployment.refresh_from_db()
+    return deployment
+
+
+def test_a_newer_deployment_supersedes_the_older_waiting_one_and_links_to_it(gated, run):
+    older = trigger(run, gated, revision="a")
+    assert older.status == "pending_approval"
+    newer = trigger(run, gated, revision="b")
+    older.refresh_from_db()
+    assert (older.status, older.superseded_by_id) == ("superseded", newer.pk)
+    assert older.events.filter(kind="superseded", detail__contains=f"#{newer.pk}").exists()
+    assert newer.status == "pending_approval"
+
+
+def test_a_superseded_deployment_can_no_longer_be_approved(gated, run):
+    older = trigger(run, gated)
+    trigger(run, gated)
+    with pytest.raises(Conflict):
+        lifecycle.record_approval(older, gated.alice, "approve")
+
+
+def test_repeating_a_request_with_its_idempotency_key_supersedes_nothing(gated, run):
+    first = trigger(run, gated, idempotency_key="k")
+    again = trigger(run, gated, idempotency_key="k")
+    first.refresh_from_db()
+    assert again.pk == first.pk and first.status == "pending_approval"
+
+
+def test_deployments_of_other_environments_are_not_superseded(gated, run):
+    from policies_app.models import Environment
+
+    other = Environment.objects.create(name="staging", project=gated.payments_eu, template=gated.template)
+    waiting = trigger(run, gated)
+    run(lifecycle.trigger_deployment, other, gated.bob)
+    waiting.refresh_from_db()
+    assert waiting.status == "pending_approval"
+
+
+def test_a_newer_deployment_waits_queued_behind_an_unfinished_release_and_says_why(gated, run):
+    released = trigger(run, gated)
+    run(lifecycle.record_approval, released, gated.alice, "approve")
+    released.refresh_from_db()
+    assert released.status == "approved"
+
+    newer = trigger(run, gated)
+    assert newer.status == "queued"
+    assert newer.queued_behind_id == released.pk
+    assert newer.evaluation_due_at is None and not newer.evaluations.exists()
+    assert newer.events.filter(kind="queued_behind", detail__contains=f"#{released.pk}").exists()
+    released.refresh_from_db()
+    assert released.status == "approved", "a released deployment is never superseded"
+    # Nothing resends an evaluation for it meanwhile.
+    assert newer.pk not in lifecycle.resend_lost_evaluations()
+
+
+@pytest.mark.parametrize("how", ["succeeded", "failed", "cancelled"])
+def test_the_queued_deployment_is_evaluated_once_the_release_completes_fails_or_is_cancelled(gated, run, how):
+    released = trigger(run, gated)
+    run(lifecycle.record_approval, released, gated.alice, "approve")
+    newer = trigger(run, gated)
+    if how == "cancelled":
+        run(lifecycle.cancel_deployment, released, gated.bob)
+    else:
+        run(lifecycle.complete_deployment, released, gated.bob, how)
+    newer.refresh_from_db()
+    assert newer.status == "pending_approval"
+    assert newer.queued_behind_id is None
+    assert newer.events.filter(kind="started").exists()
+
+
+def test_the_sweep_starts_a_held_deployment_whose_release_ended_without_starting_it(gated, run):
+    released = trigger(run, gated)
+    run(lifecycle.record_approval, released, gated.alice, "approve")
+    newer = trigger(run, gated)
+    # The release ends by a path that did not start the next (e.g. a status written by hand).
+    Deployment.objects.filter(pk=released.pk).update(status="succeeded")
+    result = run(lifecycle.sweep_waiting_deployments)
+    assert result["started"] == [newer.pk]
+    newer.refresh_from_db()
+    assert newer.status == "pending_approval"
+
+
+def test_a_held_deployment_is_not_evaluated_by_a_stray_task(gated, run):
+    released = trigger(run, gated)
+    run(lifecycle.record_approval, released, gated.alice, "approve")
+    newer = trigger(run, gated)
+    lifecycle.evaluate_deployment(newer.pk)
+    newer.refresh_from_db()
+    assert newer.status == "queued"
+
+
+@override_settings(DEPLOYMENT_PENDING_EXPIRY_HOURS=5)
+def test_a_waiting_deployment_expires_after_the_default_time(gated, run):
+    waiting = trigger(run, gated)
+    assert waiting.expires_at == waiting.pending_since + timedelta(hours=5)
+    assert run(lifecycle.sweep_waiting_deployments, timezone.now() + timedelta(hours=4))["expired"] == []
+    swept = run(lifecycle.sweep_waiting_deployments, timezone.now() + timedelta(hours=6))
+    assert swept["expired"] == [waiting.pk]
+    waiting.refresh_from_db()
+    assert waiting.status == "expired"
+    assert waiting.events.filter(kind="expired").exists()
+    with pytest.raises(Conflict):
+        lifecycle.record_approval(waiting, gated.alice, "approve")
+
+
+def test_the_expiry_is_inherited_from_the_nearest_project_that_sets_one(gated, run):
+    projects.update_project(gated.admin, gated.platform, pending_expiry_hours=48)
+    projects.update_project(gated.admin, gated.payments, pending_expiry_hours=2)
+    waiting = trigger(run, gated)
+    assert waiting.expires_at == waiting.pending_since + timedelta(hours=2)
+    assert AuditEntry.objects.filter(action="project.changed", after__pending_expiry_hours=2).exists()
+
+
+def test_an_expiry_must_be_a_positive_whole_number_of_hours(gated):
+    with pytest.raises(Invalid) as refused:
+        projects.update_project(gated.admin, gated.payments, pending_expiry_hours=0)
+    assert "pending_expiry_hours" in refused.value.errors
+
+
+def test_an_approver_may_not_cancel_someone_elses_deployment(gated, run):
+    waiting = trigger(run, gated)
+    with pytest.raises(Forbidden) as refused:
+        lifecycle.cancel_deployment(waiting, gated.alice)
+    assert refused.value.code == "not_own_deployment"
+    waiting.refresh_from_db()
+    assert waiting.status == "pending_approval"
+
+
+def test_the_deployer_and_a_project_admin_may_cancel(gated, run):
+    from policies_app.models import ProjectMembership
+    from tests.builders import make_user
+
+    first = trigger(run, gated)
+    run(lifecycle.cancel_deployment, first, gated.bob)
+    assert Deployment.objects.get(pk=first.pk).status == "cancelled"
+    assert AuditEntry.objects.filter(action="deployment.cancelled", actor=gated.bob).exists()
+
+    pat = make_user("pat")
+    ProjectMembership.objects.create(project=gated.payments, user=pat, role="admin")
+    second = trigger(run, gated)
+    run(lifecycle.cancel_deployment, second, pat)
+    assert Deployment.objects.get(pk=second.pk).status == "cancelled"
+
+
+def test_a_completed_deployment_cannot_be_cancelled(gated, run):
+    released = trigger(run, gated)
+    run(lifecycle.record_approval, released, gated.alice, "approve")
+    run(lifecycle.complete_deployment, released, gated.bob, "succeeded")
+    with pytest.raises(Conflict):
+        lifecycle.cancel_deployment(released, gated.bob)

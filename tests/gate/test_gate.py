@@ -1,0 +1,408 @@
+"""The pipeline gate client, run as a pipeline runs it: a separate process speaking HTTP to a real server.
+
+Every live test runs a copy of gate.py from a temporary folder with `python -I` (isolated: no current
+directory, no PYTHONPATH), which proves that the client needs nothing but the standard library."""
+
+import ast
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from rest_framework.authtoken.models import Token
+
+from policies_app.deployments.lifecycle import record_approval
+from policies_app.models import Deployment, EnvironmentState
+from policy_gate import gate
+from tests.builders import ONE_APPROVER, make_policy, plan_with
+
+GATE_SOURCE = Path(gate.__file__)
+
+ALLOW = 'package env0\n\nallow contains "small change" if true\n'
+DENY_OVER_BUDGET = """package env0
+
+deny contains msg if {
+	input.costEstimation.monthlyCostDiff > 100
+	msg := sprintf("monthly cost grows by %v, over 100", [input.costEstimation.monthlyCostDiff])
+}
+allow contains "within budget" if input.costEstimation.monthlyCostDiff <= 100
+"""
+STATE = {
+    "version": 4,
+    "terraform_version": "1.11.4",
+    "serial": 1,
+    "lineage": "gate-test",
+    "outputs": {},
+    "resources": [],
+}
+
+
+# --- without a server --------------------------------------------------------------------------------
+
+
+def test_the_gate_imports_only_the_standard_library():
+    tree = ast.parse(GATE_SOURCE.read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, "a relative import would tie the gate to the package"
+            imported.add(node.module.split(".")[0])
+    assert imported, "the check found no imports at all"
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported - set(sys.stdlib_module_names)
+
+
+def test_the_gate_runs_alone_from_a_copied_file(tmp_path):
+    copy = tmp_path / "gate.py"
+    shutil.copy(GATE_SOURCE, copy)
+    result = subprocess.run(
+        [sys.executable, "-I", str(copy), "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert "deploy" in result.stdout and "complete" in result.stdout
+
+
+def test_the_gate_runs_as_a_module_of_the_package():
+    root = GATE_SOURCE.parents[1]
+    result = subprocess.run(
+        [sys.executable, "-m", "policy_gate", "deploy", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=root,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--idempotency-key" in result.stdout
+
+
+def test_an_unreadable_plan_is_an_error_before_anything_is_sent(tmp_path, capsys):
+    bad = tmp_path / "plan.json"
+    bad.write_text("not json")
+    code = gate.main(
+        ["deploy", "--url", "http://127.0.0.1:9", "--token", "t", "--environment", "1", "--plan", str(bad)]
+    )
+    assert code == gate.EXIT_ERROR
+    assert "is not valid JSON" in capsys.readouterr().err
+
+
+def test_a_missing_token_is_an_error(monkeypatch, capsys):
+    monkeypatch.delenv("PLATFORM_TOKEN", raising=False)
+    assert gate.main(["deploy", "--url", "http://127.0.0.1:9", "--environment", "1"]) == gate.EXIT_ERROR
+    assert "no API token" in capsys.readouterr().err
+
+
+def test_an_unreachable_platform_is_an_error(capsys):
+    # Port 9 (discard) is closed on loopback: the connection is refused at once.
+    assert gate.main(["deploy", "--url", "http://127.0.0.1:9", "--token", "t", "--environment", "1"]) == 2
+    assert "cannot reach the platform" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [
+        ("approved", 0),
+        ("succeeded", 0),
+        ("denied", 4),
+        ("rejected", 4),
+        ("cancelled", 4),
+        ("expired", 4),
+        ("superseded", 4),
+        ("error", 2),
+    ],
+)
+def test_each_final_status_has_its_exit_code(status, code):
+    lines = []
+    deployment = {"id": 1, "status": status, "messages": {"deny": ["because"]}}
+    assert gate.report_final(deployment, lines.append) == code
+    if status == "denied":
+        assert "  deny: because" in lines
+
+
+def test_the_api_error_message_is_flattened_for_the_log():
+    assert gate.flatten_errors({"detail": "Invalid token.", "code": "x"}) == "Invalid token. (x)"
+    assert gate.flatten_errors({"plan": ["must be an object"]}) == "plan: must be an object"
+
+
+# --- against a live server ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def gate_copy(tmp_path):
+    copy = tmp_path / "isolated" / "gate.py"
+    copy.parent.mkdir()
+    shutil.copy(GATE_SOURCE, copy)
+    return copy
+
+
+@pytest.fixture
+def pipeline(world, live_server, gate_copy, tmp_path):
+    """Runs the gate the way a pipeline does, with Bob's real token against the live server."""
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(plan_with(("aws_s3_bucket.logs", ["create"]))))
+    token = Token.objects.create(user=world.bob).key
+
+    def command(*args, token=token, with_plan=True):
+        cmd = [sys.executable, "-I", str(gate_copy), *args, "--url", live_server.url, "--token", token]
+        if with_plan and args and args[0] in ("deploy", "destroy"):
+            cmd += ["--environment", str(world.environment.pk), "--plan", str(plan_file)]
+        return cmd
+
+    def run(*args, timeout=60, **kwargs):
+        return subprocess.run(command(*args, **kwargs), capture_output=True, text=True, timeout=timeout)
+
+    run.command = command
+    return run
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_released_deployment_exits_zero(world, pipeline):
+    world.platform.approval_policies.add(make_policy("allow", ALLOW))
+    result = pipeline("deploy", "--wait", "--revision", "main", "--idempotency-key", "run-1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "released" in result.stdout
+    deployment = Deployment.objects.get()
+    assert (deployment.status, deployment.trigger_name, deployment.revision) == ("approved", "cd", "main")
+    assert deployment.idempotency_key == "run-1"
+    assert deployment.plan["resource_changes"][0]["address"] == "aws_s3_bucket.logs"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_denied_deployment_exits_four_with_the_reason(world, pipeline):
+    world.platform.approval_policies.add(make_policy("budget", DENY_OVER_BUDGET))
+    result = pipeline("deploy", "--wait", "--cost-total", "900", "--cost-diff", "250")
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "deny: monthly cost grows by 250, over 100" in result.stdout
+    deployment = Deployment.objects.get()
+    assert (deployment.status, deployment.total_monthly_cost, deployment.monthly_cost_diff) == (
+        "denied",
+        900,
+        250,
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_gate_waits_while_pending_and_is_released_by_an_approval(world, pipeline):
+    world.platform.approval_policies.add(make_policy("one approver", ONE_APPROVER))
+    process = subprocess.Popen(
+        pipeline.command("deploy", "--wait", "--poll-interval", "0.2", "--timeout", "60"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    # Only reads the pipe; every database access stays in this thread.
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True)
+    reader.start()
+    try:
+        seen = []
+        deadline = time.monotonic() + 30
+        while not any("pending: needs one approver" in line for line in seen):
+            assert time.monotonic() < deadline, f"the gate never said why it waits: {seen}"
+            seen.append(lines.get(timeout=30))
+        time.sleep(0.5)  # let it poll a few times while still pending
+        assert process.poll() is None, "the gate stopped waiting while the deployment was pending"
+
+        record_approval(Deployment.objects.get(), world.alice, "approve", "ship it")
+
+        assert process.wait(timeout=30) == 0, process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+    reader.join(timeout=10)
+    while not lines.empty():
+        seen.append(lines.get_nowait())
+    output = "".join(seen)
+    assert output.count("waiting for approval") == 1, "the same reasons are printed only once"
+    assert "released" in output
+    assert Deployment.objects.get().status == "approved"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_waiting_longer_than_the_timeout_exits_five_and_cancels_the_deployment(world, pipeline):
+    world.platform.approval_policies.add(make_policy("one approver", ONE_APPROVER))
+    started = time.monotonic()
+    result = pipeline("deploy", "--wait", "--timeout", "1", "--poll-interval", "0.2")
+    assert result.returncode == 5, result.stdout + result.stderr
+    assert "timed out after 1s" in result.stdout
+    assert time.monotonic() - started < 20
+    deployment = Deployment.objects.get()
+    assert deployment.status == "cancelled"
+    assert f"cancelled deployment {deployment.pk}" in result.stdout
+
+
+@pytest.mark.django_db(transaction=True)
+def test_told_to_keep_it_the_gate_leaves_a_timed_out_deployment_waiting(world, pipeline):
+    world.platform.approval_policies.add(make_policy("one approver", ONE_APPROVER))
+    result = pipeline("deploy", "--wait", "--timeout", "1", "--poll-interval", "0.2", "--keep-on-timeout")
+    assert result.returncode == 5, result.stdout + result.stderr
+    assert Deployment.objects.get().status == "pending_approval"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rejection_prints_the_rejecter_and_the_comment_and_exits_four(world, pipeline):
+    world.platform.approval_policies.add(make_policy("one approver", ONE_APPROVER))
+    process = subprocess.Popen(
+        pipeline.command("deploy", "--wait", "--poll-interval", "0.2", "--timeout", "60"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not Deployment.objects.filter(status="pending_approval").exists():
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.1)
+        record_approval(Deployment.objects.get(), world.alice, "reject", "not on a Friday")
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 4, out + err
+    assert "rejected by alice: not on a Friday" in out
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_gate_says_why_a_deployment_waits_queued_behind_an_unfinished_release(world, pipeline):
+    world.platform.approval_policies.add(make_policy("allow", ALLOW))
+    first = pipeline("deploy", "--wait")
+    assert first.returncode == 0, first.stdout + first.stderr
+    released = Deployment.objects.get()
+    result = pipeline("deploy", "--wait", "--timeout", "1", "--poll-interval", "0.2", "--keep-on-timeout")
+    assert result.returncode == 5
+    assert f"Waits for deployment #{released.pk} of this environment, released and not yet completed" in (
+        result.stdout
+    )
+
+
+def test_approval_progress_is_printed_as_approvals_arrive():
+    lines = []
+    pending = {
+        "id": 7,
+        "status": "pending_approval",
+        "messages": {"pending": ["needs two approvals"]},
+        "approvals": [{"user": "alice", "decision": "approve", "comment": "ok"}],
+        "approvers_to_act": ["sam"],
+    }
+    approved = {**pending, "status": "approved", "approvers_to_act": None}
+
+    class Client:
+        def request(self, method, path, body=None):
+            return approved
+
+    code = gate.wait_for_verdict(
+        Client(), pending, wait_for_approval=True, timeout=60, poll_interval=0.01, out=lines.append
+    )
+    assert code == 0
+    assert "  approved by alice: ok" in lines
+    assert "  may still approve: sam" in lines
+
+
+def test_an_unexpected_failure_is_exit_two_never_pythons_one(monkeypatch, capsys):
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(gate, "command_deploy", broken)
+    assert gate.main(["deploy", "--url", "http://127.0.0.1:9", "--token", "t", "--environment", "1"]) == 2
+    assert "RuntimeError: boom" in capsys.readouterr().err
+
+
+def test_the_gate_installs_with_pip_alone_as_a_command_that_runs_from_any_directory(tmp_path):
+    # Built from a copy of the whole repository: pip builds a local project in place and would leave
+    # build/ in the checkout.
+    checkout = GATE_SOURCE.parents[1]
+    root = tmp_path / "checkout"
+    ignored = shutil.ignore_patterns(
+        "__pycache__", "*.pyc", ".venv", ".git", "var", "artifacts", "node_modules"
+    )
+    shutil.copytree(checkout, root, ignore=ignored)
+    target = tmp_path / "site"
+    installed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(target),
+            str(root),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+    )
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    packages = {path.name for path in target.iterdir() if path.name not in ("bin",)}
+    assert {name for name in packages if not name.endswith(".dist-info")} == {"policy_gate"}
+    command = target / "bin" / "policy-gate"
+    assert command.exists()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = subprocess.run(
+        [str(command), "deploy", "--url", "http://127.0.0.1:9", "--token", "t", "--environment", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=elsewhere,
+        env={**os.environ, "PYTHONPATH": str(target)},
+    )
+    assert result.returncode == 2, result.stderr
+    assert "cannot reach the platform" in result.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_wait_a_pending_deployment_exits_three(world, pipeline):
+    world.platform.approval_policies.add(make_policy("one approver", ONE_APPROVER))
+    result = pipeline("deploy")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "pending: needs one approver" in result.stdout
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_bad_token_exits_two_with_the_apis_message(world, pipeline):
+    result = pipeline("deploy", "--wait", token="not-a-real-token")
+    assert result.returncode == 2
+    assert "HTTP 401" in result.stderr and "Invalid token" in result.stderr
+    assert not Deployment.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_user_who_may_not_deploy_exits_two_with_the_apis_message(world, pipeline):
+    result = pipeline("deploy", "--wait", token=Token.objects.create(user=world.vera).key)
+    assert result.returncode == 2
+    assert "HTTP 403" in result.stderr
+    assert not Deployment.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_destroy_then_complete_records_the_outcome_and_the_new_state(world, pipeline, tmp_path):
+    world.platform.approval_policies.add(make_policy("allow", ALLOW))
+    released = pipeline("destroy", "--wait")
+    assert released.returncode == 0, released.stdout + released.stderr
+    deployment = Deployment.objects.get()
+    assert deployment.type == "destroy"
+
+    state_file = tmp_path / "terraform.tfstate"
+    state_file.write_text(json.dumps(STATE))
+    done = pipeline(
+        "complete", "--deployment", str(deployment.pk), "--status", "succeeded", "--state", str(state_file)
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    deployment.refresh_from_db()
+    assert deployment.status == "succeeded"
+    assert EnvironmentState.objects.get(environment=world.environment).lineage == "gate-test"
+
+    again = pipeline("complete", "--deployment", str(deployment.pk), "--status", "succeeded")
+    assert again.returncode == 2
+    assert "HTTP 409" in again.stderr

@@ -1,0 +1,110 @@
+"""`manage.py load_demo`: a usable demonstration world, loaded any number of times with the same result."""
+
+from io import StringIO
+
+import pytest
+from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from rest_framework.authtoken.models import Token
+
+from policies_app import access
+from policies_app.models import ApprovalPolicy, Deployment, Environment, Project
+from policies_app.projects.tree import effective_policies, tree_for
+
+pytestmark = pytest.mark.django_db
+
+User = get_user_model()
+
+
+@pytest.fixture
+def load_demo(django_capture_on_commit_callbacks):
+    """Runs the command; the evaluations it queues on commit run too, as they would outside a test."""
+
+    def run() -> str:
+        out = StringIO()
+        with django_capture_on_commit_callbacks(execute=True):
+            call_command("load_demo", stdout=out)
+        return out.getvalue()
+
+    return run
+
+
+def snapshot() -> dict:
+    """Every row of the app, users and tokens, as values: equal snapshots mean nothing changed."""
+    models = [*apps.get_app_config("policies_app").get_models(), User, Token]
+    rows = {}
+    for model in models:
+        rows[model._meta.label] = sorted(map(repr, model.objects.values_list()))
+    return rows
+
+
+def test_loading_the_demo_twice_changes_nothing(load_demo):
+    load_demo()
+    first = snapshot()
+    output = load_demo()
+    assert snapshot() == first
+    assert "Triggered deployment" not in output, "the second run must not trigger new deployments"
+
+
+def test_the_demo_prints_each_users_token_and_the_password(load_demo):
+    output = load_demo()
+    assert "demo-password" in output
+    for username in ("admin", "alice", "bob", "victor", "sam"):
+        token = Token.objects.get(user__username=username).key
+        assert f"{username}" in output and token in output
+
+
+def test_the_demo_users_log_in_with_the_demo_password_and_admin_is_a_superuser(load_demo):
+    load_demo()
+    for username in ("admin", "alice", "bob", "victor", "sam"):
+        assert User.objects.get(username=username).check_password("demo-password"), username
+    assert User.objects.get(username="admin").is_superuser
+
+
+def test_the_demo_grants_each_persona_its_role_through_teams_and_memberships(load_demo):
+    load_demo()
+    payments_eu = Project.objects.get(name="Payments EU")
+    capabilities = {
+        name: sorted(access.grants(User.objects.get(username=name)).capabilities(payments_eu))
+        for name in ("alice", "bob", "victor", "sam")
+    }
+    assert capabilities == {
+        "alice": ["approve", "deploy", "read"],
+        "bob": ["deploy", "read"],
+        "victor": ["read"],
+        "sam": ["approve", "deploy", "read"],
+    }
+    assert [p.name for p in tree_for(payments_eu).chain(payments_eu)] == [
+        "Payments EU",
+        "Payments",
+        "Platform",
+    ]
+    assert Project.objects.get(name="Data").parent.name == "Platform"
+
+
+def test_the_demo_policies_compile_and_one_is_written_in_rego_v0(load_demo):
+    load_demo()
+    versions = {p.name: p.latest_revision.rego_version for p in ApprovalPolicy.objects.all()}
+    assert len(versions) == 5
+    assert list(versions.values()).count("v0") == 1
+    prod = Environment.objects.get(name="payments-eu-prod")
+    assert {p.name for p in effective_policies(prod)} == {
+        "require-two-approvers",
+        "monthly-cost-limit",
+        "security-approves-deletes",
+        "main-branch-only",
+    }
+
+
+def test_the_demo_queue_has_a_deployment_pending_for_the_right_reasons(load_demo):
+    load_demo()
+    pending = Deployment.objects.get(idempotency_key="demo-pending-deletes")
+    assert pending.status == "pending_approval", pending.error
+    assert pending.plan["resource_changes"]
+    assert "Needs two approvals, has 0" in pending.messages["pending"]
+    assert any("security team" in message for message in pending.messages["pending"])
+    over_budget = Deployment.objects.get(idempotency_key="demo-over-budget")
+    assert over_budget.status == "denied"
+    alice = User.objects.get(username="alice")
+    assert access.visible_deployments(alice).filter(status="pending_approval").exists()
