@@ -1,5 +1,5 @@
-"""A deployment's use cases, one transaction each: trigger, evaluate, approve, reject, cancel, complete,
-expire; and who may still act on a deployment.
+"""A deployment's life, one transaction per use case: trigger, evaluate, complete, expire (approving,
+rejecting and cancelling are in approvals.py).
 
 Status changes go through ``move_deployment``: a conditional UPDATE that only succeeds from an expected
 status, so two workers or two approvers racing each other can never release a deployment twice. What a
@@ -17,7 +17,6 @@ When the broker is down or a worker dies, ``resend_lost_evaluations`` (run perio
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,25 +26,22 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from policies_app import access, audit
-from policies_app.access import Grants
+from policies_app import access
 from policies_app.choices import (
     ALLOWED_TRANSITIONS,
-    CANCELLABLE_STATUSES,
     FINAL_STATUSES,
     SUPERSEDABLE_STATUSES,
     UNFINISHED_RELEASE_STATUSES,
     WAITING_STATUSES,
-    ApprovalDecision,
     Capability,
     Decision,
     DeploymentStatus,
     EventKind,
 )
 from policies_app.deployments.evaluation import Verdict, active_revisions, judge, request_type_for
-from policies_app.errors import Conflict, DomainError, Forbidden, Invalid
+from policies_app.errors import Conflict, Invalid
 from policies_app.iac.plan_formats import PlanFormatError, check_plan
-from policies_app.models import Approval, Deployment, DeploymentEvent, Environment, Evaluation
+from policies_app.models import Deployment, DeploymentEvent, Environment, Evaluation
 from policies_app.notifications import approval_emails, webhooks
 from policies_app.projects.tree import ProjectTree, tree_for
 
@@ -136,7 +132,7 @@ def _start_held_deployments(environment_id: int) -> list[int]:
     for deployment_id in held:
         Deployment.objects.filter(pk=deployment_id).update(queued_behind=None)
         record_event(deployment_id, EventKind.STARTED, detail="The earlier release is done.")
-        _make_evaluation_due(deployment_id, resume=False)
+        make_evaluation_due(deployment_id, resume=False)
         started.append(deployment_id)
     return started
 
@@ -169,7 +165,7 @@ def _send_evaluation_task(deployment_id: int, resume: bool) -> None:
     transaction.on_commit(send)
 
 
-def _make_evaluation_due(deployment_id: int, resume: bool) -> None:
+def make_evaluation_due(deployment_id: int, resume: bool) -> None:
     now = timezone.now()
     Deployment.objects.filter(pk=deployment_id).update(evaluation_due_at=now, evaluation_enqueued_at=now)
     _send_evaluation_task(deployment_id, resume)
@@ -426,134 +422,6 @@ def resend_lost_evaluations() -> list[int]:
     if resent:
         logger.warning("resent the evaluation of %d deployments: %s", len(resent), resent)
     return resent
-
-
-def record_approval(
-    deployment: Deployment, user: AbstractBaseUser, decision: str, comment: str = ""
-) -> Approval:
-    """An approver approves or rejects a pending deployment; an approval re-evaluates it as a resume."""
-    if decision not in ApprovalDecision.values:
-        raise Invalid({"decision": [f"Must be one of {', '.join(ApprovalDecision.values)}."]})
-    with transaction.atomic():
-        locked = (
-            Deployment.objects.select_for_update(of=("self",))
-            .select_related("environment__project", "deployer")
-            .get(pk=deployment.pk)
-        )
-        project = locked.environment.project
-        tree = tree_for(project, with_policies=False)
-        acted = set(Approval.objects.filter(deployment=locked).values_list("user_id", flat=True))
-        refusal = refusal_to_decide(user, Grants.of(user), locked, project, tree, acted)
-        if refusal is not None:
-            raise refusal
-        approval = Approval.objects.create(deployment=locked, user=user, decision=decision, comment=comment)
-        if decision == ApprovalDecision.REJECT:
-            move_deployment(
-                locked,
-                DeploymentStatus.PENDING_APPROVAL,
-                DeploymentStatus.REJECTED,
-                tree=tree,
-                evaluation_due_at=None,
-            )
-            record_event(locked, EventKind.REJECTED, user, comment)
-        else:
-            record_event(locked, EventKind.APPROVED, user, comment)
-            _make_evaluation_due(locked.pk, resume=True)
-        audit.record(user, f"deployment.{decision}d", deployment, after={"comment": comment})
-    return approval
-
-
-def refusal_to_decide(
-    user: AbstractBaseUser,
-    held: Grants,
-    deployment: Deployment,
-    project: Any,
-    tree: ProjectTree,
-    acted: set[int],
-) -> DomainError | None:
-    """Why ``user`` may not approve or reject ``deployment`` now (None: they may). ``acted`` holds the ids
-    of the users who already decided. The one statement of the rule, for the use case and the pages."""
-    if not held.can(Capability.APPROVE, project):
-        return Forbidden(access.WHAT_IS_NEEDED[Capability.APPROVE])
-    if deployment.status != DeploymentStatus.PENDING_APPROVAL:
-        return Conflict(f"The deployment is {deployment.status}, not pending approval.", code="not_pending")
-    if deployment.deployer_id == user.pk and not tree.self_approval_allowed(project):
-        return Forbidden("You may not approve or reject your own deployment.", code="self_approval")
-    if user.pk in acted:
-        return Conflict("You have already approved or rejected this deployment.", code="already_decided")
-    return None
-
-
-def refusal_to_cancel(user: AbstractBaseUser, held: Grants, deployment: Deployment) -> DomainError | None:
-    """Only the deployer who triggered it (still a deployer) and project admins may cancel a deployment."""
-    project = deployment.environment.project
-    if not held.can(Capability.ADMINISTER, project):
-        if not held.can(Capability.DEPLOY, project):
-            return Forbidden("Only deployers of this project may cancel deployments.")
-        if deployment.deployer_id != user.pk:
-            return Forbidden(
-                "Only the deployer who triggered this deployment and project admins may cancel it.",
-                code="not_own_deployment",
-            )
-    if deployment.status not in CANCELLABLE_STATUSES:
-        return Conflict(
-            f"The deployment is {deployment.status}; only "
-            f"{', '.join(sorted(CANCELLABLE_STATUSES))} deployments can be cancelled.",
-            code="not_pending",
-        )
-    return None
-
-
-@dataclass(frozen=True)
-class Actions:
-    """What a user may do on a deployment now: the pages show exactly these buttons."""
-
-    may_decide: bool
-    may_cancel: bool
-    # For someone who holds the approver role but may not act now (own deployment, already decided).
-    why_not_decide: str = ""
-
-
-def available_actions(
-    user: AbstractBaseUser, deployment: Deployment, tree: ProjectTree, acted: set[int]
-) -> Actions:
-    held = Grants.of(user)
-    project = deployment.environment.project
-    refusal = refusal_to_decide(user, held, deployment, project, tree, acted)
-    shown = (
-        refusal.message
-        if refusal is not None
-        and held.can(Capability.APPROVE, project)
-        and deployment.status == DeploymentStatus.PENDING_APPROVAL
-        else ""
-    )
-    return Actions(refusal is None, refusal_to_cancel(user, held, deployment) is None, shown)
-
-
-def cancel_deployment(deployment: Deployment, user: AbstractBaseUser) -> Deployment:
-    held = Grants.of(user)
-    with transaction.atomic():
-        locked = (
-            Deployment.objects.select_for_update(of=("self",))
-            .select_related("environment__project", "deployer")
-            .get(pk=deployment.pk)
-        )
-        refusal = refusal_to_cancel(user, held, locked)
-        if isinstance(refusal, Forbidden):
-            raise refusal
-        for from_status in sorted(CANCELLABLE_STATUSES):
-            if move_deployment(locked, from_status, DeploymentStatus.CANCELLED, evaluation_due_at=None):
-                record_event(deployment, EventKind.CANCELLED, user)
-                audit.record(user, "deployment.cancelled", locked, before={"status": from_status})
-                break
-        else:
-            current = Deployment.objects.values_list("status", flat=True).get(pk=deployment.pk)
-            raise Conflict(
-                f"The deployment is {current}; only {', '.join(sorted(CANCELLABLE_STATUSES))} deployments can be cancelled.",
-                code="not_pending",
-            )
-    deployment.refresh_from_db()
-    return deployment
 
 
 def complete_deployment(

@@ -19,12 +19,8 @@ from django.views.decorators.http import require_GET, require_POST
 from policies_app import access
 from policies_app.choices import FINAL_STATUSES, DeploymentStatus, DeploymentType
 from policies_app.deployments import inbox
-from policies_app.deployments.lifecycle import (
-    available_actions,
-    cancel_deployment,
-    queued_reason,
-    record_approval,
-)
+from policies_app.deployments.approvals import available_actions, cancel_deployment, record_approval
+from policies_app.deployments.lifecycle import queued_reason
 from policies_app.deployments.plan_summary import summarise_plan
 from policies_app.errors import DomainError
 from policies_app.models import Deployment, PolicyRevision

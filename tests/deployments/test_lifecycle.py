@@ -8,7 +8,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from policies_app.deployments import lifecycle
+from policies_app.deployments import approvals, lifecycle
 from policies_app.errors import Conflict, Forbidden, Invalid
 from policies_app.models import AuditEntry, Deployment
 from policies_app.projects import projects
@@ -36,7 +36,7 @@ def test_a_superseded_deployment_can_no_longer_be_approved(gated, run):
     older = trigger(run, gated)
     trigger(run, gated)
     with pytest.raises(Conflict):
-        lifecycle.record_approval(older, gated.alice, "approve")
+        approvals.record_approval(older, gated.alice, "approve")
 
 
 def test_repeating_a_request_with_its_idempotency_key_supersedes_nothing(gated, run):
@@ -58,7 +58,7 @@ def test_deployments_of_other_environments_are_not_superseded(gated, run):
 
 def test_a_newer_deployment_waits_queued_behind_an_unfinished_release_and_says_why(gated, run):
     released = trigger(run, gated)
-    run(lifecycle.record_approval, released, gated.alice, "approve")
+    run(approvals.record_approval, released, gated.alice, "approve")
     released.refresh_from_db()
     assert released.status == "approved"
 
@@ -76,10 +76,10 @@ def test_a_newer_deployment_waits_queued_behind_an_unfinished_release_and_says_w
 @pytest.mark.parametrize("how", ["succeeded", "failed", "cancelled"])
 def test_the_queued_deployment_is_evaluated_once_the_release_completes_fails_or_is_cancelled(gated, run, how):
     released = trigger(run, gated)
-    run(lifecycle.record_approval, released, gated.alice, "approve")
+    run(approvals.record_approval, released, gated.alice, "approve")
     newer = trigger(run, gated)
     if how == "cancelled":
-        run(lifecycle.cancel_deployment, released, gated.bob)
+        run(approvals.cancel_deployment, released, gated.bob)
     else:
         run(lifecycle.complete_deployment, released, gated.bob, how)
     newer.refresh_from_db()
@@ -90,7 +90,7 @@ def test_the_queued_deployment_is_evaluated_once_the_release_completes_fails_or_
 
 def test_the_sweep_starts_a_held_deployment_whose_release_ended_without_starting_it(gated, run):
     released = trigger(run, gated)
-    run(lifecycle.record_approval, released, gated.alice, "approve")
+    run(approvals.record_approval, released, gated.alice, "approve")
     newer = trigger(run, gated)
     # The release ends by a path that did not start the next (e.g. a status written by hand).
     Deployment.objects.filter(pk=released.pk).update(status="succeeded")
@@ -102,7 +102,7 @@ def test_the_sweep_starts_a_held_deployment_whose_release_ended_without_starting
 
 def test_a_held_deployment_is_not_evaluated_by_a_stray_task(gated, run):
     released = trigger(run, gated)
-    run(lifecycle.record_approval, released, gated.alice, "approve")
+    run(approvals.record_approval, released, gated.alice, "approve")
     newer = trigger(run, gated)
     lifecycle.evaluate_deployment(newer.pk)
     newer.refresh_from_db()
@@ -120,7 +120,7 @@ def test_a_waiting_deployment_expires_after_the_default_time(gated, run):
     assert waiting.status == "expired"
     assert waiting.events.filter(kind="expired").exists()
     with pytest.raises(Conflict):
-        lifecycle.record_approval(waiting, gated.alice, "approve")
+        approvals.record_approval(waiting, gated.alice, "approve")
 
 
 def test_the_expiry_is_inherited_from_the_nearest_project_that_sets_one(gated, run):
@@ -140,7 +140,7 @@ def test_an_expiry_must_be_a_positive_whole_number_of_hours(gated):
 def test_an_approver_may_not_cancel_someone_elses_deployment(gated, run):
     waiting = trigger(run, gated)
     with pytest.raises(Forbidden) as refused:
-        lifecycle.cancel_deployment(waiting, gated.alice)
+        approvals.cancel_deployment(waiting, gated.alice)
     assert refused.value.code == "not_own_deployment"
     waiting.refresh_from_db()
     assert waiting.status == "pending_approval"
@@ -151,20 +151,20 @@ def test_the_deployer_and_a_project_admin_may_cancel(gated, run):
     from tests.builders import make_user
 
     first = trigger(run, gated)
-    run(lifecycle.cancel_deployment, first, gated.bob)
+    run(approvals.cancel_deployment, first, gated.bob)
     assert Deployment.objects.get(pk=first.pk).status == "cancelled"
     assert AuditEntry.objects.filter(action="deployment.cancelled", actor=gated.bob).exists()
 
     pat = make_user("pat")
     ProjectMembership.objects.create(project=gated.payments, user=pat, role="admin")
     second = trigger(run, gated)
-    run(lifecycle.cancel_deployment, second, pat)
+    run(approvals.cancel_deployment, second, pat)
     assert Deployment.objects.get(pk=second.pk).status == "cancelled"
 
 
 def test_a_completed_deployment_cannot_be_cancelled(gated, run):
     released = trigger(run, gated)
-    run(lifecycle.record_approval, released, gated.alice, "approve")
+    run(approvals.record_approval, released, gated.alice, "approve")
     run(lifecycle.complete_deployment, released, gated.bob, "succeeded")
     with pytest.raises(Conflict):
-        lifecycle.cancel_deployment(released, gated.bob)
+        approvals.cancel_deployment(released, gated.bob)

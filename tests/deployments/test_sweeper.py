@@ -7,7 +7,7 @@ from django.core.management import call_command
 from django.test import override_settings
 from django.utils import timezone
 
-from policies_app.deployments import lifecycle
+from policies_app.deployments import approvals, lifecycle
 from policies_app.models import Deployment
 from tests.builders import make_policy
 
@@ -62,8 +62,8 @@ def test_an_approval_whose_reevaluation_was_lost_releases_the_deployment_without
         deployment, _ = lifecycle.trigger_deployment(world.environment, world.bob)
     # Two approvals whose re-evaluations never reach a worker (their on-commit sends are dropped).
     with django_capture_on_commit_callbacks(execute=False):
-        lifecycle.record_approval(deployment, world.alice, "approve")
-        lifecycle.record_approval(deployment, world.sam, "approve")
+        approvals.record_approval(deployment, world.alice, "approve")
+        approvals.record_approval(deployment, world.sam, "approve")
     deployment.refresh_from_db()
     assert deployment.status == "pending_approval" and deployment.evaluation_due_at is not None
     Deployment.objects.filter(pk=deployment.pk).update(

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from rest_framework.authtoken.models import Token
 
-from policies_app.deployments.lifecycle import record_approval
+from policies_app.deployments.approvals import record_approval
 from policies_app.models import Deployment, EnvironmentState
 from policy_gate import gate
 from tests.builders import ONE_APPROVER, make_policy, plan_with

@@ -11,7 +11,7 @@ from django.core import mail
 from django.test import override_settings
 from django.utils import timezone
 
-from policies_app.deployments import lifecycle
+from policies_app.deployments import approvals, lifecycle
 from policies_app.errors import Forbidden, Invalid
 from policies_app.models import ApprovalRequestEmail, AuditEntry, ProjectMembership, WebhookDelivery
 from policies_app.notifications import approval_emails, webhooks
@@ -91,7 +91,7 @@ def test_a_deployment_decided_before_its_email_went_out_is_not_emailed(
     with django_capture_on_commit_callbacks(execute=False):
         deployment, _ = lifecycle.trigger_deployment(gated.environment, gated.bob)
     lifecycle.evaluate_deployment(deployment.pk)
-    lifecycle.record_approval(deployment, gated.alice, "reject", "no")
+    approvals.record_approval(deployment, gated.alice, "reject", "no")
     ApprovalRequestEmail.objects.update(created_at=timezone.now() - timedelta(minutes=5))
     assert approval_emails.send_approval_emails() == 0
     assert not mail.outbox
@@ -120,7 +120,7 @@ def test_every_status_change_is_posted_signed_to_the_webhooks_of_the_project_and
         gated.admin, gated.platform, name="audit", url=receiver.url, secret="s3cret"
     )
     deployment = trigger(run, gated)
-    run(lifecycle.record_approval, deployment, gated.alice, "approve")
+    run(approvals.record_approval, deployment, gated.alice, "approve")
     bodies = [item.json() for item in receiver.received]
     changes = [(b["deployment"]["previous_status"], b["deployment"]["status"]) for b in bodies]
     assert changes == [

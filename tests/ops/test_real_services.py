@@ -11,7 +11,7 @@ import threading
 import pytest
 from django.db import connection, connections
 
-from policies_app.deployments import lifecycle
+from policies_app.deployments import approvals, lifecycle
 from policies_app.errors import DomainError
 from policies_app.models import Deployment, DeploymentEvent
 from tests.builders import make_policy, make_user
@@ -36,7 +36,7 @@ def approve_all_at_once(deployment: Deployment, approvers: list) -> tuple[list[s
     def approve(user):
         try:
             barrier.wait()
-            lifecycle.record_approval(Deployment.objects.get(pk=deployment.pk), user, "approve")
+            approvals.record_approval(Deployment.objects.get(pk=deployment.pk), user, "approve")
         except DomainError as refusal:
             refusals.append(refusal.code)
         except BaseException as problem:  # noqa: BLE001

@@ -4,7 +4,7 @@ error, and each change that governs deployments is in the audit log."""
 import pytest
 
 from policies_app.accounts import teams
-from policies_app.deployments import lifecycle
+from policies_app.deployments import approvals, lifecycle
 from policies_app.errors import Conflict, Forbidden, Invalid
 from policies_app.models import AuditEntry, Deployment, OrganisationMembership, Project, ProjectMembership
 from policies_app.projects import environments, iac_templates, projects, states
@@ -131,9 +131,9 @@ def test_a_deployment_is_triggered_by_deployers_with_a_plan_that_fits_the_templa
 def test_cancel_and_complete_say_why_they_refuse(world):
     deployment = Deployment.objects.create(environment=world.environment, deployer=world.bob, status="denied")
     with pytest.raises(Forbidden):
-        lifecycle.cancel_deployment(deployment, world.vera)
+        approvals.cancel_deployment(deployment, world.vera)
     with pytest.raises(Conflict) as refusal:
-        lifecycle.cancel_deployment(deployment, world.bob)
+        approvals.cancel_deployment(deployment, world.bob)
     assert "denied" in refusal.value.message
     with pytest.raises(Conflict):
         lifecycle.complete_deployment(deployment, world.bob, "succeeded")
@@ -146,7 +146,7 @@ def test_approvals_are_logged_with_their_comment(world, django_capture_on_commit
         environment=world.environment, deployer=world.bob, status="pending_approval"
     )
     with django_capture_on_commit_callbacks(execute=False):
-        lifecycle.record_approval(deployment, world.alice, "approve", "looks fine")
+        approvals.record_approval(deployment, world.alice, "approve", "looks fine")
     entry = AuditEntry.objects.get(action="deployment.approved")
     assert (entry.actor, entry.after, entry.project) == (
         world.alice,
@@ -154,7 +154,7 @@ def test_approvals_are_logged_with_their_comment(world, django_capture_on_commit
         world.payments_eu,
     )
     with pytest.raises(Invalid):
-        lifecycle.record_approval(deployment, world.sam, "maybe")
+        approvals.record_approval(deployment, world.sam, "maybe")
 
 
 def test_moving_a_project_moves_its_whole_subtree_in_the_tree(world):

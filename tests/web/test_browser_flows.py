@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from django.core import mail
 
-from policies_app.deployments import lifecycle
+from policies_app.deployments import approvals, lifecycle
 from policies_app.models import Approval, Deployment, Project, ProjectMembership
 from policy_gate import gate
 from tests.builders import ONE_APPROVER, make_policy
@@ -176,7 +176,7 @@ def test_an_approver_follows_the_email_reads_the_plan_approves_and_sees_it_appro
 
     # Sam approves from elsewhere; Alice's open page follows without being reloaded.
     marker = page.evaluate("window.__stillTheSamePage = true")
-    lifecycle.record_approval(Deployment.objects.get(pk=deployment.pk), world.sam, "approve", "ok")
+    approvals.record_approval(Deployment.objects.get(pk=deployment.pk), world.sam, "approve", "ok")
     page.wait_for_selector("#live .badge.tone-good:has-text('Approved')", timeout=15_000)
     assert page.evaluate("window.__stillTheSamePage") is True, marker
     assert Deployment.objects.get(pk=deployment.pk).status == "approved"

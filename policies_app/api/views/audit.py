@@ -8,7 +8,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 
 from policies_app.accounts import audit_log
-from policies_app.api import serializers as s
+from policies_app.api.serializers.audit import AuditEntrySerializer, AuditFilterSerializer
 
 FILTERS = [
     OpenApiParameter(name, description=what)
@@ -25,11 +25,11 @@ FILTERS = [
 
 
 class AuditEntryViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
-    serializer_class = s.AuditEntrySerializer
+    serializer_class = AuditEntrySerializer
     filter_backends: list = []  # the filters are the audit log's own (audit_log.AuditFilters)
 
     def get_queryset(self):
-        filters = s.AuditFilterSerializer(data=self.request.query_params)
+        filters = AuditFilterSerializer(data=self.request.query_params)
         filters.is_valid(raise_exception=True)
         return audit_log.filtered(
             audit_log.visible_entries(self.request.user), audit_log.AuditFilters(**filters.validated_data)

@@ -13,9 +13,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from policies_app import access
-from policies_app.api import serializers as s
+from policies_app.api.serializers.deployments import (
+    ApprovalRequestSerializer,
+    CompleteDeploymentSerializer,
+    DeploymentSerializer,
+)
 from policies_app.choices import DeploymentStatus
-from policies_app.deployments import inbox, lifecycle
+from policies_app.deployments import approvals, inbox, lifecycle
 from policies_app.deployments.plan_summary import summarise_plan
 from policies_app.models import Approval, Deployment, Evaluation, PolicyRevision
 from policies_app.projects.environments import masked_input
@@ -85,7 +89,7 @@ class DeploymentFilter(filters.FilterSet):
 
 
 class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    serializer_class = s.DeploymentSerializer
+    serializer_class = DeploymentSerializer
     filterset_class = DeploymentFilter
 
     # Actions that change a deployment need its row, not what the answer shows: that is loaded once the
@@ -103,7 +107,7 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     def shown(self, deployment: Deployment) -> Response:
         visible = one_with_details(access.visible_deployments(self.request.user))
         return Response(
-            s.DeploymentSerializer(visible.get(pk=deployment.pk), context=self.get_serializer_context()).data
+            DeploymentSerializer(visible.get(pk=deployment.pk), context=self.get_serializer_context()).data
         )
 
     @extend_schema(
@@ -150,32 +154,32 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
 
     def _decide(self, request: Request, decision: str) -> Response:
         deployment = self.get_object()
-        serializer = s.ApprovalRequestSerializer(data=request.data)
+        serializer = ApprovalRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        lifecycle.record_approval(deployment, request.user, decision, serializer.validated_data["comment"])
+        approvals.record_approval(deployment, request.user, decision, serializer.validated_data["comment"])
         return self.shown(deployment)
 
-    @extend_schema(request=s.ApprovalRequestSerializer, responses=s.DeploymentSerializer)
+    @extend_schema(request=ApprovalRequestSerializer, responses=DeploymentSerializer)
     @action(detail=True, methods=["post"])
     def approve(self, request: Request, pk: str | None = None) -> Response:
         return self._decide(request, "approve")
 
-    @extend_schema(request=s.ApprovalRequestSerializer, responses=s.DeploymentSerializer)
+    @extend_schema(request=ApprovalRequestSerializer, responses=DeploymentSerializer)
     @action(detail=True, methods=["post"])
     def reject(self, request: Request, pk: str | None = None) -> Response:
         return self._decide(request, "reject")
 
-    @extend_schema(request=None, responses=s.DeploymentSerializer)
+    @extend_schema(request=None, responses=DeploymentSerializer)
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
-        deployment = lifecycle.cancel_deployment(self.get_object(), request.user)
+        deployment = approvals.cancel_deployment(self.get_object(), request.user)
         return self.shown(deployment)
 
-    @extend_schema(request=s.CompleteDeploymentSerializer, responses=s.DeploymentSerializer)
+    @extend_schema(request=CompleteDeploymentSerializer, responses=DeploymentSerializer)
     @action(detail=True, methods=["post"])
     def complete(self, request: Request, pk: str | None = None) -> Response:
         deployment = self.get_object()
-        serializer = s.CompleteDeploymentSerializer(data=request.data)
+        serializer = CompleteDeploymentSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         deployment = lifecycle.complete_deployment(
             deployment, request.user, serializer.validated_data["status"], serializer.validated_data["state"]

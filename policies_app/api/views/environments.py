@@ -7,7 +7,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from policies_app import access
-from policies_app.api import serializers as s
+from policies_app.api.serializers.deployments import DeploymentSerializer, TriggerDeploymentSerializer
+from policies_app.api.serializers.environments import EnvironmentSerializer
+from policies_app.api.serializers.policies import PolicySerializer
 from policies_app.api.views.common import UpdateViewSet
 from policies_app.api.views.deployments import with_details
 from policies_app.deployments import lifecycle
@@ -18,7 +20,7 @@ from policies_app.projects.tree import tree_for
 
 
 class EnvironmentViewSet(UpdateViewSet):
-    serializer_class = s.EnvironmentSerializer
+    serializer_class = EnvironmentSerializer
     filterset_fields = ["project", "template"]
 
     def get_queryset(self):
@@ -35,25 +37,25 @@ class EnvironmentViewSet(UpdateViewSet):
             self.request.user, serializer.instance, **serializer.validated_data
         )
 
-    @extend_schema(responses=s.PolicySerializer(many=True))
+    @extend_schema(responses=PolicySerializer(many=True))
     @action(detail=True, methods=["get"], url_path="effective-policies")
     def effective_policies(self, request: Request, pk: str | None = None) -> Response:
         environment = self.get_object()
         applying = tree_for(environment.project).effective_policies(environment)
         # Whoever sees an environment sees the policies that apply to it (access.visible_policies): they
         # are shown without asking again.
-        shown = s.PolicySerializer.loading(ApprovalPolicy.objects.all()).in_bulk([p.pk for p in applying])
-        return Response([s.PolicySerializer(shown[policy.pk]).data for policy in applying])
+        shown = PolicySerializer.loading(ApprovalPolicy.objects.all()).in_bulk([p.pk for p in applying])
+        return Response([PolicySerializer(shown[policy.pk]).data for policy in applying])
 
-    @extend_schema(request=s.TriggerDeploymentSerializer, responses={201: s.DeploymentSerializer})
+    @extend_schema(request=TriggerDeploymentSerializer, responses={201: DeploymentSerializer})
     @action(detail=True, methods=["post", "get"], url_path="deployments")
     def deployments(self, request: Request, pk: str | None = None) -> Response:
         environment = self.get_object()
         if request.method == "GET":
             page = self.paginate_queryset(with_details(environment.deployments.select_related("deployer")))
-            return self.get_paginated_response(s.DeploymentSerializer(page, many=True).data)
+            return self.get_paginated_response(DeploymentSerializer(page, many=True).data)
         lifecycle.check_may_trigger(environment, request.user)
-        serializer = s.TriggerDeploymentSerializer(data=request.data)
+        serializer = TriggerDeploymentSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         deployment, created = lifecycle.trigger_deployment(
@@ -71,7 +73,7 @@ class EnvironmentViewSet(UpdateViewSet):
         )
         deployment = with_details(Deployment.objects.select_related("deployer")).get(pk=deployment.pk)
         return Response(
-            s.DeploymentSerializer(deployment).data,
+            DeploymentSerializer(deployment).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 

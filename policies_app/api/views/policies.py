@@ -12,8 +12,17 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 
 from policies_app import access
-from policies_app.api import policy_serializers as ps
-from policies_app.api import serializers as s
+from policies_app.api.serializers.catalog import InstallSerializer, catalog_entry_view
+from policies_app.api.serializers.policies import (
+    CheckSerializer,
+    DryRunSerializer,
+    PolicyRevisionSerializer,
+    PolicySerializer,
+    PolicyTestRunSerializer,
+    PublishSerializer,
+)
+from policies_app.api.serializers.policy_replays import PolicyReplaySerializer, ReplayRequestSerializer
+from policies_app.api.serializers.policy_repositories import PolicyRepositorySerializer, SyncRequestSerializer
 from policies_app.api.views.common import UpdateViewSet
 from policies_app.choices import Enforcement
 from policies_app.errors import Invalid, NotFound
@@ -23,11 +32,11 @@ from policies_app.policies.git import sources
 
 
 class PolicyViewSet(UpdateViewSet):
-    serializer_class = s.PolicySerializer
+    serializer_class = PolicySerializer
     throttle_scope: str | None = None  # the dry run (evaluate) and tests set their own, scarcer, rate
 
     def get_queryset(self):
-        return s.PolicySerializer.loading(access.visible_policies(self.request.user))
+        return PolicySerializer.loading(access.visible_policies(self.request.user))
 
     def perform_create(self, serializer):
         data = serializer.validated_data
@@ -69,22 +78,22 @@ class PolicyViewSet(UpdateViewSet):
         )
         serializer.instance = self.get_queryset().get(pk=serializer.instance.pk)
 
-    @extend_schema(responses=s.PolicyRevisionSerializer(many=True))
+    @extend_schema(responses=PolicyRevisionSerializer(many=True))
     @action(detail=True, methods=["get"])
     def revisions(self, request: Request, pk: str | None = None) -> Response:
         policy = self.get_object()
         revisions = policy.revisions.select_related("created_by").prefetch_related("modules")
         context = {"active_revision_id": policy.active_revision_id}
-        return Response(s.PolicyRevisionSerializer(revisions, many=True, context=context).data)
+        return Response(PolicyRevisionSerializer(revisions, many=True, context=context).data)
 
     @extend_schema(
-        request=s.DryRunSerializer,
+        request=DryRunSerializer,
         responses=OpenApiResponse(description="{decision, deny, pending, warn, allow, error[, fired]}"),
     )
     @action(detail=True, methods=["post"], throttle_scope="dry_run")
     def evaluate(self, request: Request, pk: str | None = None) -> Response:
         policy = self.get_object()
-        serializer = s.DryRunSerializer(data=request.data)
+        serializer = DryRunSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         revision = _revision(policy, data.get("revision"))
@@ -95,20 +104,20 @@ class PolicyViewSet(UpdateViewSet):
         return Response(authoring.try_revision(revision, input_json, explain=data["explain"]))
 
     @extend_schema(
-        request=ps.PolicyTestRunSerializer,
+        request=PolicyTestRunSerializer,
         responses=OpenApiResponse(description="{passed, results: [...], coverage: {percent, files}}"),
     )
     @action(detail=True, methods=["post"], throttle_scope="dry_run")
     def test(self, request: Request, pk: str | None = None) -> Response:
         policy = self.get_object()
-        serializer = ps.PolicyTestRunSerializer(data=request.data)
+        serializer = PolicyTestRunSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         revision = policy_tests.revision_to_test(policy, serializer.validated_data.get("revision"))
         report = policy_tests.run_revision_tests(revision, pool_name="dry-run")
         return Response(policy_tests.report_view(revision, report))
 
     @extend_schema(
-        request=ps.SyncRequestSerializer,
+        request=SyncRequestSerializer,
         responses={
             200: OpenApiResponse(
                 description="{synced: [{policy, commit, revision, activated, tests, errors}]}"
@@ -124,7 +133,7 @@ class PolicyViewSet(UpdateViewSet):
             reply = sources.receive_push(pk, request.headers, request.body)
             return Response(reply.body, status=reply.status)
         policy = self.get_object()
-        serializer = ps.SyncRequestSerializer(data=request.data)
+        serializer = SyncRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         outcomes = sources.sync_policy(
@@ -135,26 +144,26 @@ class PolicyViewSet(UpdateViewSet):
             raise Invalid(mine.errors)
         return Response({"synced": [outcome.as_dict() for outcome in outcomes]})
 
-    @extend_schema(request=ps.PublishSerializer, responses=s.PolicySerializer)
+    @extend_schema(request=PublishSerializer, responses=PolicySerializer)
     @action(detail=True, methods=["post"])
     def publish(self, request: Request, pk: str | None = None) -> Response:
         policy = self.get_object()
-        serializer = ps.PublishSerializer(data=request.data)
+        serializer = PublishSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         authoring.publish_revision(
             policy, _revision(policy, serializer.validated_data["revision"]), request.user
         )
-        return Response(s.PolicySerializer(self.get_queryset().get(pk=policy.pk)).data)
+        return Response(PolicySerializer(self.get_queryset().get(pk=policy.pk)).data)
 
     @extend_schema(
-        request=ps.ReplayRequestSerializer,
-        responses={201: ps.PolicyReplaySerializer},
+        request=ReplayRequestSerializer,
+        responses={201: PolicyReplaySerializer},
         description="Starts a replay (a Celery task); follow its progress at the Location it answers with.",
     )
     @action(detail=True, methods=["post"])
     def replay(self, request: Request, pk: str | None = None) -> Response:
         policy = self.get_object()
-        serializer = ps.ReplayRequestSerializer(data=request.data)
+        serializer = ReplayRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         started = replay.start_replay(
@@ -172,12 +181,12 @@ class PolicyViewSet(UpdateViewSet):
             "policy-replay-detail", kwargs={"pk": policy.pk, "replay_id": started.pk}, request=request
         )
         return Response(
-            ps.PolicyReplaySerializer(started, context=context).data,
+            PolicyReplaySerializer(started, context=context).data,
             status=status.HTTP_201_CREATED,
             headers={"Location": location},
         )
 
-    @extend_schema(responses=ps.PolicyReplaySerializer(many=True))
+    @extend_schema(responses=PolicyReplaySerializer(many=True))
     @action(detail=True, methods=["get"])
     def replays(self, request: Request, pk: str | None = None) -> Response:
         policy = self.get_object()
@@ -186,9 +195,9 @@ class PolicyViewSet(UpdateViewSet):
             "revision", "requested_by"
         )
         context = {"with_result": False}
-        return Response(ps.PolicyReplaySerializer(replays[:100], many=True, context=context).data)
+        return Response(PolicyReplaySerializer(replays[:100], many=True, context=context).data)
 
-    @extend_schema(responses=ps.PolicyReplaySerializer)
+    @extend_schema(responses=PolicyReplaySerializer)
     @action(detail=True, methods=["get"], url_path=r"replays/(?P<replay_id>\d+)")
     def replay_detail(
         self, request: Request, pk: str | None = None, replay_id: str | None = None
@@ -202,10 +211,10 @@ class PolicyViewSet(UpdateViewSet):
         )
         if found is None:
             raise NotFound("No such replay of this policy.")
-        return Response(ps.PolicyReplaySerializer(found).data)
+        return Response(PolicyReplaySerializer(found).data)
 
     @extend_schema(
-        request=ps.CheckSerializer,
+        request=CheckSerializer,
         responses=OpenApiResponse(
             description="{problems: [{file, line, column, message}]}; empty: it compiles"
         ),
@@ -213,7 +222,7 @@ class PolicyViewSet(UpdateViewSet):
     @action(detail=False, methods=["post"], throttle_scope="editor_check")
     def check(self, request: Request) -> Response:
         authoring.require_author(request.user)
-        serializer = ps.CheckSerializer(data=request.data)
+        serializer = CheckSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         problems = authoring.check_draft_syntax(data["rego_version"], data["modules"], data.get("data"))
@@ -224,13 +233,13 @@ class PolicyViewSet(UpdateViewSet):
     )
     @action(detail=False, methods=["get"], url_path="catalog")
     def catalog_entries(self, request: Request) -> Response:
-        return Response([ps.catalog_entry_view(entry) for entry in catalog.catalog().values()])
+        return Response([catalog_entry_view(entry) for entry in catalog.catalog().values()])
 
-    @extend_schema(request=ps.InstallSerializer, responses={201: s.PolicySerializer})
+    @extend_schema(request=InstallSerializer, responses={201: PolicySerializer})
     @action(detail=False, methods=["post"])
     def install(self, request: Request) -> Response:
         authoring.require_author(request.user)
-        serializer = ps.InstallSerializer(data=request.data)
+        serializer = InstallSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         installed = catalog.install(
@@ -241,7 +250,7 @@ class PolicyViewSet(UpdateViewSet):
             user=request.user,
         )
         return Response(
-            s.PolicySerializer(self.get_queryset().get(pk=installed.pk)).data, status=status.HTTP_201_CREATED
+            PolicySerializer(self.get_queryset().get(pk=installed.pk)).data, status=status.HTTP_201_CREATED
         )
 
 
@@ -262,7 +271,7 @@ def _revision(policy, number: int | None) -> PolicyRevision:
 class PolicyRepositoryViewSet(UpdateViewSet):
     """Git repositories that policies are synced from. Their secrets are write-only."""
 
-    serializer_class = ps.PolicyRepositorySerializer
+    serializer_class = PolicyRepositorySerializer
 
     def get_queryset(self):
         return sources.visible_repositories(self.request.user)

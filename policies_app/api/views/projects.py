@@ -9,13 +9,19 @@ from rest_framework.response import Response
 
 from policies_app import access
 from policies_app.accounts import teams
-from policies_app.api import serializers as s
+from policies_app.api.serializers.accounts import TeamSerializer
+from policies_app.api.serializers.projects import (
+    MembershipReadSerializer,
+    MembershipSerializer,
+    PolicyAttachmentSerializer,
+    ProjectSerializer,
+)
 from policies_app.api.views.common import UpdateViewSet
 from policies_app.projects import projects
 
 
 class ProjectViewSet(UpdateViewSet):
-    serializer_class = s.ProjectSerializer
+    serializer_class = ProjectSerializer
     filterset_fields = ["parent"]
 
     def get_queryset(self):
@@ -29,20 +35,20 @@ class ProjectViewSet(UpdateViewSet):
             self.request.user, serializer.instance, **serializer.validated_data
         )
 
-    @extend_schema(request=s.MembershipSerializer, responses=s.MembershipReadSerializer)
+    @extend_schema(request=MembershipSerializer, responses=MembershipReadSerializer)
     @action(detail=True, methods=["post", "get"])
     def members(self, request: Request, pk: str | None = None) -> Response:
         project = self.get_object()
         if request.method == "GET":
             memberships = project.memberships.select_related("user")
-            return Response(s.MembershipReadSerializer(memberships, many=True).data)
-        serializer = s.MembershipSerializer(data=request.data)
+            return Response(MembershipReadSerializer(memberships, many=True).data)
+        serializer = MembershipSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         membership = projects.grant_role(
             request.user, project, data["role"], member=data.get("username"), team=data.get("team")
         )
-        return Response(s.MembershipReadSerializer(membership).data, status=status.HTTP_201_CREATED)
+        return Response(MembershipReadSerializer(membership).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={204: None})
     @action(detail=True, methods=["delete"], url_path=r"members/(?P<membership_id>[0-9]+)")
@@ -51,26 +57,26 @@ class ProjectViewSet(UpdateViewSet):
         projects.revoke_role(request.user, get_object_or_404(project.memberships, pk=membership_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(request=s.PolicyAttachmentSerializer, responses=s.ProjectSerializer)
+    @extend_schema(request=PolicyAttachmentSerializer, responses=ProjectSerializer)
     @action(detail=True, methods=["post"], url_path="policies")
     def attach_policy(self, request: Request, pk: str | None = None) -> Response:
         """Attach a policy to the project (and so to its sub-projects)."""
         project = self.get_object()
-        serializer = s.PolicyAttachmentSerializer(data=request.data, context={"request": request})
+        serializer = PolicyAttachmentSerializer(data=request.data, context={"request": request})
         serializer.is_valid(raise_exception=True)
         project = projects.attach_policy(request.user, project, serializer.validated_data["policy"])
-        return Response(s.ProjectSerializer(project).data, status=status.HTTP_201_CREATED)
+        return Response(ProjectSerializer(project).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=None, responses=s.ProjectSerializer)
+    @extend_schema(request=None, responses=ProjectSerializer)
     @action(detail=True, methods=["delete"], url_path=r"policies/(?P<policy_id>[0-9]+)")
     def detach_policy(self, request: Request, pk: str | None = None, policy_id: str = "") -> Response:
         project = self.get_object()
         policy = get_object_or_404(access.visible_policies(request.user), pk=policy_id)
-        return Response(s.ProjectSerializer(projects.detach_policy(request.user, project, policy)).data)
+        return Response(ProjectSerializer(projects.detach_policy(request.user, project, policy)).data)
 
 
 class TeamViewSet(UpdateViewSet):
-    serializer_class = s.TeamSerializer
+    serializer_class = TeamSerializer
 
     def get_queryset(self):
         return access.visible_teams(self.request.user).prefetch_related("members")

@@ -6,7 +6,11 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from policies_app.api import serializers as s
+from policies_app.api.serializers.webhooks import (
+    WebhookCreatedSerializer,
+    WebhookDeliverySerializer,
+    WebhookSerializer,
+)
 from policies_app.notifications import webhooks
 
 
@@ -18,18 +22,18 @@ class WebhookViewSet(
     mixins.DestroyModelMixin,
     viewsets.GenericViewSet,
 ):
-    serializer_class = s.WebhookSerializer
+    serializer_class = WebhookSerializer
     filterset_fields = ["project"]
 
     def get_queryset(self):
         return webhooks.visible_webhooks(self.request.user)
 
-    @extend_schema(responses={201: s.WebhookCreatedSerializer})
+    @extend_schema(responses={201: WebhookCreatedSerializer})
     def create(self, request: Request, *args, **kwargs) -> Response:
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         webhook = webhooks.create_webhook(request.user, **serializer.validated_data)
-        return Response(s.WebhookCreatedSerializer(webhook).data, status=status.HTTP_201_CREATED)
+        return Response(WebhookCreatedSerializer(webhook).data, status=status.HTTP_201_CREATED)
 
     def perform_update(self, serializer):
         data = dict(serializer.validated_data)
@@ -39,15 +43,15 @@ class WebhookViewSet(
     def perform_destroy(self, instance):
         webhooks.delete_webhook(self.request.user, instance)
 
-    @extend_schema(request=None, responses=s.WebhookDeliverySerializer)
+    @extend_schema(request=None, responses=WebhookDeliverySerializer)
     @action(detail=True, methods=["post"])
     def test(self, request: Request, pk: str | None = None) -> Response:
         """Send a test message now; the answer says how the receiver took it."""
         delivery = webhooks.send_test(request.user, self.get_object())
-        return Response(s.WebhookDeliverySerializer(delivery).data)
+        return Response(WebhookDeliverySerializer(delivery).data)
 
-    @extend_schema(responses=s.WebhookDeliverySerializer(many=True))
+    @extend_schema(responses=WebhookDeliverySerializer(many=True))
     @action(detail=True, methods=["get"])
     def deliveries(self, request: Request, pk: str | None = None) -> Response:
         page = self.paginate_queryset(self.get_object().deliveries.all())
-        return self.get_paginated_response(s.WebhookDeliverySerializer(page, many=True).data)
+        return self.get_paginated_response(WebhookDeliverySerializer(page, many=True).data)

@@ -1,0 +1,144 @@
+"""Deployments: triggering one, its evaluations and approvals, approving, completing."""
+
+from rest_framework import serializers
+
+from policies_app.choices import DeploymentType, TriggerName
+from policies_app.deployments.lifecycle import queued_reason
+from policies_app.models import Approval, Deployment, Evaluation
+from policies_app.projects.tree import ProjectTree
+
+
+class CostEstimationSerializer(serializers.Serializer):
+    total_monthly_cost = serializers.FloatField(required=False, allow_null=True)
+    monthly_cost_diff = serializers.FloatField(required=False, allow_null=True)
+
+
+class DeploymentVariablesSerializer(serializers.Serializer):
+    environment = serializers.DictField(required=False, default=dict)
+    terraform = serializers.DictField(required=False, default=dict)
+
+
+class TriggerDeploymentSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=DeploymentType.choices, default=DeploymentType.DEPLOY)
+    trigger_name = serializers.ChoiceField(choices=TriggerName.choices, default=TriggerName.USER)
+    revision = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    plan = serializers.JSONField(required=False, allow_null=True, default=None)
+    cost_estimation = CostEstimationSerializer(required=False, default=dict)
+    variables = DeploymentVariablesSerializer(required=False, default=dict)
+    policy_data = serializers.JSONField(required=False, allow_null=True, default=None)
+    idempotency_key = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+
+    def validate_plan(self, plan):
+        if plan is not None and not isinstance(plan, dict):
+            raise serializers.ValidationError("The plan must be a JSON object or null.")
+        return plan
+
+
+class ApprovalSerializer(serializers.ModelSerializer):
+    user = serializers.CharField(source="user.username")
+
+    class Meta:
+        model = Approval
+        fields = ["id", "user", "decision", "comment", "created_at"]
+
+
+class EvaluationSerializer(serializers.ModelSerializer):
+    policy_revisions = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Evaluation
+        fields = [
+            "id",
+            "request_type",
+            "decision",
+            "messages",
+            "outcomes",
+            "error",
+            "engine",
+            "duration_ms",
+            "policy_revisions",
+            "created_at",
+        ]
+
+    def get_policy_revisions(self, evaluation: Evaluation) -> list[dict]:
+        # .all(): the viewset prefetches the revisions with their policies.
+        return [
+            {"policy": r.policy_id, "name": r.policy.name, "revision": r.number}
+            for r in evaluation.policy_revisions.all()
+        ]
+
+
+class DeploymentSerializer(serializers.ModelSerializer):
+    deployer = serializers.CharField(source="deployer.username")
+    cost_estimation = serializers.SerializerMethodField()
+    evaluations = EvaluationSerializer(many=True, read_only=True)
+    approvals = ApprovalSerializer(many=True, read_only=True)
+    queued_reason = serializers.SerializerMethodField(
+        help_text="Why a queued deployment is not evaluated yet (an earlier release is unfinished)."
+    )
+    approvers_to_act = serializers.SerializerMethodField(
+        help_text="Who may still approve or reject (a single deployment only; null in lists)."
+    )
+
+    class Meta:
+        model = Deployment
+        fields = [
+            "id",
+            "environment",
+            "type",
+            "trigger_name",
+            "revision",
+            "template_commit",
+            "status",
+            "decision",
+            "messages",
+            "error",
+            "deployer",
+            "cost_estimation",
+            "idempotency_key",
+            "evaluations",
+            "approvals",
+            "created_at",
+            "pending_since",
+            "expires_at",
+            "released_at",
+            "completed_at",
+            "superseded_by",
+            "queued_behind",
+            "queued_reason",
+            "approvers_to_act",
+        ]
+
+    def get_queued_reason(self, deployment: Deployment) -> str | None:
+        if deployment.status == "queued" and deployment.queued_behind_id:
+            return queued_reason(deployment.queued_behind_id)
+        return None
+
+    def get_approvers_to_act(self, deployment: Deployment) -> list[str] | None:
+        if not self.context.get("with_progress") or deployment.status != "pending_approval":
+            return None
+        from policies_app.notifications.approval_emails import approvers_still_to_act
+
+        acted = {approval.user_id for approval in deployment.approvals.all()}
+        tree = ProjectTree.around([deployment.environment.project], with_policies=False)
+        return [user.username for user in approvers_still_to_act(deployment, tree, acted)]
+
+    def get_cost_estimation(self, deployment: Deployment) -> dict:
+        return {
+            "total_monthly_cost": deployment.total_monthly_cost,
+            "monthly_cost_diff": deployment.monthly_cost_diff,
+        }
+
+
+class ApprovalRequestSerializer(serializers.Serializer):
+    comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)
+
+
+class CompleteDeploymentSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["succeeded", "failed"])
+    state = serializers.JSONField(required=False, allow_null=True, default=None)
+
+    def validate_state(self, state):
+        if state is not None and not isinstance(state, dict):
+            raise serializers.ValidationError("The state must be a JSON object or null.")
+        return state
