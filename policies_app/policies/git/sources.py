@@ -26,7 +26,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from policies_app import access, audit
+from policies_app import access, audit, wakeups
 from policies_app.choices import RegoVersion
 from policies_app.errors import Forbidden, Invalid
 from policies_app.models import ApprovalPolicy, PolicyRepository, PolicyRevision
@@ -377,7 +377,11 @@ def signature_matches(secret: str, headers: Mapping[str, str], body: bytes) -> b
 
 
 def receive_push(policy_id: Any, headers: Mapping[str, str], body: bytes) -> WebhookReply:
-    """A push webhook for a policy's repository: checked, then a sync is queued (after commit)."""
+    """A push webhook for a policy's repository: checked, then a worker is woken to sync the policy.
+
+    No row records this sync: the scheduled sync (``sync_all_repository_policies``, every
+    POLICY_SYNC_INTERVAL_SECONDS) syncs every repository policy the same way, so a wake-up lost to a
+    broker outage costs a delay, never the pushed commit."""
     policy = (
         ApprovalPolicy.objects.filter(pk=policy_id, repository__isnull=False)
         .select_related("repository")
@@ -401,9 +405,7 @@ def receive_push(policy_id: Any, headers: Mapping[str, str], body: bytes) -> Web
         return WebhookReply(
             202, {"detail": f"ignored: {ref} is not the branch {tracked} that the policy follows"}
         )
-    from policies_app.tasks import sync_policy_task
-
-    transaction.on_commit(lambda: sync_policy_task.delay(policy.pk))
+    wakeups.wake("policies_app.tasks.sync_policy_task", policy.pk)
     return WebhookReply(202, {"detail": "sync queued", "policy": policy.pk})
 
 
