@@ -37,7 +37,7 @@ from policies_app.choices import (
     DeploymentStatus,
     EventKind,
 )
-from policies_app.deployments.evaluation import Verdict, active_revisions, judge, request_type_for
+from policies_app.deployments.evaluation import Verdict, judge, pinned_revisions, request_type_for
 from policies_app.errors import Conflict, Invalid
 from policies_app.iac.plan_formats import PlanFormatError, check_plan
 from policies_app.models import Deployment, DeploymentEvent, Environment, Evaluation
@@ -359,26 +359,7 @@ def evaluate_deployment(deployment_id: int, resume: bool = False) -> None:
     ).update(evaluation_started_at=started_at):
         return  # already evaluated, or cancelled meanwhile
     try:
-        if deployment.policies_pinned:
-            revisions = list(
-                deployment.policy_revisions.select_related("policy")
-                .prefetch_related("modules")
-                .order_by("policy__name")
-            )
-        else:
-            # Pin the revisions in force now: later edits to a policy do not change a running deployment.
-            assert tree is not None  # loaded above for an unpinned deployment
-            revisions = active_revisions(tree.effective_policies(deployment.environment))
-            with transaction.atomic():
-                pin = Deployment.policy_revisions.through
-                pin.objects.bulk_create(
-                    (
-                        pin(deployment_id=deployment.pk, policyrevision_id=revision.pk)
-                        for revision in revisions
-                    ),
-                    ignore_conflicts=True,  # a redelivered task racing the first one pins the same
-                )
-                Deployment.objects.filter(pk=deployment.pk).update(policies_pinned=True)
+        revisions = pinned_revisions(deployment, tree)
         verdict = judge(deployment, request_type_for(deployment, resume), revisions)
     except DatabaseError:
         raise  # transient (a restarted database): the task is retried, never recorded as a verdict

@@ -21,12 +21,8 @@ from json.decoder import scanstring
 from typing import Any
 
 from policies_app.iac import syntax_nodes
-from policies_app.iac.expressions_parser import (
-    ConfigSyntaxError,
-    parse_expression,
-    parse_template,
-    parse_traversal,
-)
+from policies_app.iac.hcl_native import parse_expression, parse_template, parse_traversal
+from policies_app.iac.template_syntax import ConfigSyntaxError
 
 # --------------------------------------------------------------------------------------------------
 # Position-keeping JSON reader

@@ -22,13 +22,14 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from policies_app.iac import parse_cache, syntax_nodes
-from policies_app.iac.expressions_parser import (
-    ConfigSyntaxError,
+from policies_app.iac.hcl_native import (
+    get_parser,
     parse_expression,
+    parse_native,
     parse_template,
     parse_traversal,
 )
-from policies_app.iac.hcl_native import get_parser, parse_native
+from policies_app.iac.template_syntax import ConfigSyntaxError
 
 __all__ = [
     "ConfigSyntaxError",
