@@ -349,7 +349,7 @@ POLICY_REPLAY_CONCURRENCY = int(
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["editor_check"] = os.environ.get(
     "API_THROTTLE_EDITOR_CHECK", "240/minute"
 )
-# The scheduled sync also makes good a push webhook's sync whose wake-up was lost (sources.receive_push).
+# The scheduled sync also makes good a push webhook's sync whose wake-up was lost (policies/git/push_webhooks.py).
 CELERY_BEAT_SCHEDULE["sync-policy-repositories"] = {
     "task": "policies_app.tasks.sync_policy_repositories_task",
     "schedule": POLICY_SYNC_INTERVAL_SECONDS,
