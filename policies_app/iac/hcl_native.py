@@ -7,6 +7,10 @@ LALR parser once per process (Lark caches the analysed tables in a file, so late
 1-2 s grammar build), and let Lark call our callbacks while it parses (``transformer=`` on a LALR
 parser): no intermediate tree is built and no second walk is needed. Positions come from the tokens,
 so ``propagate_positions`` (which doubles the parse time) stays off.
+
+Why this module is long: one grammar, one converter. Lark calls a method of ``_Converter`` for each
+rule of the grammar while it parses (most of this module), and the parser's construction, its syntax
+error messages and the entry points share the converter's state and its lock.
 """
 
 from __future__ import annotations
