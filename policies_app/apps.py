@@ -5,3 +5,8 @@ class PoliciesAppConfig(AppConfig):
     name = "policies_app"
     verbose_name = "Approval policies"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Registers the Celery tasks in every process (web, worker, beat, management commands):
+        # wakeups.wake finds them by name, so no service has to import the tasks module.
+        from policies_app import tasks  # noqa: F401

@@ -1,7 +1,13 @@
-"""The one error every use case raises when it refuses, carrying its HTTP meaning.
+"""The errors a use case raises when it refuses: ``DomainError`` and one subclass per HTTP meaning
+(Invalid 400 with field-level messages, Forbidden 403, NotFound 404, Conflict 409, Busy 429, Unavailable
+503), each with a stable ``code`` for machines and a ``message`` for people.
 
-The API translates it in one exception handler (api/exceptions.py), the web UI in one helper
-(``_refused`` in web/deployment_views.py); no view maps errors itself.
+Use cases raise them and know nothing of HTTP beyond ``http_status``. The API turns them into responses
+in one exception handler (api/exceptions.py). Pages show the refusal where the action came from: most
+through ``act`` (web/common.py), which shows the form again with the message, the field errors and the
+refusal's status; the deployment and policy pages re-render themselves (``_refused`` in
+web/deployment_views.py and web/policy_views.py), and a few views tell it as a message after a redirect.
+Management commands turn it into a CommandError.
 """
 
 from __future__ import annotations
@@ -61,11 +67,6 @@ class Conflict(DomainError):
 
     http_status = 409
     default_code = "conflict"
-
-
-class TooLarge(DomainError):
-    http_status = 413
-    default_code = "too_large"
 
 
 class Busy(DomainError):

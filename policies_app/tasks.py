@@ -1,17 +1,18 @@
-"""Celery tasks: thin wrappers that take ids and call one service function."""
+"""Celery tasks: thin wrappers that take ids and call one service function.
+
+Nothing in policies_app imports this module but apps.py (which registers the tasks): services wake a
+worker by a task's name through wakeups.py."""
 
 from celery import shared_task
 from django.db import DatabaseError
 
-from policies_app.deployments.lifecycle import (
-    evaluate_deployment,
-    resend_lost_evaluations,
-    sweep_waiting_deployments,
-)
+from policies_app.accounts import users
+from policies_app.deployments.lifecycle import evaluate_deployment
+from policies_app.deployments.sweeps import resend_lost_evaluations, sweep_waiting_deployments
 from policies_app.models import ApprovalPolicy
 from policies_app.notifications import approval_emails, webhooks
 from policies_app.policies.git.sources import sync_all_repository_policies, sync_policy
-from policies_app.policies.replay import run_replay
+from policies_app.policies.replay import resend_lost_replays, run_replay
 
 
 @shared_task(acks_late=True, autoretry_for=(DatabaseError,), retry_backoff=True, max_retries=8)
@@ -43,6 +44,11 @@ def replay_task(replay_id: int) -> None:
 
 
 @shared_task
+def resend_lost_replays_task() -> list[int]:
+    return resend_lost_replays()
+
+
+@shared_task
 def sweep_waiting_deployments_task() -> dict[str, list[int]]:
     return sweep_waiting_deployments()
 
@@ -66,7 +72,13 @@ def resend_lost_notifications_task() -> dict[str, int]:
     return {
         "emails": approval_emails.send_approval_emails(),
         "webhooks": len(webhooks.resend_due_deliveries()),
+        "invitations": users.send_invitations(),
     }
+
+
+@shared_task(acks_late=True)
+def send_invitations_task(user_id: int) -> int:
+    return users.send_invitations(user_id)
 
 
 @shared_task

@@ -349,9 +349,15 @@ POLICY_REPLAY_CONCURRENCY = int(
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["editor_check"] = os.environ.get(
     "API_THROTTLE_EDITOR_CHECK", "240/minute"
 )
+# The scheduled sync also makes good a push webhook's sync whose wake-up was lost (policies/git/push_webhooks.py).
 CELERY_BEAT_SCHEDULE["sync-policy-repositories"] = {
     "task": "policies_app.tasks.sync_policy_repositories_task",
     "schedule": POLICY_SYNC_INTERVAL_SECONDS,
+}
+# A replay still queued EVALUATION_RESEND_AFTER_SECONDS after its task was sent is sent again.
+CELERY_BEAT_SCHEDULE["resend-lost-replays"] = {
+    "task": "policies_app.tasks.resend_lost_replays_task",
+    "schedule": EVALUATION_SWEEP_INTERVAL_SECONDS,
 }
 
 # The IaC engine's caches: parsed files by content hash, template checkouts by commit.

@@ -1,11 +1,18 @@
 """Use cases of user accounts, for organisation admins: create or invite a user, deactivate or
 reactivate one, give or take an organisation role. A user invited without a password gets an email with
-a link to choose one."""
+a link to choose one.
+
+The invitation owed is a row (``InvitationEmail``) written with the account; sending it is a task woken
+after commit, and the periodic notification sweep sends whatever a lost task or a mail server that was
+down left behind: an invited user never waits for an email that nobody will send."""
 
 from __future__ import annotations
 
+import logging
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.auth.tokens import default_token_generator
@@ -15,16 +22,20 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.forms import ValidationError
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from policies_app import access, audit
+from policies_app import access, audit, wakeups
 from policies_app.access import Grants
 from policies_app.choices import OrganisationRole
 from policies_app.errors import Forbidden, Invalid, NotFound
-from policies_app.models import OrganisationMembership
+from policies_app.models import InvitationEmail, OrganisationMembership
 
+logger = logging.getLogger(__name__)
 User = get_user_model()
+# An invitation still unsent this long after it was written lost its task: the sweep sends it.
+INVITATION_RESEND_AFTER = timedelta(minutes=1)
 WHO_MAY = "Only organisation admins may manage users."
 
 
@@ -90,13 +101,34 @@ def create_user(
         audit.record(actor, "user.created", account, after=_snapshot(account))
         invited = not password
         if invited:
-            transaction.on_commit(lambda: send_invitation(account))
+            InvitationEmail.objects.create(user=account)
+            wakeups.wake("policies_app.tasks.send_invitations_task", account.pk)
     return account, invited
 
 
-def send_invitation(account: Any) -> None:
-    from django.conf import settings
+def send_invitations(user_id: int | None = None) -> int:
+    """Send the invitations owed (one user's, or every one left behind); returns how many were sent."""
+    rows = InvitationEmail.objects.filter(sent_at__isnull=True).select_related("user")
+    if user_id is not None:
+        rows = rows.filter(user_id=user_id)
+    else:
+        rows = rows.filter(created_at__lt=timezone.now() - INVITATION_RESEND_AFTER)
+    sent = 0
+    for row in rows[:500]:
+        # Claimed first, so two senders (the task and the sweep) never both send it.
+        if not InvitationEmail.objects.filter(pk=row.pk, sent_at__isnull=True).update(sent_at=timezone.now()):
+            continue
+        try:
+            _send_invitation(row.user)
+        except Exception:  # noqa: BLE001 - the mail server may be down: unclaim, the sweep retries
+            logger.exception("could not send the invitation of user %s", row.user.get_username())
+            InvitationEmail.objects.filter(pk=row.pk).update(sent_at=None)
+            continue
+        sent += 1
+    return sent
 
+
+def _send_invitation(account: Any) -> None:
     link = settings.PLATFORM_URL + reverse(
         "password_reset_confirm",
         kwargs={

@@ -7,11 +7,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import transaction
+
 from policies_app import rego
 from policies_app.choices import ApprovalDecision, Decision, RequestType
 from policies_app.deployments.policy_input import build_policy_input
 from policies_app.models import ApprovalPolicy, Deployment, Environment, PolicyRevision
 from policies_app.policies.authoring import apply_enforcement, enforcement_of, engine_settings, policy_source
+from policies_app.projects.tree import ProjectTree
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +47,28 @@ def active_revisions(policies: list[ApprovalPolicy]) -> list[PolicyRevision]:
         raise PolicyWithoutActiveRevision(
             f"policy {', '.join(missing)} applies but has no active revision (its tests have never passed)"
         )
+    return revisions
+
+
+def pinned_revisions(deployment: Deployment, tree: ProjectTree | None) -> list[PolicyRevision]:
+    """The revisions a deployment is judged by: those pinned at its first evaluation, else the ones in
+    force now, pinned so that later edits to a policy do not change a running deployment. ``tree``: its
+    project's tree, needed only while nothing is pinned."""
+    if deployment.policies_pinned:
+        return list(
+            deployment.policy_revisions.select_related("policy")
+            .prefetch_related("modules")
+            .order_by("policy__name")
+        )
+    assert tree is not None, "an unpinned deployment is judged by its project tree's policies"
+    revisions = active_revisions(tree.effective_policies(deployment.environment))
+    with transaction.atomic():
+        pin = Deployment.policy_revisions.through
+        pin.objects.bulk_create(
+            (pin(deployment_id=deployment.pk, policyrevision_id=revision.pk) for revision in revisions),
+            ignore_conflicts=True,  # a redelivered task racing the first one pins the same
+        )
+        Deployment.objects.filter(pk=deployment.pk).update(policies_pinned=True)
     return revisions
 
 

@@ -1,5 +1,5 @@
-"""A deployment's life, one transaction per use case: trigger, evaluate, complete, expire (approving,
-rejecting and cancelling are in approvals.py).
+"""A deployment's life, one transaction per use case: trigger, evaluate, complete (approving, rejecting
+and cancelling are in approvals.py; the periodic sweeps, expiry included, in sweeps.py).
 
 Status changes go through ``move_deployment``: a conditional UPDATE that only succeeds from an expected
 status, so two workers or two approvers racing each other can never release a deployment twice. What a
@@ -10,35 +10,34 @@ One environment, one line: a newer deployment supersedes the older ones still wa
 released deployment has not completed, a newer one stays queued behind it.
 
 Work the platform owes a deployment (an evaluation) is recorded in the deployment's own row
-(``evaluation_due_at``) in the transaction that makes it due; sending the task is only a wake-up call.
-When the broker is down or a worker dies, ``resend_lost_evaluations`` (run periodically) sends it again.
+(``evaluation_due_at``) in the transaction that makes it due; sending the task is only a wake-up call
+(wakeups.py). When the broker is down or a worker dies, ``sweeps.resend_lost_evaluations`` sends it again.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import DatabaseError, IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
-from policies_app import access
+from policies_app import access, wakeups
 from policies_app.choices import (
     ALLOWED_TRANSITIONS,
     FINAL_STATUSES,
     SUPERSEDABLE_STATUSES,
     UNFINISHED_RELEASE_STATUSES,
-    WAITING_STATUSES,
     Capability,
     Decision,
     DeploymentStatus,
     EventKind,
 )
-from policies_app.deployments.evaluation import Verdict, active_revisions, judge, request_type_for
+from policies_app.deployments.evaluation import Verdict, judge, pinned_revisions, request_type_for
 from policies_app.errors import Conflict, Invalid
 from policies_app.iac.plan_formats import PlanFormatError, check_plan
 from policies_app.models import Deployment, DeploymentEvent, Environment, Evaluation
@@ -108,7 +107,7 @@ def _after_status_change(
         approval_emails.request_approvals(deployment, tree)
     webhooks.queue_status_change(deployment, from_status, to_status, tree)
     if from_status in UNFINISHED_RELEASE_STATUSES and to_status in FINAL_STATUSES:
-        _start_held_deployments(deployment.environment_id)
+        start_held_deployments(deployment.environment_id)
 
 
 def pending_expiry_hours(tree: ProjectTree, project: Any) -> float:
@@ -119,7 +118,7 @@ def pending_expiry_hours(tree: ProjectTree, project: Any) -> float:
     return settings.DEPLOYMENT_PENDING_EXPIRY_HOURS
 
 
-def _start_held_deployments(environment_id: int) -> list[int]:
+def start_held_deployments(environment_id: int) -> list[int]:
     """Once no released deployment of the environment is unfinished, the one queued behind it is evaluated."""
     if Deployment.objects.filter(
         environment_id=environment_id, status__in=UNFINISHED_RELEASE_STATUSES
@@ -149,26 +148,15 @@ def record_event(
     )
 
 
-def _send_evaluation_task(deployment_id: int, resume: bool) -> None:
-    """Wake a worker after the transaction commits. A failure to send loses nothing: the deployment's
-    row says the evaluation is due, and the sweeper sends it again."""
-    from policies_app.tasks import evaluate_deployment_task
-
-    def send() -> None:
-        try:
-            evaluate_deployment_task.delay(deployment_id, resume)
-        except Exception:  # noqa: BLE001 - the broker may be down; the sweeper resends from the row
-            logger.exception(
-                "could not send the evaluation of deployment %s; the sweeper will resend it", deployment_id
-            )
-
-    transaction.on_commit(send)
+def wake_evaluation(deployment_id: int, resume: bool) -> None:
+    """Wake a worker for the evaluation the deployment's row says is due (after commit; wakeups.py)."""
+    wakeups.wake("policies_app.tasks.evaluate_deployment_task", deployment_id, resume)
 
 
 def make_evaluation_due(deployment_id: int, resume: bool) -> None:
     now = timezone.now()
     Deployment.objects.filter(pk=deployment_id).update(evaluation_due_at=now, evaluation_enqueued_at=now)
-    _send_evaluation_task(deployment_id, resume)
+    wake_evaluation(deployment_id, resume)
 
 
 def trigger_deployment(
@@ -232,7 +220,7 @@ def trigger_deployment(
             if release is not None:
                 record_event(deployment, EventKind.QUEUED_BEHIND, detail=queued_reason(release))
             else:
-                _send_evaluation_task(deployment.pk, resume=False)
+                wake_evaluation(deployment.pk, resume=False)
     except IntegrityError:
         if not idempotency_key:
             raise
@@ -371,57 +359,13 @@ def evaluate_deployment(deployment_id: int, resume: bool = False) -> None:
     ).update(evaluation_started_at=started_at):
         return  # already evaluated, or cancelled meanwhile
     try:
-        if deployment.policies_pinned:
-            revisions = list(
-                deployment.policy_revisions.select_related("policy")
-                .prefetch_related("modules")
-                .order_by("policy__name")
-            )
-        else:
-            # Pin the revisions in force now: later edits to a policy do not change a running deployment.
-            assert tree is not None  # loaded above for an unpinned deployment
-            revisions = active_revisions(tree.effective_policies(deployment.environment))
-            with transaction.atomic():
-                pin = Deployment.policy_revisions.through
-                pin.objects.bulk_create(
-                    (
-                        pin(deployment_id=deployment.pk, policyrevision_id=revision.pk)
-                        for revision in revisions
-                    ),
-                    ignore_conflicts=True,  # a redelivered task racing the first one pins the same
-                )
-                Deployment.objects.filter(pk=deployment.pk).update(policies_pinned=True)
+        revisions = pinned_revisions(deployment, tree)
         verdict = judge(deployment, request_type_for(deployment, resume), revisions)
     except DatabaseError:
         raise  # transient (a restarted database): the task is retried, never recorded as a verdict
     except Exception as problem:  # noqa: BLE001 - any other failure must fail closed, never release
         verdict = _failed_closed_verdict(deployment, resume, problem)
     _record_verdict(deployment, from_status, verdict, started_at, tree)
-
-
-def resend_lost_evaluations() -> list[int]:
-    """Send again the evaluations that are due but that no worker has: their message was never sent
-    (the broker was down), lost (a broker restart), or held by a worker that died. Returns their ids."""
-    now = timezone.now()
-    resend_before = now - timedelta(seconds=settings.EVALUATION_RESEND_AFTER_SECONDS)
-    lease_start = now - timedelta(seconds=settings.EVALUATION_LEASE_SECONDS)
-    lost = Deployment.objects.filter(
-        status__in=WAITING_STATUSES, evaluation_due_at__isnull=False, evaluation_enqueued_at__lt=resend_before
-    ).filter(
-        # Nobody is on it: never started, started before the work became due, or started so long ago
-        # that the worker must have died.
-        Q(evaluation_started_at__isnull=True)
-        | Q(evaluation_started_at__lt=F("evaluation_due_at"))
-        | Q(evaluation_started_at__lt=lease_start)
-    )
-    resent = []
-    for deployment_id, status in lost.values_list("pk", "status")[: settings.EVALUATION_RESEND_BATCH]:
-        Deployment.objects.filter(pk=deployment_id).update(evaluation_enqueued_at=now)
-        _send_evaluation_task(deployment_id, resume=status == DeploymentStatus.PENDING_APPROVAL)
-        resent.append(deployment_id)
-    if resent:
-        logger.warning("resent the evaluation of %d deployments: %s", len(resent), resent)
-    return resent
 
 
 def complete_deployment(
@@ -447,36 +391,3 @@ def complete_deployment(
             store_state(deployment.environment, state, user=user, deployment=deployment, force=True)
     deployment.refresh_from_db()
     return deployment
-
-
-def sweep_waiting_deployments(now: datetime | None = None) -> dict[str, list[int]]:
-    """Periodic: expire deployments nobody decided on in time, and start any deployment still held
-    behind a release that is done (a safety net: completing a release starts the next one itself)."""
-    now = now or timezone.now()
-    expired = []
-    due = Deployment.objects.filter(
-        status=DeploymentStatus.PENDING_APPROVAL, expires_at__lte=now
-    ).values_list("pk", "pending_since")
-    for deployment_id, pending_since in due[: settings.EVALUATION_RESEND_BATCH]:
-        if move_deployment(
-            deployment_id, DeploymentStatus.PENDING_APPROVAL, DeploymentStatus.EXPIRED, evaluation_due_at=None
-        ):
-            waited = now - pending_since if pending_since else timedelta(0)
-            record_event(
-                deployment_id,
-                EventKind.EXPIRED,
-                detail=f"Nobody approved or rejected it within {waited.total_seconds() / 3600:.1f} hours.",
-            )
-            expired.append(deployment_id)
-    started = []
-    held_environments = (
-        Deployment.objects.filter(status=DeploymentStatus.QUEUED, evaluation_due_at__isnull=True)
-        .values_list("environment_id", flat=True)
-        .distinct()
-    )
-    for environment_id in held_environments:
-        with transaction.atomic():
-            started += _start_held_deployments(environment_id)
-    if expired or started:
-        logger.info("expired deployments %s; started held deployments %s", expired, started)
-    return {"expired": expired, "started": started}

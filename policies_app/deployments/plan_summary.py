@@ -19,7 +19,6 @@ SENSITIVE = "(sensitive value)"
 ABSENT = ""
 # Actions in the order an approver must read them: what is lost first.
 ACTIONS = ("delete", "replace", "create", "update")
-ACTION_LABELS = {"delete": "delete", "replace": "replace", "create": "create", "update": "update"}
 MAX_ATTRIBUTES = 300
 MAX_VALUE_LENGTH = 500
 

@@ -3,18 +3,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from policies_app.iac import syntax_nodes
 from policies_app.iac.config_graph import Node
 from policies_app.iac.diagnostics import Reporter
+from policies_app.iac.evaluation_state import EvaluationState
 from policies_app.iac.expansion import ModuleKey, module_address
 from policies_app.iac.expressions import ResourceObject, Scope
 from policies_app.iac.module_tree import Module
 from policies_app.iac.values import UNKNOWN, unmark_deep
-
-if TYPE_CHECKING:
-    from policies_app.iac.configuration import ConfigurationEvaluator
 
 
 def check_conditions(
@@ -57,7 +55,7 @@ def lifecycle_body(block: syntax_nodes.Block) -> syntax_nodes.Body:
     return syntax_nodes.Body({}, conditions)
 
 
-def evaluate_check(evaluation: ConfigurationEvaluator, module: Module, node: Node, key: ModuleKey) -> Any:
+def evaluate_check(evaluation: EvaluationState, module: Module, node: Node, key: ModuleKey) -> Any:
     """A check block's assertions: a failure is a warning, as in Terraform. Its scoped data source
     is read only at apply time, so the assertions that use it are unknown and skipped."""
     block = module.checks[node[2]]

@@ -4,6 +4,11 @@ The evaluator knows nothing of blocks or graphs: names that are not bound locall
 ``module``, ``data``, resource types) are asked of a ``Resolver`` supplied by the configuration, so
 the same code serves locals, resource arguments, outputs and tfvars files. Errors are raised as
 ``EvalError`` carrying the position; callers turn them into diagnostics.
+
+Why this module is long: it is one evaluator over every node type of the expression syntax
+(``Evaluator``, one method per node type), with the rules every node shares (unknown and sensitive
+values, implicit conversions, errors with positions) beside it. Split by node type, each piece would
+need the evaluator and those rules back.
 """
 
 from __future__ import annotations

@@ -9,160 +9,16 @@ objects; some arguments are literal or static references instead of expressions 
 Without provider schemas we cannot know which JSON objects inside a resource are nested blocks, so
 they are attribute expressions, except the meta blocks (lifecycle, provisioner, connection, dynamic).
 
-Positions: json.loads forgets them, so a small scanner here records each value's offset (string
-scanning itself is json's C ``scanstring``) and offsets are turned into line/column with a bisect.
+Positions: json.loads forgets them, so the document is read with json_positions.py, which keeps each
+value's offset.
 """
 
 from __future__ import annotations
 
-import bisect
-import re
-from json.decoder import scanstring
-from typing import Any
-
 from policies_app.iac import syntax_nodes
-from policies_app.iac.expressions_parser import (
-    ConfigSyntaxError,
-    parse_expression,
-    parse_template,
-    parse_traversal,
-)
-
-# --------------------------------------------------------------------------------------------------
-# Position-keeping JSON reader
-# --------------------------------------------------------------------------------------------------
-
-
-class _J:
-    """A JSON value with where it starts. ``value`` is a python scalar, a list of _J (array) or a
-    list of (key, key_offset, _J) (object, duplicates and order kept)."""
-
-    __slots__ = ("kind", "value", "offset")
-
-    def __init__(self, kind: str, value: Any, offset: int) -> None:
-        self.kind = kind  # object | array | string | number | bool | null
-        self.value = value
-        self.offset = offset
-
-
-_WS = re.compile(r"[ \t\n\r]*")
-_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?")
-
-
-class _Reader:
-    def __init__(self, text: str, path: str) -> None:
-        self.text = text
-        self.path = path
-        self.newlines = [m.start() for m in re.finditer("\n", text)]
-
-    def line_col(self, offset: int) -> tuple[int, int]:
-        line = bisect.bisect_left(self.newlines, offset)
-        start = self.newlines[line - 1] + 1 if line else 0
-        return line + 1, offset - start + 1
-
-    def pos(self, offset: int) -> syntax_nodes.Pos:
-        line, column = self.line_col(offset)
-        return syntax_nodes.Pos(self.path, line, column)
-
-    def error(self, offset: int, message: str) -> ConfigSyntaxError:
-        line, column = self.line_col(offset)
-        return ConfigSyntaxError(self.path, line, column, message)
-
-    def skip(self, i: int) -> int:
-        return _WS.match(self.text, i).end()
-
-    def read_document(self) -> _J:
-        i = self.skip(0)
-        value, i = self.read_value(i)
-        i = self.skip(i)
-        if i != len(self.text):
-            raise self.error(i, "extra data after the JSON value")
-        return value
-
-    def read_value(self, i: int) -> tuple[_J, int]:
-        text = self.text
-        if i >= len(text):
-            raise self.error(i, "unexpected end of JSON input")
-        ch = text[i]
-        if ch == "{":
-            return self.read_object(i)
-        if ch == "[":
-            return self.read_array(i)
-        if ch == '"':
-            try:
-                s, end = scanstring(text, i + 1)
-            except ValueError as exc:
-                raise self.error(i, f"invalid JSON string: {exc.msg}") from None
-            return _J("string", s, i), end
-        if text.startswith("true", i):
-            return _J("bool", True, i), i + 4
-        if text.startswith("false", i):
-            return _J("bool", False, i), i + 5
-        if text.startswith("null", i):
-            return _J("null", None, i), i + 4
-        m = _NUMBER.match(text, i)
-        if m:
-            if m.group(1) or m.group(2):
-                number: int | float = float(m.group(0))
-                if number.is_integer() and abs(number) < 2**63:
-                    number = int(number)  # Terraform numbers: whole values are ints (values.py)
-            else:
-                number = int(m.group(0))
-            return _J("number", number, i), m.end()
-        raise self.error(i, f"unexpected character {ch!r} in JSON")
-
-    def read_object(self, start: int) -> tuple[_J, int]:
-        text = self.text
-        items: list[tuple[str, int, _J]] = []
-        i = self.skip(start + 1)
-        if text.startswith("}", i):
-            return _J("object", items, start), i + 1
-        while True:
-            if not text.startswith('"', i):
-                raise self.error(i, "expected a property name in double quotes")
-            try:
-                key, j = scanstring(text, i + 1)
-            except ValueError as exc:
-                raise self.error(i, f"invalid JSON string: {exc.msg}") from None
-            j = self.skip(j)
-            if not text.startswith(":", j):
-                raise self.error(j, "expected ':' after a property name")
-            value, j = self.read_value(self.skip(j + 1))
-            items.append((key, i, value))
-            j = self.skip(j)
-            if text.startswith(",", j):
-                i = self.skip(j + 1)
-                continue
-            if text.startswith("}", j):
-                return _J("object", items, start), j + 1
-            raise self.error(j, "expected ',' or '}' in object")
-
-    def read_array(self, start: int) -> tuple[_J, int]:
-        text = self.text
-        items: list[_J] = []
-        i = self.skip(start + 1)
-        if text.startswith("]", i):
-            return _J("array", items, start), i + 1
-        while True:
-            value, i = self.read_value(i)
-            items.append(value)
-            i = self.skip(i)
-            if text.startswith(",", i):
-                i = self.skip(i + 1)
-                continue
-            if text.startswith("]", i):
-                return _J("array", items, start), i + 1
-            raise self.error(i, "expected ',' or ']' in array")
-
-
-def _plain(j: _J) -> Any:
-    """The raw python value of a JSON value (for literal arguments)."""
-    if j.kind == "object":
-        return {k: _plain(v) for k, _o, v in j.value}
-    if j.kind == "array":
-        return [_plain(v) for v in j.value]
-    return j.value
-
+from policies_app.iac.hcl_native import parse_expression, parse_template, parse_traversal
+from policies_app.iac.json_positions import JsonNode, JsonReader, plain_value
+from policies_app.iac.template_syntax import ConfigSyntaxError
 
 # --------------------------------------------------------------------------------------------------
 # Block schemas: what each JSON property means in each block type
@@ -300,11 +156,11 @@ _ROOT: dict[str, _Schema] = {
 
 
 class _Converter:
-    def __init__(self, reader: _Reader) -> None:
+    def __init__(self, reader: JsonReader) -> None:
         self.r = reader
         self.path = reader.path
 
-    def file(self, root: _J) -> syntax_nodes.File:
+    def file(self, root: JsonNode) -> syntax_nodes.File:
         if root.kind != "object":
             raise self.r.error(root.offset, "the root of a JSON configuration file must be an object")
         blocks: list[syntax_nodes.Block] = []
@@ -320,7 +176,7 @@ class _Converter:
             blocks.extend(self.blocks(key, value, schema, key_offset))
         return syntax_nodes.File(self.path, syntax_nodes.Body({}, blocks))
 
-    def locals_blocks(self, value: _J, key_offset: int) -> list[syntax_nodes.Block]:
+    def locals_blocks(self, value: JsonNode, key_offset: int) -> list[syntax_nodes.Block]:
         out = []
         for obj in value.value if value.kind == "array" else [value]:
             if obj.kind != "object":
@@ -335,12 +191,12 @@ class _Converter:
         return out
 
     def blocks(
-        self, block_type: str, value: _J, schema: _Schema, key_offset: int
+        self, block_type: str, value: JsonNode, schema: _Schema, key_offset: int
     ) -> list[syntax_nodes.Block]:
         """One property naming a block type -> its blocks (label levels, arrays, then bodies)."""
         out: list[syntax_nodes.Block] = []
 
-        def expand(j: _J, labels: list[str], offset: int) -> None:
+        def expand(j: JsonNode, labels: list[str], offset: int) -> None:
             if j.kind == "array":
                 for item in j.value:
                     expand(item, labels, item.offset)
@@ -362,7 +218,7 @@ class _Converter:
         expand(value, [], key_offset)
         return out
 
-    def body(self, obj: _J, schema: _Schema) -> syntax_nodes.Body:
+    def body(self, obj: JsonNode, schema: _Schema) -> syntax_nodes.Body:
         attrs: dict[str, syntax_nodes.Attribute] = {}
         blocks: list[syntax_nodes.Block] = []
         for name, offset, value in obj.value:
@@ -386,12 +242,12 @@ class _Converter:
                 f'attribute "{name}" is already defined in this block (first at line {attrs[name].pos.line})',
             )
 
-    def argument(self, j: _J, mode: str) -> syntax_nodes.Expr:
+    def argument(self, j: JsonNode, mode: str) -> syntax_nodes.Expr:
         if mode == EXPR:
             return self.expr(j)
         pos = self.r.pos(j.offset)
         if mode == LITERAL:
-            return syntax_nodes.Literal(_plain(j), pos)
+            return syntax_nodes.Literal(plain_value(j), pos)
         if mode == TYPE:
             if j.kind != "string":
                 raise self.r.error(j.offset, "a variable type must be a string holding a type expression")
@@ -417,7 +273,7 @@ class _Converter:
             return syntax_nodes.ObjectExpr(items, pos)
         raise AssertionError(mode)  # pragma: no cover
 
-    def traversal(self, j: _J) -> syntax_nodes.Expr:
+    def traversal(self, j: JsonNode) -> syntax_nodes.Expr:
         if j.kind != "string":
             raise self.r.error(j.offset, "expected a string holding a reference")
         line, column = self.r.line_col(j.offset)
@@ -426,7 +282,7 @@ class _Converter:
             return parse_template(text, self.path, line, column + 1)
         return parse_traversal(text, self.path, line)
 
-    def expr(self, j: _J) -> syntax_nodes.Expr:
+    def expr(self, j: JsonNode) -> syntax_nodes.Expr:
         kind = j.kind
         if kind == "string":
             line, column = self.r.line_col(j.offset)
@@ -448,6 +304,6 @@ def parse_json(text: str, path: str) -> syntax_nodes.File:
     a structure the JSON syntax does not allow."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    reader = _Reader(text, path)
+    reader = JsonReader(text, path)
     root = reader.read_document()
     return _Converter(reader).file(root)

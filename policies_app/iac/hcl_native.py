@@ -1,4 +1,5 @@
-"""Native syntax files (``.tf``/``.tofu``) -> syntax_nodes.File, on top of python-hcl2's Lark grammar.
+"""Native syntax -> syntax trees, on top of python-hcl2's Lark grammar: files (``.tf``/``.tofu``), and
+expressions, string templates and references given as text (-var values, tfvars, JSON strings).
 
 python-hcl2's own pipeline (Lark tree with positions, then its rule objects, then a dict of expression
 TEXT) is slow and loses the structure we need. We reuse only its grammar and post-lexer, build our own
@@ -6,16 +7,21 @@ LALR parser once per process (Lark caches the analysed tables in a file, so late
 1-2 s grammar build), and let Lark call our callbacks while it parses (``transformer=`` on a LALR
 parser): no intermediate tree is built and no second walk is needed. Positions come from the tokens,
 so ``propagate_positions`` (which doubles the parse time) stays off.
+
+Why this module is long: one grammar, one converter. Lark calls a method of ``_Converter`` for each
+rule of the grammar while it parses (most of this module), and the parser's construction, its syntax
+error messages and the entry points share the converter's state and its lock.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import threading
 from typing import Any
 
 from policies_app.iac import syntax_nodes
-from policies_app.iac.expressions_parser import (
+from policies_app.iac.template_syntax import (
     ConfigSyntaxError,
     TemplateMarker,
     assemble_template,
@@ -319,7 +325,9 @@ class _Converter:
         body = text[first_nl + 1 :]
         body = body[: body.rstrip("\r\n").rfind("\n") + 1] if "\n" in body.rstrip("\r\n") else ""
         pos = self._pos(tok)
-        return parse_template_text(body, self.file, pos.line + 1, 1, flush=flush, pos=pos)
+        return parse_template_text(
+            body, self.file, pos.line + 1, 1, parse_expression=parse_expression, flush=flush, pos=pos
+        )
 
     # ---- operators ----
     def conditional(self, c):
@@ -641,3 +649,47 @@ def parse_native(text: str, path: str) -> syntax_nodes.File:
     if not isinstance(body, syntax_nodes.Body):  # pragma: no cover - the start rule always yields a body
         raise ConfigSyntaxError(path, 1, 1, "not a configuration file")
     return syntax_nodes.File(path, body)
+
+
+# --------------------------------------------------------------------------------------------------
+# Expressions, templates and references as text (-var values, tfvars, JSON strings)
+# --------------------------------------------------------------------------------------------------
+
+
+def parse_expression(
+    text: str, filename: str = "<expr>", line: int = 1, column: int = 1
+) -> syntax_nodes.Expr:
+    """Parse one native-syntax expression."""
+    stripped = text.strip()
+    if not stripped:
+        raise ConfigSyntaxError(filename, line, column, "expected an expression")
+    # The grammar ends a line with a newline token; the expression rule is happier without them
+    # at the edges. Leading whitespace must stay so that columns stay right.
+    lead = text[: len(text) - len(text.lstrip())]
+    if "\n" in lead:
+        line += lead.count("\n")
+        column = 1 + len(lead) - lead.rfind("\n") - 1
+        text = text.lstrip()
+    return run_parser(text.rstrip(), "expression", filename, line, column)
+
+
+def parse_template(
+    text: str, filename: str = "<template>", line: int = 1, column: int = 1
+) -> syntax_nodes.Expr:
+    """Parse a string template (templatefile() contents, JSON strings). Exactly one ``${...}`` and
+    nothing else yields the inner expression; plain text yields a Literal string."""
+    if "${" not in text and "%{" not in text:
+        return syntax_nodes.Literal(text, syntax_nodes.Pos(filename, line, column))
+    return parse_template_text(text, filename, line, column, parse_expression=parse_expression)
+
+
+_TRAVERSAL_RE = re.compile(r"[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*|\.\d+|\[\s*(?:\d+|\"[^\"]*\")\s*\])*\Z")
+
+
+def parse_traversal(text: str, filename: str, line: int) -> syntax_nodes.Expr:
+    """A static reference written as a JSON string: ``aws_instance.web``, ``module.m``,
+    ``aws_instance.web[0]``, ``var.x["k"]``."""
+    stripped = text.strip()
+    if not _TRAVERSAL_RE.match(stripped):
+        raise ConfigSyntaxError(filename, line, 1, f"{text!r} is not a valid reference")
+    return parse_expression(stripped, filename, line, 1)

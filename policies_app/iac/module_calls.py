@@ -3,22 +3,20 @@ and each output's value (with its preconditions and sensitivity)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from policies_app.iac import syntax_nodes
 from policies_app.iac.conditions import check_conditions
 from policies_app.iac.config_graph import Node
 from policies_app.iac.diagnostics import Reporter
+from policies_app.iac.evaluation_state import EvaluationState
 from policies_app.iac.expansion import UNKNOWN_INDEX, ModuleKey, expand
 from policies_app.iac.expressions import constant_scope
 from policies_app.iac.module_tree import Module
 from policies_app.iac.values import UNKNOWN, contains_sensitive, unmark_deep
 
-if TYPE_CHECKING:
-    from policies_app.iac.configuration import ConfigurationEvaluator
 
-
-def evaluate_call(evaluation: ConfigurationEvaluator, module: Module, node: Node, key: ModuleKey) -> Any:
+def evaluate_call(evaluation: EvaluationState, module: Module, node: Node, key: ModuleKey) -> Any:
     """Expands a module call for one instance of its module: the child module's instances."""
     name = node[2]
     block = module.calls[name]
@@ -40,7 +38,7 @@ def evaluate_call(evaluation: ConfigurationEvaluator, module: Module, node: Node
 
 
 def _call_children(
-    evaluation: ConfigurationEvaluator,
+    evaluation: EvaluationState,
     module: Module,
     key: ModuleKey,
     name: str,
@@ -53,7 +51,7 @@ def _call_children(
     return entry
 
 
-def module_object(evaluation: ConfigurationEvaluator, module: Module, key: ModuleKey, name: str) -> Any:
+def module_object(evaluation: EvaluationState, module: Module, key: ModuleKey, name: str) -> Any:
     """``module.NAME`` seen from an instance of ``module``: an object of outputs, or a list/map of
     them for a module with count/for_each; UNKNOWN when not resolved or not yet expandable."""
     child = module.children.get(name)
@@ -77,7 +75,7 @@ def module_object(evaluation: ConfigurationEvaluator, module: Module, key: Modul
 
 
 def module_output(
-    evaluation: ConfigurationEvaluator,
+    evaluation: EvaluationState,
     module: Module,
     key: ModuleKey,
     name: str,
@@ -115,7 +113,7 @@ def module_output(
     return NotImplemented
 
 
-def evaluate_output(evaluation: ConfigurationEvaluator, module: Module, node: Node, key: ModuleKey) -> Any:
+def evaluate_output(evaluation: EvaluationState, module: Module, node: Node, key: ModuleKey) -> Any:
     block = module.outputs[node[2]]
     reporter = evaluation.reporter
     scope = evaluation.scope(module, key)

@@ -78,7 +78,13 @@ def parser_version() -> bytes:
     if _version is None:
         digest = hashlib.sha256()
         here = os.path.dirname(os.path.abspath(__file__))
-        for name in ("expressions_parser.py", "hcl_native.py", "hcl_json.py", "parse_cache.py"):
+        for name in (
+            "template_syntax.py",
+            "hcl_native.py",
+            "hcl_json.py",
+            "json_positions.py",
+            "parse_cache.py",
+        ):
             try:
                 with open(os.path.join(here, name), "rb") as f:
                     digest.update(f.read())

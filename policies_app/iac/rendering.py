@@ -4,17 +4,15 @@ diagnostics (the shape is described in configuration.py)."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from policies_app.iac.evaluation_state import EvaluationState
 from policies_app.iac.expressions import Diagnostic
 from policies_app.iac.module_calls import declared_sensitive
 from policies_app.iac.values import UNKNOWN, contains_unknown, to_json_compatible, unknown_tree
 
-if TYPE_CHECKING:
-    from policies_app.iac.configuration import ConfigurationEvaluator
 
-
-def render_document(evaluation: ConfigurationEvaluator) -> dict:
+def render_document(evaluation: EvaluationState) -> dict:
     reporter = evaluation.reporter
     outputs = {}
     for name, block in evaluation.root.outputs.items():

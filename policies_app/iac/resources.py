@@ -3,12 +3,13 @@ conditions, and its entry in the plan (resource_views.py says what the plan show
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from policies_app.iac import syntax_nodes
 from policies_app.iac.conditions import check_conditions, lifecycle_body
 from policies_app.iac.config_graph import Node
 from policies_app.iac.diagnostics import Reporter
+from policies_app.iac.evaluation_state import EvaluationState
 from policies_app.iac.expansion import (
     UNKNOWN_INDEX,
     ModuleKey,
@@ -29,15 +30,12 @@ from policies_app.iac.values import (
     unmark,
 )
 
-if TYPE_CHECKING:
-    from policies_app.iac.configuration import ConfigurationEvaluator
-
 # Arguments of resource blocks that are instructions to Terraform, not attribute values.
 _META_ATTRIBUTES = frozenset({"count", "for_each", "depends_on", "provider"})
 _META_BLOCKS = frozenset({"lifecycle", "provisioner", "connection"})
 
 
-def evaluate_resource(evaluation: ConfigurationEvaluator, module: Module, node: Node, key: ModuleKey) -> Any:
+def evaluate_resource(evaluation: EvaluationState, module: Module, node: Node, key: ModuleKey) -> Any:
     """Every instance of a resource (or data source) in one module instance: its plan entries are
     recorded, and the value that references see is returned (an object, a list, a map, UNKNOWN)."""
     kind = node[1]

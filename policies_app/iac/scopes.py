@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from policies_app.iac import syntax_nodes
 from policies_app.iac.config_graph import Node
+from policies_app.iac.evaluation_state import EvaluationState
 from policies_app.iac.expansion import ModuleKey
 from policies_app.iac.expressions import EVALUATOR, EvalError, Scope, constant_scope
 from policies_app.iac.functions import FunctionContext
@@ -14,11 +15,8 @@ from policies_app.iac.module_calls import module_object, module_output
 from policies_app.iac.module_tree import Module
 from policies_app.iac.values import UNKNOWN
 
-if TYPE_CHECKING:
-    from policies_app.iac.configuration import ConfigurationEvaluator
 
-
-def instance_scope(evaluation: ConfigurationEvaluator, module: Module, key: ModuleKey) -> Scope:
+def instance_scope(evaluation: EvaluationState, module: Module, key: ModuleKey) -> Scope:
     names = {
         "path": {"module": module.relative_dir, "root": ".", "cwd": evaluation.cwd},
         "terraform": {"workspace": "default"},
@@ -31,7 +29,7 @@ def instance_scope(evaluation: ConfigurationEvaluator, module: Module, key: Modu
     )
 
 
-def function_context(evaluation: ConfigurationEvaluator, module: Module) -> FunctionContext:
+def function_context(evaluation: EvaluationState, module: Module) -> FunctionContext:
     context = FunctionContext(
         module_dir=module.directory,
         source_root=evaluation.source_root,
@@ -47,7 +45,7 @@ def function_context(evaluation: ConfigurationEvaluator, module: Module) -> Func
 
 
 def _render_template(
-    evaluation: ConfigurationEvaluator, text: str, filename: str, variables: dict, context: FunctionContext
+    evaluation: EvaluationState, text: str, filename: str, variables: dict, context: FunctionContext
 ) -> Any:
     from policies_app.iac.loader import parse_template
 
@@ -74,7 +72,7 @@ class InstanceResolver:
 
     __slots__ = ("_evaluation", "_module", "_key", "_path")
 
-    def __init__(self, evaluation: ConfigurationEvaluator, module: Module, key: ModuleKey) -> None:
+    def __init__(self, evaluation: EvaluationState, module: Module, key: ModuleKey) -> None:
         self._evaluation = evaluation
         self._module = module
         self._key = key

@@ -17,6 +17,9 @@ Git runs as a subprocess with prompts disabled and only the file, git, http(s) a
 allowed (no ``ext::`` commands). Submodules are not fetched. A checkout or archive holding a symlink
 that points outside itself is refused: the configuration loader would otherwise read files from the
 worker's disk.
+
+Why this module is long: one cache with one set of guarantees (atomic publication, per-key locks,
+no link escaping the checkout) shared by its two ways in, a git revision and an uploaded archive.
 """
 
 from __future__ import annotations

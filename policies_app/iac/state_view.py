@@ -46,6 +46,10 @@ Two inputs are accepted and give the same view:
   The one ambiguity: a real map attribute with exactly the keys ``type`` and ``value`` that happens to
   look like that is unwrapped too.
 - A legacy ``attributes_flat`` instance (states upgraded from 0.11) is passed through as its flat map.
+
+Why this module is long: about a tenth of it is the list of decisions above, and the rest applies
+them: the two input formats read into one document and the view built from it must make the same
+decisions, which is why they stay together.
 """
 
 from __future__ import annotations

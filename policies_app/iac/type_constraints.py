@@ -9,6 +9,10 @@ The rules follow cty, the type system underneath Terraform: a string converts to
 decimal representation of one and to a bool only when it is exactly ``true`` or ``false``; numbers and bools
 always convert to strings; lists, sets and tuples convert between each other element by element; maps and
 objects likewise; ``null`` converts to every type and stays ``null``; an unknown value stays unknown.
+
+Why this module is long: it is one type system. The constraint classes, the parser of type
+expressions, and conversion, equality and unification all dispatch on the same classes and follow one
+set of cty rules; split apart, each part would import all the others.
 """
 
 from __future__ import annotations

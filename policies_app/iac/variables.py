@@ -16,18 +16,16 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from policies_app.iac import syntax_nodes, type_constraints
 from policies_app.iac.config_graph import Node
+from policies_app.iac.evaluation_state import EvaluationState
 from policies_app.iac.expansion import ModuleKey, module_address
 from policies_app.iac.expressions import Diagnostic, EvalError, constant_scope, evaluate
 from policies_app.iac.module_calls import declared_sensitive
 from policies_app.iac.module_tree import Module
 from policies_app.iac.values import UNKNOWN, mark, unmark, unmark_deep
-
-if TYPE_CHECKING:
-    from policies_app.iac.configuration import ConfigurationEvaluator
 
 
 @dataclass
@@ -235,7 +233,7 @@ class VariableEvaluator:
 
     def __init__(
         self,
-        evaluation: ConfigurationEvaluator,
+        evaluation: EvaluationState,
         root_values: dict[str, VariableValue],
         parse_expression: Callable[[str, str], syntax_nodes.Expr] | None,
     ) -> None:

@@ -1,7 +1,7 @@
 from policies_app.models.audit import AuditEntry
 from policies_app.models.deployments import Approval, Deployment, DeploymentEvent, Evaluation
 from policies_app.models.environments import Environment, EnvironmentState
-from policies_app.models.notifications import ApprovalRequestEmail, NotificationPreference
+from policies_app.models.notifications import ApprovalRequestEmail, InvitationEmail, NotificationPreference
 from policies_app.models.policies import ApprovalPolicy, PolicyModule, PolicyRevision
 from policies_app.models.policy_replays import PolicyReplay
 from policies_app.models.policy_repositories import PolicyRepository
@@ -19,6 +19,7 @@ from policies_app.models.webhooks import Webhook, WebhookDelivery
 __all__ = [
     "ApiToken",
     "ApprovalRequestEmail",
+    "InvitationEmail",
     "NotificationPreference",
     "Webhook",
     "WebhookDelivery",

@@ -36,3 +36,18 @@ class ApprovalRequestEmail(models.Model):
 
     def __str__(self) -> str:
         return f"deployment #{self.deployment_id} to {self.user}"
+
+
+class InvitationEmail(models.Model):
+    """The outbox of invitations (an account made without a password): written with the account, sent
+    after commit, and sent again by the periodic sweep if that send was lost or the mail server was down."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"invitation of {self.user}"

@@ -1,5 +1,6 @@
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from policies_app.choices import ReplayStatus
 
@@ -22,6 +23,8 @@ class PolicyReplay(models.Model):
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # When a worker was last woken for it: a replay still queued long after is resent (replay.py).
+    enqueued_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

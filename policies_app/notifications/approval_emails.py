@@ -19,7 +19,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from policies_app import access, audit
+from policies_app import access, audit, wakeups
 from policies_app.choices import Capability, DeploymentStatus, EmailMode
 from policies_app.deployments.plan_summary import summarise_plan
 from policies_app.errors import Invalid
@@ -83,17 +83,7 @@ def request_approvals(deployment: Deployment, tree: ProjectTree) -> None:
     ]
     created = ApprovalRequestEmail.objects.bulk_create(rows, ignore_conflicts=True)
     if any(not row.digest for row in created):
-        deployment_id = deployment.pk
-
-        def wake() -> None:
-            from policies_app.tasks import send_approval_emails_task
-
-            try:
-                send_approval_emails_task.delay(deployment_id)
-            except Exception:  # noqa: BLE001 - the broker may be down; the sweep sends the rows
-                logger.exception("could not send the approval emails of deployment %s now", deployment_id)
-
-        transaction.on_commit(wake)
+        wakeups.wake("policies_app.tasks.send_approval_emails_task", deployment.pk)
 
 
 @dataclass(frozen=True)

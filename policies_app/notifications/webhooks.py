@@ -27,7 +27,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from policies_app import access, audit
+from policies_app import access, audit, wakeups
 from policies_app.access import Grants
 from policies_app.choices import Capability, DeliveryStatus, DeploymentStatus, WebhookFormat
 from policies_app.errors import Invalid
@@ -239,18 +239,9 @@ def queue_status_change(
                 "pk", flat=True
             )
         )
-    transaction.on_commit(lambda: _wake_senders(ids))
+    for delivery_id in ids:
+        wakeups.wake("policies_app.tasks.deliver_webhook_task", delivery_id)
     return ids
-
-
-def _wake_senders(delivery_ids: list[int]) -> None:
-    from policies_app.tasks import deliver_webhook_task
-
-    for delivery_id in delivery_ids:
-        try:
-            deliver_webhook_task.delay(delivery_id)
-        except Exception:  # noqa: BLE001 - the broker may be down; the sweep sends it
-            logger.exception("could not send webhook delivery %s now; the sweep will", delivery_id)
 
 
 def attempt_delivery(delivery_id: int) -> float | None:

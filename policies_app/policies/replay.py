@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from functools import reduce
 from operator import or_
 from typing import Any
@@ -22,7 +23,7 @@ from django.db import transaction
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
-from policies_app import access, rego
+from policies_app import access, rego, wakeups
 from policies_app.choices import ReplayStatus
 from policies_app.errors import Forbidden, Invalid
 from policies_app.models import (
@@ -131,12 +132,27 @@ def start_replay(
         revision = policy.revisions.filter(number=revision_number).first()
         if revision is None:
             raise Invalid({"revision": [f"{policy.name} has no revision {revision_number}."]})
-    from policies_app.tasks import replay_task
-
     with transaction.atomic():
         replay = PolicyReplay.objects.create(revision=revision, requested_by=_user(user), limit=limit)
-        transaction.on_commit(lambda: replay_task.delay(replay.pk))
+        wakeups.wake("policies_app.tasks.replay_task", replay.pk)
     return replay
+
+
+def resend_lost_replays() -> list[int]:
+    """Periodic: wake a worker again for the replays still queued long after their task was sent (the
+    broker was down, or lost the message). Returns their ids."""
+    now = timezone.now()
+    resend_before = now - timedelta(seconds=settings.EVALUATION_RESEND_AFTER_SECONDS)
+    lost = PolicyReplay.objects.filter(status=ReplayStatus.QUEUED, enqueued_at__lt=resend_before)
+    resent = list(lost.order_by("pk").values_list("pk", flat=True)[: settings.EVALUATION_RESEND_BATCH])
+    for replay_id in resent:
+        # Sent twice (the first message was only late), it still runs once: run_replay starts it
+        # with a conditional update.
+        PolicyReplay.objects.filter(pk=replay_id).update(enqueued_at=now)
+        wakeups.wake("policies_app.tasks.replay_task", replay_id)
+    if resent:
+        logger.warning("resent %d replays: %s", len(resent), resent)
+    return resent
 
 
 def _user(user: AbstractBaseUser | None) -> AbstractBaseUser | None:

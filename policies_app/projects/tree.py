@@ -57,11 +57,6 @@ class ProjectTree:
                 attachments[attachment.project_id].append(attachment)
         return cls(rows, attachments)
 
-    @classmethod
-    def whole(cls) -> ProjectTree:
-        """Every project (for pages that draw the whole tree)."""
-        return cls.around(Project.objects.all())
-
     def chain(self, project: Project | int) -> list[Project]:
         """The project itself, then its parent, ..., then the root."""
         node = self.projects[project if isinstance(project, int) else project.pk]
@@ -141,8 +136,3 @@ def tree_for(project: Project, *, with_policies: bool = True) -> ProjectTree:
 
 def effective_policies(environment: Environment) -> list[ApprovalPolicy]:
     return tree_for(environment.project).effective_policies(environment)
-
-
-def descendants(project: Project):
-    """The project's sub-projects at every depth (a queryset; one query when read)."""
-    return Project.objects.filter(lineage__startswith=project.path)

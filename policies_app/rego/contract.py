@@ -107,9 +107,6 @@ class PolicyCompileError(Exception):
         where = _location(self.file, self.line, self.column)
         return f"{where}: {self.message}" if where else self.message
 
-    def as_policy_error(self) -> PolicyError:
-        return PolicyError(self.policy, self.file, self.line, self.column, self.message)
-
 
 class EngineUnavailableError(RuntimeError):
     """The supervised engine worker could not be started; nothing was decided about the policy."""

@@ -1,6 +1,7 @@
-"""Pages of the project tree, of a project (its settings, members, policies, environments and
-webhooks) and of environments. Anyone who may see a project reads its page; the forms are shown to
-those who may use them, and every change is one use case, which checks again."""
+"""Pages of the project tree and of a project (its settings, members, policies, environments and
+webhooks; an environment's own pages are in environment_views.py). Anyone who may see a project reads its
+page; the forms are shown to those who may use them, and every change is one use case, which checks
+again."""
 
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,12 +21,9 @@ from policies_app.deployments.lifecycle import pending_expiry_hours
 from policies_app.errors import Invalid
 from policies_app.models import ApprovalPolicy, Environment, Project, ProjectMembership, Team
 from policies_app.notifications import webhooks
-from policies_app.projects import environments, projects
-from policies_app.projects.environments import masked
-from policies_app.projects.state_summary import summarise_state
-from policies_app.projects.tree import InheritedPolicy, ProjectTree, tree_for
+from policies_app.projects import projects
+from policies_app.projects.tree import InheritedPolicy, ProjectTree
 from policies_app.web.admin_forms import (
-    EnvironmentForm,
     MemberForm,
     PolicyChoiceForm,
     ProjectForm,
@@ -33,7 +31,6 @@ from policies_app.web.admin_forms import (
 )
 from policies_app.web.common import act
 
-RECENT_DEPLOYMENTS = 20
 User = get_user_model()
 
 
@@ -336,136 +333,3 @@ PROJECT_ACTIONS = {
     "detach_policy": _detach_policy,
     "add_webhook": _add_webhook,
 }
-
-
-# --- environments ---------------------------------------------------------------------------------------
-
-
-@login_required
-@require_GET
-def environment_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    environment = get_object_or_404(
-        access.visible_environments(request.user).prefetch_related("template__approval_policies"), pk=pk
-    )
-    deployments = access.visible_deployments(request.user).filter(environment=environment)[
-        :RECENT_DEPLOYMENTS
-    ]
-    tree = tree_for(environment.project)
-    current_state = environment.states.select_related("uploaded_by").order_by("-created_at", "-id").first()
-    context = {
-        "environment": environment,
-        "environment_variables": masked(
-            environment.environment_variables, environment.sensitive_names("environment")
-        ),
-        "terraform_variables": masked(
-            environment.terraform_variables, environment.sensitive_names("terraform")
-        ),
-        "project_name": tree.full_name(environment.project),
-        "policies": tree.policy_sources(environment),
-        "deployments": deployments,
-        "current_state": current_state,
-        "state": summarise_state(current_state.document) if current_state else None,
-        "may_administer": access.can(request.user, Capability.ADMINISTER, environment.project),
-    }
-    return render(request, "web/environment_detail.html", context)
-
-
-def _template_choices(user: Any) -> list[tuple[int, str]]:
-    return [(t.pk, f"{t.name} ({t.get_type_display()})") for t in access.visible_templates(user)]
-
-
-def _environment_form_page(
-    request: HttpRequest, form: EnvironmentForm, project: Project, environment: Environment | None
-):
-    def page(error: str = "", errors: dict | None = None, status: int = 200) -> HttpResponse:
-        for name, problems in (errors or {}).items():
-            target = {"sensitive_variables": "sensitive_environment"}.get(name, name)
-            if target in form.fields:
-                form.add_error(target, problems)
-        context = {"form": form, "project": project, "environment": environment, "error": error}
-        return render(request, "web/environment_form.html", context, status=status)
-
-    return page
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def environment_create(request: HttpRequest, project_pk: int) -> HttpResponse:
-    project = get_object_or_404(access.visible_projects(request.user), pk=project_pk)
-    if not access.can(request.user, Capability.ADMINISTER, project):
-        raise Http404("Only admins of this project may do this.")
-    form = EnvironmentForm(request.POST or None, templates=_template_choices(request.user))
-    page = _environment_form_page(request, form, project, None)
-    if request.method == "GET":
-        return page()
-    if not form.is_valid():
-        return page(status=400)
-    data = form.cleaned_data
-    template = access.visible_templates(request.user).get(pk=data["template"])
-    return act(
-        request,
-        lambda: environments.create_environment(
-            request.user,
-            name=data["name"],
-            project=project,
-            template=template,
-            approve_plans_automatically=data["approve_plans_automatically"],
-            environment_variables=data["environment_variables"],
-            terraform_variables=data["terraform_variables"],
-            sensitive_variables=form.sensitive(),
-        ),
-        done=f"Environment {data['name']} is created.",
-        then=lambda environment: reverse("web:environment-detail", args=[environment.pk]),
-        page=page,
-    )
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def environment_edit(request: HttpRequest, pk: int) -> HttpResponse:
-    environment = get_object_or_404(access.visible_environments(request.user), pk=pk)
-    if not access.can(request.user, Capability.ADMINISTER, environment.project):
-        raise Http404("Only admins of this project may do this.")
-    initial = {
-        "name": environment.name,
-        "template": environment.template_id,
-        "approve_plans_automatically": environment.approve_plans_automatically,
-        "environment_variables": _json(
-            masked(environment.environment_variables, environment.sensitive_names("environment"))
-        ),
-        "terraform_variables": _json(
-            masked(environment.terraform_variables, environment.sensitive_names("terraform"))
-        ),
-        "sensitive_environment": ", ".join(sorted(environment.sensitive_names("environment"))),
-        "sensitive_terraform": ", ".join(sorted(environment.sensitive_names("terraform"))),
-    }
-    form = EnvironmentForm(request.POST or None, initial=initial, templates=_template_choices(request.user))
-    page = _environment_form_page(request, form, environment.project, environment)
-    if request.method == "GET":
-        return page()
-    if not form.is_valid():
-        return page(status=400)
-    data = form.cleaned_data
-    template = access.visible_templates(request.user).get(pk=data["template"])
-    return act(
-        request,
-        lambda: environments.update_environment(
-            request.user,
-            environment,
-            name=data["name"],
-            template=template,
-            approve_plans_automatically=data["approve_plans_automatically"],
-            environment_variables=data["environment_variables"],
-            terraform_variables=data["terraform_variables"],
-            sensitive_variables=form.sensitive(),
-        ),
-        done=f"Environment {data['name']} is saved.",
-        then=reverse("web:environment-detail", args=[environment.pk]),
-        page=page,
-    )
-
-
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, indent=2, sort_keys=True) if value else ""

@@ -8,7 +8,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from policies_app.deployments import approvals, lifecycle
+from policies_app.deployments import approvals, lifecycle, sweeps
 from policies_app.errors import Conflict, Forbidden, Invalid
 from policies_app.models import AuditEntry, Deployment
 from policies_app.projects import projects
@@ -70,7 +70,7 @@ def test_a_newer_deployment_waits_queued_behind_an_unfinished_release_and_says_w
     released.refresh_from_db()
     assert released.status == "approved", "a released deployment is never superseded"
     # Nothing resends an evaluation for it meanwhile.
-    assert newer.pk not in lifecycle.resend_lost_evaluations()
+    assert newer.pk not in sweeps.resend_lost_evaluations()
 
 
 @pytest.mark.parametrize("how", ["succeeded", "failed", "cancelled"])
@@ -94,7 +94,7 @@ def test_the_sweep_starts_a_held_deployment_whose_release_ended_without_starting
     newer = trigger(run, gated)
     # The release ends by a path that did not start the next (e.g. a status written by hand).
     Deployment.objects.filter(pk=released.pk).update(status="succeeded")
-    result = run(lifecycle.sweep_waiting_deployments)
+    result = run(sweeps.sweep_waiting_deployments)
     assert result["started"] == [newer.pk]
     newer.refresh_from_db()
     assert newer.status == "pending_approval"
@@ -113,8 +113,8 @@ def test_a_held_deployment_is_not_evaluated_by_a_stray_task(gated, run):
 def test_a_waiting_deployment_expires_after_the_default_time(gated, run):
     waiting = trigger(run, gated)
     assert waiting.expires_at == waiting.pending_since + timedelta(hours=5)
-    assert run(lifecycle.sweep_waiting_deployments, timezone.now() + timedelta(hours=4))["expired"] == []
-    swept = run(lifecycle.sweep_waiting_deployments, timezone.now() + timedelta(hours=6))
+    assert run(sweeps.sweep_waiting_deployments, timezone.now() + timedelta(hours=4))["expired"] == []
+    swept = run(sweeps.sweep_waiting_deployments, timezone.now() + timedelta(hours=6))
     assert swept["expired"] == [waiting.pk]
     waiting.refresh_from_db()
     assert waiting.status == "expired"

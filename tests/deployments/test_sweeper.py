@@ -7,7 +7,7 @@ from django.core.management import call_command
 from django.test import override_settings
 from django.utils import timezone
 
-from policies_app.deployments import approvals, lifecycle
+from policies_app.deployments import approvals, lifecycle, sweeps
 from policies_app.models import Deployment
 from tests.builders import make_policy
 
@@ -35,7 +35,7 @@ def test_a_queued_deployment_whose_task_was_lost_is_evaluated_by_the_sweeper(
 ):
     deployment = lost(world)
     with django_capture_on_commit_callbacks(execute=True):
-        assert lifecycle.resend_lost_evaluations() == [deployment.pk]
+        assert sweeps.resend_lost_evaluations() == [deployment.pk]
     deployment.refresh_from_db()
     assert deployment.status == "pending_approval"
     assert deployment.evaluation_due_at is None
@@ -45,13 +45,13 @@ def test_a_queued_deployment_whose_task_was_lost_is_evaluated_by_the_sweeper(
 def test_a_recently_sent_or_running_evaluation_is_left_alone(world):
     lost(world, minutes_ago=0)
     lost(world, status="evaluating", started=timezone.now())
-    assert lifecycle.resend_lost_evaluations() == []
+    assert sweeps.resend_lost_evaluations() == []
 
 
 @override_settings(EVALUATION_LEASE_SECONDS=60)
 def test_an_evaluation_held_past_its_lease_is_sent_again(world):
     stuck = lost(world, status="evaluating", minutes_ago=10, started=timezone.now() - timedelta(minutes=9))
-    assert lifecycle.resend_lost_evaluations() == [stuck.pk]
+    assert sweeps.resend_lost_evaluations() == [stuck.pk]
 
 
 def test_an_approval_whose_reevaluation_was_lost_releases_the_deployment_without_approving_again(

@@ -7,6 +7,8 @@ Needs PostgreSQL (DATABASE_URL) and redis-server; .ci/run provides both. The Pos
 TEST_POSTGRES_RESTART, the command that restarts the test's PostgreSQL (.ci/run sets it).
 """
 
+import hashlib
+import hmac
 import json
 import os
 import signal
@@ -20,8 +22,12 @@ import pytest
 from django.db import connection
 from rest_framework.authtoken.models import Token
 
-from policies_app.models import Deployment, Environment
+from policies_app.models import ApprovalPolicy, Deployment, Environment, PolicyReplay
+from policies_app.policies.git import sources
 from tests.builders import make_policy, make_user
+from tests.git_repos import GitRepo
+from tests.policies.test_replay import ACTIVE, DRAFT, recorded
+from tests.policies.test_sync import DATA, MAIN
 from tests.processes import RedisServer, celery_beat, celery_worker, gunicorn, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -132,6 +138,63 @@ def test_a_broker_outage_while_triggering_and_approving_loses_nothing(world, tmp
         assert api.server_errors == []
         # Nobody had to approve twice: the two approvals given during the outage released it.
         assert Deployment.objects.get(pk=first["id"]).approvals.count() == 2
+    redis.stop()
+
+
+def test_a_broker_outage_while_starting_a_replay_and_a_push_sync_answers_success_and_loses_neither(
+    world, tmp_path, repository_cache
+):
+    """Both are sent after their commit; with the broker down, the request still succeeds, and once it is
+    back the sweeps do the work: the queued replay is resent, the scheduled sync takes the pushed commit."""
+    cost = make_policy("cost", ACTIVE)
+    world.platform.approval_policies.add(cost)
+    recorded(cost, world.environment, world.bob, list(range(30)))
+    repo = GitRepo(tmp_path / "repo")
+    repo.commit({"main.rego": MAIN, "data.json": DATA})
+    repository = sources.save_repository(None, world.admin, name="r", url=repo.url, webhook_secret="s3cret")
+    synced = sources.create_synced_policy(
+        name="limits", repository=repository, revision="main", user=world.admin
+    )
+    redis = RedisServer(tmp_path)  # not started yet: the broker is down
+    sweeps = {**FAST_SWEEPS, "POLICY_SYNC_INTERVAL_SECONDS": "1"}
+    with gunicorn(tmp_path, CELERY_BROKER_URL=redis.url, **sweeps) as base:
+        api = Api(base)
+        status, started = api.call(
+            world.admin,
+            "POST",
+            f"/api/v1/policies/{cost.pk}/replay/",
+            {"modules": [{"filename": "main.rego", "source": DRAFT}], "limit": 30},
+        )
+        assert status == 201, started
+        pushed = repo.commit({"data.json": json.dumps({"limits": {"cost": 7}})})
+        body = json.dumps({"ref": "refs/heads/main", "after": pushed}).encode()
+        signature = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
+        push = urllib.request.Request(
+            f"{base}/api/v1/policies/{synced.pk}/sync/",
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json", "X-Hub-Signature-256": signature},
+        )
+        with urllib.request.urlopen(push, timeout=60) as response:
+            assert response.status == 202
+        assert api.server_errors == []
+        assert PolicyReplay.objects.get(pk=started["id"]).status == "queued"
+
+        redis.start()  # an empty broker: the wake-ups sent during the outage are gone
+        with celery_worker(tmp_path, redis.url, **sweeps), celery_beat(tmp_path, redis.url, **sweeps):
+            wait_until(
+                lambda: PolicyReplay.objects.get(pk=started["id"]).status == "done",
+                90,
+                interval=0.5,
+                what="the replay resent and run",
+            )
+            wait_until(
+                lambda: ApprovalPolicy.objects.get(pk=synced.pk).synced_commit == pushed,
+                90,
+                interval=0.5,
+                what="the pushed commit synced",
+            )
+    assert PolicyReplay.objects.get(pk=started["id"]).replayed == 30
     redis.stop()
 
 

@@ -6,6 +6,7 @@ import hmac
 import json
 
 import pytest
+from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from policies_app.policies.git import sources
@@ -163,3 +164,21 @@ def test_an_on_demand_sync_of_a_missing_branch_is_a_400_on_revision(followed, ap
         f"/api/v1/policies/{policy.pk}/sync/", {"revision": "nope"}, format="json"
     )
     assert response.status_code == 400 and list(response.json()) == ["revision"]
+
+
+def test_a_push_whose_sync_was_lost_is_synced_by_the_scheduled_sync(
+    followed, django_capture_on_commit_callbacks
+):
+    """No row records a push's sync: the scheduled sync of every repository policy makes it good."""
+    repo, policy = followed
+    commit = repo.commit({"data.json": json.dumps({"limits": {"cost": 9}})})
+    with django_capture_on_commit_callbacks(execute=False) as dropped:  # the wake-up never leaves
+        response = github(policy, push_body(after=commit))
+    assert response.status_code == 202 and len(dropped) == 1
+    policy.refresh_from_db()
+    assert policy.active_revision.number == 1
+
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("run_periodic", "--once")
+    policy.refresh_from_db()
+    assert (policy.active_revision.number, policy.active_revision.commit) == (2, commit)

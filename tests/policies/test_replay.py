@@ -2,8 +2,10 @@
 would change; then publishing it."""
 
 import json
+from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
 from django.utils import timezone
 
 from policies_app.models import Deployment, Environment, Evaluation, PolicyReplay, Project
@@ -206,3 +208,34 @@ def test_the_replay_page_lists_the_changed_deployments(
 def test_a_replay_is_refused_to_non_authors(world, api, history):
     response = api(world.alice).post(f"/api/v1/policies/{history.pk}/replay/", {"revision": 1}, format="json")
     assert response.status_code == 403
+
+
+def test_a_replay_whose_task_was_lost_is_sent_again_by_the_periodic_sweep_and_runs(
+    world, history, django_capture_on_commit_callbacks
+):
+    from policies_app.policies.authoring import revise_policy
+
+    draft = revise_policy(history, modules=[{"filename": "main.rego", "source": DRAFT}], draft=True)
+    with django_capture_on_commit_callbacks(execute=False) as dropped:  # the wake-up never leaves
+        started = replay.start_replay(history, user=world.admin, revision_number=draft.number, limit=30)
+    assert len(dropped) == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("run_periodic", "--once")
+    assert PolicyReplay.objects.get(pk=started.pk).status == "queued", "resent only once it is late"
+
+    PolicyReplay.objects.filter(pk=started.pk).update(enqueued_at=timezone.now() - timedelta(minutes=5))
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("run_periodic", "--once")
+    done = PolicyReplay.objects.get(pk=started.pk)
+    assert (done.status, done.replayed) == ("done", 30)
+    assert done.enqueued_at > timezone.now() - timedelta(minutes=1)
+
+
+def test_a_replay_started_or_finished_is_never_resent(world, history):
+    long_ago = timezone.now() - timedelta(minutes=5)
+    active = history.revisions.get(number=1)
+    for status in ("running", "done", "failed"):
+        PolicyReplay.objects.create(revision=active, limit=10, status=status, enqueued_at=long_ago)
+    lost = PolicyReplay.objects.create(revision=active, limit=10, enqueued_at=long_ago)
+    PolicyReplay.objects.create(revision=active, limit=10)  # sent just now
+    assert replay.resend_lost_replays() == [lost.pk]

@@ -28,7 +28,7 @@ from policies_app.choices import Enforcement
 from policies_app.errors import Invalid, NotFound
 from policies_app.models import PolicyReplay, PolicyRevision
 from policies_app.policies import authoring, catalog, policy_tests, replay
-from policies_app.policies.git import sources
+from policies_app.policies.git import push_webhooks, sources
 
 
 class PolicyViewSet(UpdateViewSet):
@@ -130,7 +130,7 @@ class PolicyViewSet(UpdateViewSet):
     @action(detail=True, methods=["post"], permission_classes=[AllowAny])
     def sync(self, request: Request, pk: str | None = None) -> Response:
         if not request.user.is_authenticated:
-            reply = sources.receive_push(pk, request.headers, request.body)
+            reply = push_webhooks.receive_push(pk, request.headers, request.body)
             return Response(reply.body, status=reply.status)
         policy = self.get_object()
         serializer = SyncRequestSerializer(data=request.data)

@@ -1,6 +1,10 @@
 """Collection functions: alltrue anytrue chunklist coalesce coalescelist compact concat contains distinct
 element flatten index keys length lookup matchkeys merge one range reverse setintersection setproduct
-setsubtract setunion slice sort sum transpose values zipmap."""
+setsubtract setunion slice sort sum transpose values zipmap.
+
+Why this module is long: one small function per Terraform collection function (30 of them, as
+Terraform's documentation groups them), each with Terraform's own edge cases.
+"""
 
 from __future__ import annotations
 

@@ -24,7 +24,6 @@ class Command(BaseCommand):
         parser.add_argument("--once", action="store_true", help="run every task once and stop")
 
     def handle(self, *args: Any, once: bool = False, **options: Any) -> None:
-        app.loader.import_default_modules()  # registers the tasks, as a Celery worker does when it starts
         schedule = {
             name: maybe_schedule(entry["schedule"]) for name, entry in settings.CELERY_BEAT_SCHEDULE.items()
         }

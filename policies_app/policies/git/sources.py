@@ -1,8 +1,8 @@
 """Policies whose source is a git repository: the repositories and their secrets, syncing a policy to
-a new revision, and push webhooks.
+a new revision (push webhooks, which wake a sync, are in push_webhooks.py).
 
 Syncing resolves the policy's revision (a branch, tag or commit) to a commit, reads the policy's
-folder at that commit (policy_folders.py) and, when what the policy says changed, records a revision
+folder at that commit (folders.py) and, when what the policy says changed, records a revision
 holding the commit; its tests run and it becomes active when they pass. A sync that fails (the
 repository cannot be reached, the revision is gone, policies.hcl is wrong, the engine refuses a module)
 is recorded on the policy and changes nothing else: the active revision stays in force.
@@ -10,15 +10,10 @@ is recorded on the policy and changes nothing else: the active revision stays in
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 import logging
 from collections import defaultdict
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -28,7 +23,7 @@ from django.utils import timezone
 
 from policies_app import access, audit
 from policies_app.choices import RegoVersion
-from policies_app.errors import Forbidden, Invalid
+from policies_app.errors import Invalid
 from policies_app.models import ApprovalPolicy, PolicyRepository, PolicyRevision
 from policies_app.policies.authoring import (
     PolicyContent,
@@ -352,71 +347,6 @@ def sync_all_repository_policies() -> list[SyncOutcome]:
         except Exception:  # noqa: BLE001 - one broken folder must not stop the others
             logger.exception("syncing %s failed", ", ".join(policy.name for policy in policies))
     return outcomes
-
-
-# ----------------------------------------------------------------------------------------- webhooks
-
-
-@dataclass(frozen=True)
-class WebhookReply:
-    status: int
-    body: dict[str, Any]
-
-
-def signature_matches(secret: str, headers: Mapping[str, str], body: bytes) -> bool:
-    """GitHub signs the body with the secret (X-Hub-Signature-256: sha256=<hex>); GitLab sends the
-    secret itself as a token (X-Gitlab-Token). Either must match; without a secret nothing does."""
-    if not secret:
-        return False
-    signature = headers.get("X-Hub-Signature-256", "")
-    if signature.startswith("sha256="):
-        expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-        return hmac.compare_digest(expected, signature[len("sha256=") :])
-    token = headers.get("X-Gitlab-Token", "")
-    return bool(token) and hmac.compare_digest(secret.encode(), token.encode())
-
-
-def receive_push(policy_id: Any, headers: Mapping[str, str], body: bytes) -> WebhookReply:
-    """A push webhook for a policy's repository: checked, then a sync is queued (after commit)."""
-    policy = (
-        ApprovalPolicy.objects.filter(pk=policy_id, repository__isnull=False)
-        .select_related("repository")
-        .first()
-    )
-    # Unknown policy and wrong signature read the same: a webhook caller learns nothing it may not know.
-    if policy is None or not signature_matches(policy.repository.webhook_secret, headers, body):
-        raise Forbidden("The webhook's signature or token does not match the repository's secret.")
-    event = headers.get("X-GitHub-Event") or headers.get("X-Gitlab-Event") or "push"
-    if event == "ping":
-        return WebhookReply(200, {"detail": "pong"})
-    ref = _pushed_ref(body)
-    tracked = policy.repository_revision
-    if (
-        ref
-        and ref.startswith("refs/heads/")
-        and tracked
-        and ref != f"refs/heads/{tracked}"
-        and "Tag" not in event
-    ):
-        return WebhookReply(
-            202, {"detail": f"ignored: {ref} is not the branch {tracked} that the policy follows"}
-        )
-    from policies_app.tasks import sync_policy_task
-
-    transaction.on_commit(lambda: sync_policy_task.delay(policy.pk))
-    return WebhookReply(202, {"detail": "sync queued", "policy": policy.pk})
-
-
-def _pushed_ref(body: bytes) -> str:
-    if body.startswith(b"payload="):  # GitHub's form-encoded deliveries
-        body = (parse_qs(body.decode("utf-8", "replace")).get("payload") or [""])[0].encode()
-    try:
-        document = json.loads(body or b"{}")
-    except ValueError:
-        return ""
-    return (
-        document.get("ref", "") if isinstance(document, dict) and isinstance(document.get("ref"), str) else ""
-    )
 
 
 def visible_repositories(user: AbstractBaseUser) -> QuerySet[PolicyRepository]:

@@ -1,21 +1,22 @@
-"""Expressions and string templates as text -> syntax tree.
+"""String templates as text -> syntax tree: the pieces of quoted strings, heredocs and JSON strings,
+strip markers (``~``) applied as HCL does, directives nested and a lone interpolation unwrapped
+(``assemble_template``), and the scanner of template text (``parse_template_text``: heredoc bodies, JSON
+strings, templatefile() contents), where plain text is a Literal.
 
-- ``parse_expression``: one native-syntax expression (``-var`` values, tfvars, JSON type strings);
-- ``parse_template``: a string template (templatefile() contents, JSON strings), where plain text is
-  a Literal and a template of exactly one ``${...}`` is the inner expression itself;
-- ``parse_traversal``: a static reference written as a string (JSON ``depends_on``, ``provider``...).
-
-Quoted native strings come out of the grammar (hcl_native) as flat parts; heredoc bodies and JSON
-strings go through the template scanner here. Both end in ``assemble_template``, which applies strip
-markers (``~``) as HCL does, nests the directives and unwraps a lone interpolation. The expressions
-inside templates are parsed by hcl_native's parser.
+The expressions inside a template are parsed by the native grammar (hcl_native.parse_expression), which
+itself reads heredocs with this scanner: the scanner is given the expression parser as an argument, so
+the two modules do not import each other.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from policies_app.iac import syntax_nodes
+
+# (text, file, line, column) -> the expression; given to the scanner by hcl_native.
+ExpressionParser = Callable[[str, str, int, int], syntax_nodes.Expr]
 
 
 class ConfigSyntaxError(ValueError):
@@ -179,25 +180,6 @@ def _nest(pieces: list, i: int, pos: syntax_nodes.Pos, closing: tuple | None):
     return parts, i
 
 
-def parse_expression(
-    text: str, filename: str = "<expr>", line: int = 1, column: int = 1
-) -> syntax_nodes.Expr:
-    """Parse one native-syntax expression."""
-    stripped = text.strip()
-    if not stripped:
-        raise ConfigSyntaxError(filename, line, column, "expected an expression")
-    # The grammar ends a line with a newline token; the expression rule is happier without them
-    # at the edges. Leading whitespace must stay so that columns stay right.
-    lead = text[: len(text) - len(text.lstrip())]
-    if "\n" in lead:
-        line += lead.count("\n")
-        column = 1 + len(lead) - lead.rfind("\n") - 1
-        text = text.lstrip()
-    from policies_app.iac.hcl_native import run_parser  # the grammar lives with the file parser
-
-    return run_parser(text.rstrip(), "expression", filename, line, column)
-
-
 # --------------------------------------------------------------------------------------------------
 # Template scanner (heredoc bodies, JSON strings, templatefile())
 # --------------------------------------------------------------------------------------------------
@@ -254,10 +236,12 @@ def parse_template_text(
     line: int,
     column: int,
     *,
+    parse_expression: ExpressionParser,
     flush: bool = False,
     pos: syntax_nodes.Pos | None = None,
 ) -> syntax_nodes.Expr:
-    """Parse template ``text`` (no surrounding quotes, no escapes) that starts at (line, column)."""
+    """Parse template ``text`` (no surrounding quotes, no escapes) that starts at (line, column); the
+    expressions of its interpolations and directives with ``parse_expression``."""
     if pos is None:
         pos = syntax_nodes.Pos(filename, line, column)
     pieces: list = []
@@ -296,7 +280,9 @@ def parse_template_text(
             pieces.append(TemplateMarker("interp", strip_left, strip_right, expr=expr, pos=seq_pos))
         else:
             pieces.append(
-                _directive_marker(inner, filename, inner_line, inner_col, strip_left, strip_right, seq_pos)
+                _directive_marker(
+                    inner, filename, inner_line, inner_col, strip_left, strip_right, seq_pos, parse_expression
+                )
             )
         i = close + 1
     buf.append(text[i:n])
@@ -312,6 +298,7 @@ def _directive_marker(
     strip_left: bool,
     strip_right: bool,
     pos: syntax_nodes.Pos,
+    parse_expression: ExpressionParser,
 ) -> TemplateMarker:
     body = inner.strip()
     word = body.split(None, 1)[0] if body else ""
@@ -334,25 +321,3 @@ def _directive_marker(
                 "for", strip_left, strip_right, expr=expr, key_var=key_var, value_var=value_var, pos=pos
             )
     raise ConfigSyntaxError(pos.file, pos.line, pos.column, f"invalid template directive %{{{inner}}}")
-
-
-def parse_template(
-    text: str, filename: str = "<template>", line: int = 1, column: int = 1
-) -> syntax_nodes.Expr:
-    """Parse a string template (templatefile() contents, JSON strings). Exactly one ``${...}`` and
-    nothing else yields the inner expression; plain text yields a Literal string."""
-    if "${" not in text and "%{" not in text:
-        return syntax_nodes.Literal(text, syntax_nodes.Pos(filename, line, column))
-    return parse_template_text(text, filename, line, column)
-
-
-_TRAVERSAL_RE = re.compile(r"[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*|\.\d+|\[\s*(?:\d+|\"[^\"]*\")\s*\])*\Z")
-
-
-def parse_traversal(text: str, filename: str, line: int) -> syntax_nodes.Expr:
-    """A static reference written as a JSON string: ``aws_instance.web``, ``module.m``,
-    ``aws_instance.web[0]``, ``var.x["k"]``."""
-    stripped = text.strip()
-    if not _TRAVERSAL_RE.match(stripped):
-        raise ConfigSyntaxError(filename, line, 1, f"{text!r} is not a valid reference")
-    return parse_expression(stripped, filename, line, 1)

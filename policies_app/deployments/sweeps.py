@@ -1,0 +1,86 @@
+"""The platform's periodic sweeps of deployments (run by Celery beat, or ``manage.py run_periodic``):
+evaluations that are due but that no worker has are sent again, deployments nobody decided on in time
+expire, and a deployment still held behind a release that is done is started.
+
+Each sweep reads the due work from the deployments' rows (lifecycle.py records it there), so a lost
+message, a broker outage or a worker that died is made good by the platform itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from policies_app.choices import WAITING_STATUSES, DeploymentStatus, EventKind
+from policies_app.deployments.lifecycle import (
+    move_deployment,
+    record_event,
+    start_held_deployments,
+    wake_evaluation,
+)
+from policies_app.models import Deployment
+
+logger = logging.getLogger(__name__)
+
+
+def resend_lost_evaluations() -> list[int]:
+    """Send again the evaluations that are due but that no worker has: their message was never sent
+    (the broker was down), lost (a broker restart), or held by a worker that died. Returns their ids."""
+    now = timezone.now()
+    resend_before = now - timedelta(seconds=settings.EVALUATION_RESEND_AFTER_SECONDS)
+    lease_start = now - timedelta(seconds=settings.EVALUATION_LEASE_SECONDS)
+    lost = Deployment.objects.filter(
+        status__in=WAITING_STATUSES, evaluation_due_at__isnull=False, evaluation_enqueued_at__lt=resend_before
+    ).filter(
+        # Nobody is on it: never started, started before the work became due, or started so long ago
+        # that the worker must have died.
+        Q(evaluation_started_at__isnull=True)
+        | Q(evaluation_started_at__lt=F("evaluation_due_at"))
+        | Q(evaluation_started_at__lt=lease_start)
+    )
+    resent = []
+    for deployment_id, status in lost.values_list("pk", "status")[: settings.EVALUATION_RESEND_BATCH]:
+        Deployment.objects.filter(pk=deployment_id).update(evaluation_enqueued_at=now)
+        wake_evaluation(deployment_id, resume=status == DeploymentStatus.PENDING_APPROVAL)
+        resent.append(deployment_id)
+    if resent:
+        logger.warning("resent the evaluation of %d deployments: %s", len(resent), resent)
+    return resent
+
+
+def sweep_waiting_deployments(now: datetime | None = None) -> dict[str, list[int]]:
+    """Periodic: expire deployments nobody decided on in time, and start any deployment still held
+    behind a release that is done (a safety net: completing a release starts the next one itself)."""
+    now = now or timezone.now()
+    expired = []
+    due = Deployment.objects.filter(
+        status=DeploymentStatus.PENDING_APPROVAL, expires_at__lte=now
+    ).values_list("pk", "pending_since")
+    for deployment_id, pending_since in due[: settings.EVALUATION_RESEND_BATCH]:
+        if move_deployment(
+            deployment_id, DeploymentStatus.PENDING_APPROVAL, DeploymentStatus.EXPIRED, evaluation_due_at=None
+        ):
+            waited = now - pending_since if pending_since else timedelta(0)
+            record_event(
+                deployment_id,
+                EventKind.EXPIRED,
+                detail=f"Nobody approved or rejected it within {waited.total_seconds() / 3600:.1f} hours.",
+            )
+            expired.append(deployment_id)
+    started = []
+    held_environments = (
+        Deployment.objects.filter(status=DeploymentStatus.QUEUED, evaluation_due_at__isnull=True)
+        .values_list("environment_id", flat=True)
+        .distinct()
+    )
+    for environment_id in held_environments:
+        with transaction.atomic():
+            started += start_held_deployments(environment_id)
+    if expired or started:
+        logger.info("expired deployments %s; started held deployments %s", expired, started)
+    return {"expired": expired, "started": started}
