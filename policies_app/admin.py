@@ -13,6 +13,7 @@ from django.utils.html import format_html, format_html_join
 
 from policies_app.choices import RegoVersion
 from policies_app.errors import Invalid
+from policies_app.guards.masking import masked_input, masked_variables
 from policies_app.models import (
     Approval,
     ApprovalPolicy,
@@ -32,7 +33,6 @@ from policies_app.models import (
     Template,
 )
 from policies_app.policies.authoring import create_policy, revise_policy
-from policies_app.projects.environments import masked, masked_input
 from policies_app.projects.tree import tree_for
 
 DEFAULT_MODULE = "main.rego"
@@ -440,10 +440,8 @@ class DeploymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Variables")
     def variables_json(self, deployment: Deployment) -> str:
-        sensitive = deployment.environment.sensitive_variables
-        variables = deployment.variables or {}
         return json_block(
-            {kind: masked(values, sensitive.get(kind, [])) for kind, values in variables.items()}
+            masked_variables(deployment.variables or {}, deployment.environment.sensitive_variables)
         )
 
     @admin.display(description="Policy data")

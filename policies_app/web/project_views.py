@@ -18,10 +18,10 @@ from policies_app.access import Grants
 from policies_app.choices import Capability
 from policies_app.deployments.lifecycle import pending_expiry_hours
 from policies_app.errors import Invalid
+from policies_app.guards.masking import environment_variables_shown
 from policies_app.models import ApprovalPolicy, Environment, Project, ProjectMembership, Team
 from policies_app.notifications import webhooks
 from policies_app.projects import environments, projects
-from policies_app.projects.environments import masked
 from policies_app.projects.state_summary import summarise_state
 from policies_app.projects.tree import InheritedPolicy, ProjectTree, tree_for
 from policies_app.web.admin_forms import (
@@ -75,10 +75,7 @@ def project_tree(request: HttpRequest) -> HttpResponse:
     for node in nodes.values():
         parent = nodes.get(node.project.parent_id)
         (parent.children if parent is not None else roots).append(node)
-    held = Grants.of(request.user)
-    may_create = held.is_organisation_admin or any(
-        Capability.ADMINISTER in capabilities for capabilities in held.projects.values()
-    )
+    may_create = projects.may_create_projects(request.user)
     return render(request, "web/project_tree.html", {"roots": roots, "may_create": may_create})
 
 
@@ -101,11 +98,10 @@ def _administered(user: Any) -> list[Project]:
 @login_required
 @require_http_methods(["GET", "POST"])
 def project_create(request: HttpRequest) -> HttpResponse:
-    held = Grants.of(request.user)
-    administered = _administered(request.user)
-    if not administered and not held.is_organisation_admin:
+    if not projects.may_create_projects(request.user):
         raise Http404("Only project admins create projects.")
-    parents = _parent_choices(request.user, administered)
+    held = Grants.of(request.user)
+    parents = _parent_choices(request.user, _administered(request.user))
     initial_parent = request.GET.get("parent")
     form = ProjectForm(
         request.POST or None,
@@ -352,14 +348,11 @@ def environment_detail(request: HttpRequest, pk: int) -> HttpResponse:
     ]
     tree = tree_for(environment.project)
     current_state = environment.states.select_related("uploaded_by").order_by("-created_at", "-id").first()
+    shown = environment_variables_shown(environment)
     context = {
         "environment": environment,
-        "environment_variables": masked(
-            environment.environment_variables, environment.sensitive_names("environment")
-        ),
-        "terraform_variables": masked(
-            environment.terraform_variables, environment.sensitive_names("terraform")
-        ),
+        "environment_variables": shown["environment"],
+        "terraform_variables": shown["terraform"],
         "project_name": tree.full_name(environment.project),
         "policies": tree.policy_sources(environment),
         "deployments": deployments,
@@ -426,16 +419,13 @@ def environment_edit(request: HttpRequest, pk: int) -> HttpResponse:
     environment = get_object_or_404(access.visible_environments(request.user), pk=pk)
     if not access.can(request.user, Capability.ADMINISTER, environment.project):
         raise Http404("Only admins of this project may do this.")
+    shown = environment_variables_shown(environment)
     initial = {
         "name": environment.name,
         "template": environment.template_id,
         "approve_plans_automatically": environment.approve_plans_automatically,
-        "environment_variables": _json(
-            masked(environment.environment_variables, environment.sensitive_names("environment"))
-        ),
-        "terraform_variables": _json(
-            masked(environment.terraform_variables, environment.sensitive_names("terraform"))
-        ),
+        "environment_variables": _json(shown["environment"]),
+        "terraform_variables": _json(shown["terraform"]),
         "sensitive_environment": ", ".join(sorted(environment.sensitive_names("environment"))),
         "sensitive_terraform": ", ".join(sorted(environment.sensitive_names("terraform"))),
     }
