@@ -91,7 +91,10 @@ class Project(models.Model):
             old_path = None
             if self.pk is not None:
                 old_lineage = Project.objects.filter(pk=self.pk).values_list("lineage", flat=True).first()
-                old_path = None if old_lineage is None else f"{old_lineage}{self.pk}/"
+                if old_lineage is not None:
+                    # Where it is now, however stale this instance: a move is judged from there.
+                    self.lineage = old_lineage
+                    old_path = self.path
             self.lineage = self._lineage_under_parent()
             super().save(*args, **kwargs)
             if old_path is not None and old_path != self.path:
