@@ -115,6 +115,11 @@ class Grants:
     def is_organisation_admin(self) -> bool:
         return self.organisation_role == OrganisationRole.ADMIN
 
+    @property
+    def administers_some_project(self) -> bool:
+        """Holds the admin role on at least one project (given to them or to one of their teams)."""
+        return any(Capability.ADMINISTER in capabilities for capabilities in self.projects.values())
+
     def capabilities(self, project: Project) -> frozenset[str]:
         held = set(self.organisation)
         for pk in (project.pk, *project.ancestor_ids):
@@ -215,12 +220,6 @@ def require(user: AbstractBaseUser | Grants, capability: str, project: Project, 
         raise Forbidden(message or WHAT_IS_NEEDED[capability])
 
 
-def require_organisation_admin(user: AbstractBaseUser | Grants, message: str) -> None:
-    held = user if isinstance(user, Grants) else Grants.of(user)
-    if not held.is_organisation_admin:
-        raise Forbidden(message)
-
-
 def may_author_policies(user: AbstractBaseUser) -> bool:
     """Policies and templates are organisation-wide: organisation admins and holders of the Django model
     permission (given in the admin) write them."""
@@ -229,6 +228,10 @@ def may_author_policies(user: AbstractBaseUser) -> bool:
 
 def may_manage_templates(user: AbstractBaseUser) -> bool:
     return Grants.of(user).is_organisation_admin or user.has_perm("policies_app.change_template")
+
+
+def may_manage_teams(user: AbstractBaseUser) -> bool:
+    return Grants.of(user).is_organisation_admin or user.has_perm("policies_app.change_team")
 
 
 # --- what a user may see ------------------------------------------------------------------------------
@@ -269,7 +272,7 @@ def visible_policies(user: AbstractBaseUser) -> QuerySet[ApprovalPolicy]:
     ).distinct()
 
 
-def check_policies_visible(user: AbstractBaseUser, policies: Iterable[ApprovalPolicy]) -> None:
+def require_policies_visible(user: AbstractBaseUser, policies: Iterable[ApprovalPolicy]) -> None:
     """Attaching a policy shows it to everyone where it is attached: only a policy the user already sees
     may be attached; another one "does not exist" for them."""
     wanted = {policy.pk for policy in policies}
@@ -283,11 +286,7 @@ def visible_templates(user: AbstractBaseUser) -> QuerySet[Template]:
     """Templates of visible environments; every template for organisation roles, template managers and
     project admins (who choose a template when they create an environment)."""
     held = Grants.of(user)
-    if (
-        held.sees_everything
-        or may_manage_templates(user)
-        or any(Capability.ADMINISTER in capabilities for capabilities in held.projects.values())
-    ):
+    if held.sees_everything or may_manage_templates(user) or held.administers_some_project:
         return Template.objects.all()
     return Template.objects.filter(pk__in=visible_environments(user).values("template_id"))
 
@@ -297,7 +296,7 @@ def visible_teams(user: AbstractBaseUser) -> QuerySet[Team]:
     if not user.is_authenticated:
         return Team.objects.none()
     held = Grants.of(user)
-    if held.sees_everything or user.has_perm("policies_app.change_team"):
+    if held.sees_everything or may_manage_teams(user):
         return Team.objects.all()
     if not held.paths:
         return Team.objects.filter(members=user)

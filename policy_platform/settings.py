@@ -213,6 +213,7 @@ SPECTACULAR_SETTINGS = {
         "DecisionEnum": "policies_app.choices.Decision",
         "DeploymentTypeEnum": "policies_app.choices.DeploymentType",
         "TemplateTypeEnum": "policies_app.choices.TemplateType",
+        "PolicySourceKindEnum": [("inline", "inline"), ("repository", "repository")],
     },
 }
 

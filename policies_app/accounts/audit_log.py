@@ -46,7 +46,7 @@ def visible_entries(user: AbstractBaseUser) -> QuerySet[AuditEntry]:
 
 def may_read_audit_log(user: AbstractBaseUser) -> bool:
     held = Grants.of(user)
-    return held.sees_everything or any(Capability.ADMINISTER in c for c in held.projects.values())
+    return held.sees_everything or held.administers_some_project
 
 
 def filtered(entries: QuerySet[AuditEntry], filters: AuditFilters) -> QuerySet[AuditEntry]:

@@ -22,7 +22,7 @@ def save_team(
     **fields: Any,
 ) -> Team:
     """Create a team (``team`` None) or change one; members replace the current ones when given."""
-    if not (access.grants(user).is_organisation_admin or user.has_perm("policies_app.change_team")):
+    if not access.may_manage_teams(user):
         raise Forbidden("Only organisation admins and team managers may change teams.")
     name = fields.get("name", team.name if team else None)
     clash = Team.objects.filter(name=name)

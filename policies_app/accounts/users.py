@@ -39,6 +39,15 @@ INVITATION_RESEND_AFTER = timedelta(minutes=1)
 WHO_MAY = "Only organisation admins may manage users."
 
 
+def may_manage_users(user: AbstractBaseUser) -> bool:
+    return Grants.of(user).is_organisation_admin
+
+
+def require_user_manager(user: AbstractBaseUser) -> None:
+    if not may_manage_users(user):
+        raise Forbidden(WHO_MAY)
+
+
 def visible_users(user: AbstractBaseUser) -> QuerySet:
     """Everyone for organisation roles; nobody else lists accounts."""
     if not Grants.of(user).sees_everything:
@@ -68,7 +77,7 @@ def create_user(
 ) -> tuple[Any, bool]:
     """Create an account; without a password, invite the user by email to choose one. Returns the user
     and whether an invitation was sent."""
-    access.require_organisation_admin(actor, WHO_MAY)
+    require_user_manager(actor)
     errors: dict[str, list[str]] = {}
     if not username or not User.username_validator.regex.match(username) or len(username) > 150:
         errors["username"] = ["Letters, digits and @/./+/-/_ only, at most 150 characters."]
@@ -155,7 +164,7 @@ def change_user(
 ) -> Any:
     """Deactivate or reactivate an account, change its email, give or take its organisation role
     (``""`` takes it away). Nobody deactivates or demotes themselves, so the organisation keeps an admin."""
-    access.require_organisation_admin(actor, WHO_MAY)
+    require_user_manager(actor)
     demotes = organisation_role is not None and organisation_role != OrganisationRole.ADMIN
     if account.pk == actor.pk and (is_active is False or (demotes and not actor.is_superuser)):
         raise Forbidden("You may not deactivate or demote yourself.", code="self")

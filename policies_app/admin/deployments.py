@@ -6,8 +6,8 @@ import json
 from django.contrib import admin
 
 from policies_app.admin.display import ReadOnlyAdminMixin, json_block, pre
+from policies_app.guards.masking import masked_input, masked_variables
 from policies_app.models import Approval, Deployment, DeploymentEvent, Evaluation
-from policies_app.projects.environments import masked, masked_input
 
 
 class ApprovalInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -68,10 +68,8 @@ class DeploymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Variables")
     def variables_json(self, deployment: Deployment) -> str:
-        sensitive = deployment.environment.sensitive_variables
-        variables = deployment.variables or {}
         return json_block(
-            {kind: masked(values, sensitive.get(kind, [])) for kind, values in variables.items()}
+            masked_variables(deployment.variables or {}, deployment.environment.sensitive_variables)
         )
 
     @admin.display(description="Policy data")

@@ -111,19 +111,16 @@ class Actions:
     why_not_decide: str = ""
 
 
+# The refusals of refusal_to_decide that an approver of a pending deployment meets: shown, not hidden.
+_APPROVERS_REFUSALS = frozenset({"self_approval", "already_decided"})
+
+
 def available_actions(
     user: AbstractBaseUser, deployment: Deployment, tree: ProjectTree, acted: set[int]
 ) -> Actions:
     held = Grants.of(user)
-    project = deployment.environment.project
-    refusal = refusal_to_decide(user, held, deployment, project, tree, acted)
-    shown = (
-        refusal.message
-        if refusal is not None
-        and held.can(Capability.APPROVE, project)
-        and deployment.status == DeploymentStatus.PENDING_APPROVAL
-        else ""
-    )
+    refusal = refusal_to_decide(user, held, deployment, deployment.environment.project, tree, acted)
+    shown = refusal.message if refusal is not None and refusal.code in _APPROVERS_REFUSALS else ""
     return Actions(refusal is None, refusal_to_cancel(user, held, deployment) is None, shown)
 
 

@@ -9,11 +9,10 @@ from typing import Any
 
 from django.db import transaction
 
-from policies_app import rego
 from policies_app.choices import ApprovalDecision, Decision, RequestType
 from policies_app.deployments.policy_input import build_policy_input
 from policies_app.models import ApprovalPolicy, Deployment, Environment, PolicyRevision
-from policies_app.policies.authoring import apply_enforcement, enforcement_of, engine_settings, policy_source
+from policies_app.policies.engine import evaluator_for, revision_key
 from policies_app.projects.tree import ProjectTree
 
 logger = logging.getLogger(__name__)
@@ -115,9 +114,8 @@ def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevis
         verdict = _verdict_without_policies(deployment, request_type, input_json)
         verdict.template_commit = built.template_commit
         return verdict
-    revision_by_key = {f"{r.policy_id}@{r.number}": r for r in revisions}
-    result = rego.evaluate_policies([policy_source(r) for r in revisions], input_json, **engine_settings())
-    result = apply_enforcement(result, enforcement_of(revisions))
+    revision_by_key = {revision_key(r): r for r in revisions}
+    result = evaluator_for(revisions)(input_json)
     outcomes = []
     for outcome in result.outcomes:
         revision = revision_by_key.get(outcome.key)

@@ -174,7 +174,7 @@ def trigger_deployment(
     idempotency_key: str = "",
 ) -> tuple[Deployment, bool]:
     """Queue a deployment for evaluation. A repeated idempotency key returns the first deployment."""
-    check_may_trigger(environment, deployer)
+    require_may_trigger(environment, deployer)
     try:
         check_plan(environment.template.type, type, plan)
     except PlanFormatError as problem:
@@ -247,7 +247,7 @@ def _supersede_older(newer: Deployment, waiting: list[tuple[int, str]]) -> None:
             record_event(deployment_id, EventKind.SUPERSEDED, detail=f"superseded by deployment #{newer.pk}")
 
 
-def check_may_trigger(environment: Environment, user: AbstractBaseUser) -> None:
+def require_may_trigger(environment: Environment, user: AbstractBaseUser) -> None:
     access.require(
         user,
         Capability.DEPLOY,

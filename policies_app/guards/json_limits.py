@@ -47,7 +47,9 @@ def loads(text: str | bytes) -> Any:
         limit = settings.JSON_MAX_DEPTH
         raise JSONDocumentError(f"nested deeper than {limit} levels", _where_too_deep(text, limit)) from None
     # Valid JSON carries a NUL only escaped: without that escape in the text, no string needs looking at.
-    check(document, nul_possible=("\\u0000" in text) if isinstance(text, str) else (b"\\u0000" in text))
+    require_within_limits(
+        document, nul_possible=("\\u0000" in text) if isinstance(text, str) else (b"\\u0000" in text)
+    )
     return document
 
 
@@ -90,7 +92,7 @@ def _path(trail: Trail | None) -> str:
     return path
 
 
-def check(document: Any, *, nul_possible: bool = True) -> None:
+def require_within_limits(document: Any, *, nul_possible: bool = True) -> None:
     """Check the depth and the strings of a parsed document, without recursion. ``nul_possible=False``
     (the JSON text had no ``\\u0000``) skips looking at strings, which is most of the work."""
     limit = settings.JSON_MAX_DEPTH

@@ -1,13 +1,15 @@
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
-from django.db.models import Q, Value
-from django.db.models.functions import Concat, Substr
+from django.db.models import Max, Q, Value
+from django.db.models.functions import Concat, Length, Replace, Substr
 
 from policies_app.choices import OrganisationRole, Role
+from policies_app.errors import Invalid
 
 CYCLE_MESSAGE = "This parent would make a cycle in the project tree."
-MAX_DEPTH = 32
+MAX_DEPTH = 32  # levels, a root project being level 1
+DEPTH_MESSAGE = f"Projects may be nested at most {MAX_DEPTH} levels deep."
 
 
 class Project(models.Model):
@@ -66,21 +68,33 @@ class Project(models.Model):
         """Parent first, root last; read from the lineage, without a query."""
         return [int(part) for part in reversed(self.lineage.strip("/").split("/")) if part]
 
-    def makes_cycle_under(self, parent: "Project | None") -> bool:
-        if self.pk is None or parent is None:
-            return False
-        return parent.pk == self.pk or self.pk in parent.ancestor_ids
+    @property
+    def depth(self) -> int:
+        """1 for a root project, 2 for its children, and so on."""
+        return self.lineage.count("/")
+
+    def subtree_height(self) -> int:
+        """How many levels the project and its sub-projects span (1: it has none). One query."""
+        if self.pk is None:
+            return 1
+        slashes = Length("lineage") - Length(Replace("lineage", Value("/"), Value("")))
+        deepest = Project.objects.filter(lineage__startswith=self.path).aggregate(deepest=Max(slashes))
+        return 1 if deepest["deepest"] is None else deepest["deepest"] - self.depth + 1
 
     def clean(self) -> None:
-        if self.makes_cycle_under(self.parent):
-            raise ValidationError({"parent": CYCLE_MESSAGE})
+        refusal = refusal_to_place_under(self, self.parent)
+        if refusal is not None:
+            raise ValidationError(refusal.errors)
 
     def save(self, *args, **kwargs) -> None:
         with transaction.atomic():
             old_path = None
             if self.pk is not None:
                 old_lineage = Project.objects.filter(pk=self.pk).values_list("lineage", flat=True).first()
-                old_path = None if old_lineage is None else f"{old_lineage}{self.pk}/"
+                if old_lineage is not None:
+                    # Where it is now, however stale this instance: a move is judged from there.
+                    self.lineage = old_lineage
+                    old_path = self.path
             self.lineage = self._lineage_under_parent()
             super().save(*args, **kwargs)
             if old_path is not None and old_path != self.path:
@@ -96,12 +110,44 @@ class Project(models.Model):
         parent_lineage = (
             Project.objects.select_for_update().values_list("lineage", flat=True).get(pk=self.parent_id)
         )
-        lineage = f"{parent_lineage}{self.parent_id}/"
-        if self.pk is not None and f"/{self.pk}/" in lineage:
-            raise ValidationError({"parent": CYCLE_MESSAGE})
-        if lineage.count("/") - 1 >= MAX_DEPTH:
-            raise ValidationError({"parent": f"Projects may be nested at most {MAX_DEPTH} levels deep."})
-        return lineage
+        refusal = _refusal_to_nest(self, self.parent_id, parent_lineage)
+        if refusal is not None:
+            raise ValidationError(refusal.errors)
+        return f"{parent_lineage}{self.parent_id}/"
+
+
+def refusal_to_place_under(project: Project | None, parent: Project | None) -> Invalid | None:
+    """Why ``project`` (None: a new one), with its whole subtree, may not be placed under ``parent``
+    (None: it may). The one statement of the tree's shape rules: no cycle, and no project deeper than
+    MAX_DEPTH, the moved project's sub-projects included."""
+    if parent is None:
+        return None  # a root is level 1, and a subtree moved up only gets shallower
+    return _refusal_to_nest(project, parent.pk, parent.lineage)
+
+
+def _refusal_to_nest(project: Project | None, parent_id: int, parent_lineage: str) -> Invalid | None:
+    # The model's save calls this with the parent's lineage read under lock, the use cases through
+    # refusal_to_place_under with the parent as loaded.
+    lineage = f"{parent_lineage}{parent_id}/"
+    moving = project is not None and project.pk is not None
+    if moving and f"/{project.pk}/" in lineage:
+        return Invalid({"parent": [CYCLE_MESSAGE]})
+    depth = lineage.count("/")
+    if depth > MAX_DEPTH:
+        return Invalid({"parent": [DEPTH_MESSAGE]})
+    # A project that stays where it is keeps its sub-projects where they are: no query for them.
+    if moving and lineage != project.lineage:
+        deepest = depth + project.subtree_height() - 1
+        if deepest > MAX_DEPTH:
+            return Invalid(
+                {
+                    "parent": [
+                        f"{DEPTH_MESSAGE} Under this parent, a sub-project of {project.name} would be "
+                        f"{deepest} levels deep."
+                    ]
+                }
+            )
+    return None
 
 
 class ProjectPolicy(models.Model):

@@ -36,18 +36,13 @@ def attachment_choices(user: AbstractBaseUser, policy: ApprovalPolicy) -> Attach
     administered = list(administered)
     tree = ProjectTree.around([*attached_projects, *administered])
     choices = AttachmentChoices()
-
-    def may_detach(project: Project) -> bool:
-        # The rule of projects._detach: only admins of the project it was attached from.
-        authority = attachments[project.pk].authority_id
-        if held.is_organisation_admin:
-            return True
-        return authority is not None and held.can(
-            Capability.ADMINISTER, tree.projects.get(authority) or project
-        )
-
     choices.attached = [
-        (f"project:{p.pk}", f"project {tree.full_name(p)}", may_detach(p)) for p in attached_projects
+        (
+            f"project:{p.pk}",
+            f"project {tree.full_name(p)}",
+            projects.may_detach(held, attachments[p.pk], tree),
+        )
+        for p in attached_projects
     ]
     attached_templates = list(policy.templates.all())
     visible_templates = set(access.visible_templates(user).values_list("pk", flat=True))

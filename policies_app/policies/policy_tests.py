@@ -1,6 +1,6 @@
 """Running a policy's tests on demand (``manage.py policy_test``, ``POST /api/v1/policies/{id}/test/``):
 the tests of one of its revisions, each test's result and the line coverage of its modules. Tests also
-run, and are recorded, whenever a revision is saved or synced (policies.store_revision)."""
+run, and are recorded, whenever a revision is saved or synced (authoring.store_revision)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 from policies_app import rego
 from policies_app.errors import Invalid
 from policies_app.models import ApprovalPolicy, PolicyRevision
-from policies_app.policies.authoring import PolicyContent, run_content_tests
+from policies_app.policies.content import PolicyContent
+from policies_app.policies.engine import run_content_tests
 
 
 def revision_to_test(policy: ApprovalPolicy, number: int | None = None) -> PolicyRevision:

@@ -34,14 +34,8 @@ from policies_app.models import (
     PolicyReplay,
     PolicyRevision,
 )
-from policies_app.policies.authoring import (
-    apply_enforcement,
-    engine_settings,
-    policy_source,
-    require_author,
-    revise_policy,
-    revision_key,
-)
+from policies_app.policies.authoring import require_author, revise_policy
+from policies_app.policies.engine import evaluator_for
 
 logger = logging.getLogger(__name__)
 
@@ -97,10 +91,14 @@ def recorded_input(user: AbstractBaseUser, deployment_id: Any) -> str:
     return evaluation.input_json
 
 
-def require_replay_reader(user: AbstractBaseUser) -> None:
+def may_read_replays(user: AbstractBaseUser) -> bool:
     """Replays show decisions of deployments across every environment a policy applies to: policy
     authors and organisation roles read them."""
-    if not (access.may_author_policies(user) or access.grants(user).sees_everything):
+    return access.may_author_policies(user) or access.grants(user).sees_everything
+
+
+def require_replay_reader(user: AbstractBaseUser) -> None:
+    if not may_read_replays(user):
         raise Forbidden("Only policy authors and organisation roles may read replays.")
 
 
@@ -203,13 +201,10 @@ def replay_revision(revision: PolicyRevision, limit: int, progress: Any = None) 
             "pk", "latest_evaluation", "environment__name", "type", "created_at"
         )
     )
-    source = policy_source(revision)
-    enforcement = {revision_key(revision): str(revision.enforcement)}
-    settings_ = engine_settings()
+    evaluator = evaluator_for([revision])
 
     def evaluate(input_json: str) -> rego.PolicyOutcome:
-        result = rego.evaluate_policies([source], input_json, **settings_)
-        return apply_enforcement(result, enforcement).outcomes[0]
+        return evaluator(input_json).outcomes[0]
 
     before_counts: Counter[str] = Counter()
     after_counts: Counter[str] = Counter()

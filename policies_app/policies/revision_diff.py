@@ -7,7 +7,7 @@ import difflib
 import json
 from dataclasses import dataclass, field
 
-from policies_app.policies.authoring import PolicyContent
+from policies_app.policies.content import PolicyContent
 
 CONTEXT_LINES = 3
 

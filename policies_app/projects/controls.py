@@ -61,7 +61,7 @@ def environment_controls(
     )
 
 
-def check_may_weaken(held: Grants, before: Controls, after: Controls, tree: ProjectTree) -> None:
+def require_may_weaken(held: Grants, before: Controls, after: Controls, tree: ProjectTree) -> None:
     """Raise Forbidden unless the user has authority over every control that ``after`` drops."""
     kept = after.policy_ids
     for policy_id, project_id in sorted(before.attachments):

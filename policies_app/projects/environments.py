@@ -1,4 +1,5 @@
-"""Use cases of environments: create and change one, and how sensitive variables are kept and shown.
+"""Use cases of environments: create and change one, and how sensitive variables are kept (how they are
+shown is guards/masking.py).
 
 An environment's settings decide what needs approving (automatic approval above all), so only project
 admins change them, and a change that drops controls needs authority over them (controls.py).
@@ -15,30 +16,11 @@ from policies_app import access, audit
 from policies_app.access import Grants
 from policies_app.choices import Capability
 from policies_app.errors import Invalid
+from policies_app.guards.masking import MASK, environment_variables_shown
 from policies_app.models import Environment, Project, Template
-from policies_app.projects.controls import check_may_weaken, environment_before_and_after
+from policies_app.projects.controls import environment_before_and_after, require_may_weaken
 
-# What an API or a page shows instead of a sensitive value; sending it back keeps the stored value.
-MASK = "********"
 VARIABLE_KINDS = ("environment", "terraform")
-
-
-def masked(values: dict[str, Any], sensitive: set[str] | list[str]) -> dict[str, Any]:
-    """The variables as people may see them: sensitive values replaced by the mask."""
-    sensitive = set(sensitive)
-    return {name: MASK if name in sensitive else value for name, value in values.items()}
-
-
-def masked_input(document: Any, sensitive_variables: dict[str, list[str]]) -> Any:
-    """A policy input with its sensitive variables masked, for display (policies got the real values)."""
-    variables = document.get("variables") if isinstance(document, dict) else None
-    if not isinstance(variables, dict) or not sensitive_variables:
-        return document
-    shown = dict(variables)
-    for kind in VARIABLE_KINDS:
-        if isinstance(shown.get(kind), dict):
-            shown[kind] = masked(shown[kind], sensitive_variables.get(kind, []))
-    return {**document, "variables": shown}
 
 
 def _clean_sensitive(value: Any) -> dict[str, list[str]]:
@@ -70,12 +52,12 @@ def _merged_variables(
     }
 
 
-def _check_template_visible(user: AbstractBaseUser, template: Template) -> None:
+def _require_template_visible(user: AbstractBaseUser, template: Template) -> None:
     if not access.visible_templates(user).filter(pk=template.pk).exists():
         raise Invalid({"template": [f'Invalid pk "{template.pk}" - object does not exist.']})
 
 
-def _check_name_free(name: str, project: Project, environment: Environment | None = None) -> None:
+def _require_name_free(name: str, project: Project, environment: Environment | None = None) -> None:
     clash = Environment.objects.filter(project=project, name=name)
     if environment is not None:
         clash = clash.exclude(pk=environment.pk)
@@ -98,14 +80,14 @@ def create_environment(
     access.require(
         held, Capability.ADMINISTER, project, "Only admins of the project may create environments in it."
     )
-    _check_template_visible(user, template)
-    _check_name_free(name, project)
+    _require_template_visible(user, template)
+    _require_name_free(name, project)
     environment = Environment(name=name, project=project, template=template)
     if approve_plans_automatically:
         tree, before, after = environment_before_and_after(
             environment, project=project, template=template, automatic_approval=True
         )
-        check_may_weaken(held, before, after, tree)
+        require_may_weaken(held, before, after, tree)
     environment.approve_plans_automatically = approve_plans_automatically
     environment.environment_variables = _merged_variables(
         {}, environment_variables or {}, set(), "environment_variables"
@@ -151,7 +133,7 @@ def update_environment(
             "Only admins of the new project may move environments into it.",
         )
     if template.pk != environment.template_id:
-        _check_template_visible(user, template)
+        _require_template_visible(user, template)
     automatic = (
         environment.approve_plans_automatically
         if approve_plans_automatically is None
@@ -160,8 +142,8 @@ def update_environment(
     tree, before, after = environment_before_and_after(
         environment, project=project, template=template, automatic_approval=automatic
     )
-    check_may_weaken(held, before, after, tree)
-    _check_name_free(name or environment.name, project, environment)
+    require_may_weaken(held, before, after, tree)
+    _require_name_free(name or environment.name, project, environment)
     with transaction.atomic():
         environment = (
             Environment.objects.select_for_update()
@@ -198,16 +180,13 @@ def update_environment(
 
 def settings_of(environment: Environment) -> dict[str, Any]:
     """An environment's settings as the audit log keeps them (sensitive values masked)."""
+    shown = environment_variables_shown(environment)
     return {
         "name": environment.name,
         "project": environment.project_id,
         "template": environment.template_id,
         "approve_plans_automatically": environment.approve_plans_automatically,
-        "environment_variables": masked(
-            environment.environment_variables, environment.sensitive_names("environment")
-        ),
-        "terraform_variables": masked(
-            environment.terraform_variables, environment.sensitive_names("terraform")
-        ),
+        "environment_variables": shown["environment"],
+        "terraform_variables": shown["terraform"],
         "sensitive_variables": environment.sensitive_variables,
     }

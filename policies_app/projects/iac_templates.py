@@ -54,7 +54,7 @@ def save_template(
         raise Invalid({"name": ["A template of this name already exists."]})
     if approval_policies is not None:
         approval_policies = list(approval_policies)
-        access.check_policies_visible(user, approval_policies)
+        access.require_policies_visible(user, approval_policies)
     if fields.get("provider_schema") is not None:
         try:
             parse_provider_schemas(fields["provider_schema"])

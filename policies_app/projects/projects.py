@@ -14,12 +14,19 @@ from policies_app.access import Grants
 from policies_app.choices import Capability, Role
 from policies_app.errors import Forbidden, Invalid, NotFound
 from policies_app.models import ApprovalPolicy, Project, ProjectMembership, ProjectPolicy, Team
-from policies_app.models.projects import CYCLE_MESSAGE, MAX_DEPTH
-from policies_app.projects.controls import check_may_weaken, project_controls
+from policies_app.models.projects import refusal_to_place_under
+from policies_app.projects.controls import project_controls, require_may_weaken
 from policies_app.projects.tree import ProjectTree
 
 
-def _check_may_place_under(held: Grants, parent: Project | None, what: str) -> None:
+def may_create_projects(user: AbstractBaseUser) -> bool:
+    """Whether there is any place the user may create a project: anywhere for organisation admins, else
+    under the projects they administer (``_require_may_place_under`` says where)."""
+    held = Grants.of(user)
+    return held.is_organisation_admin or held.administers_some_project
+
+
+def _require_may_place_under(held: Grants, parent: Project | None, what: str) -> None:
     if parent is None:
         if not held.is_organisation_admin:
             raise Forbidden(f"Only organisation admins may {what} a root project.")
@@ -27,7 +34,7 @@ def _check_may_place_under(held: Grants, parent: Project | None, what: str) -> N
         raise Forbidden(f"Only admins of the parent project may {what} a project under it.")
 
 
-def _check_name_free(name: str, parent: Project | None, project: Project | None = None) -> None:
+def _require_name_free(name: str, parent: Project | None, project: Project | None = None) -> None:
     siblings = Project.objects.filter(parent=parent, name=name)
     if project is not None:
         siblings = siblings.exclude(pk=project.pk)
@@ -46,15 +53,16 @@ def create_project(
     pending_expiry_hours: int | None = None,
 ) -> Project:
     held = Grants.of(user)
-    _check_may_place_under(held, parent, "create")
+    _require_may_place_under(held, parent, "create")
     if not name or not name.strip():
         raise Invalid({"name": ["A name is required."]})
-    _check_name_free(name, parent)
-    _check_expiry(pending_expiry_hours)
-    if parent is not None and parent.lineage.count("/") >= MAX_DEPTH:
-        raise Invalid({"parent": [f"Projects may be nested at most {MAX_DEPTH} levels deep."]})
+    _require_name_free(name, parent)
+    _require_valid_expiry(pending_expiry_hours)
+    refusal = refusal_to_place_under(None, parent)
+    if refusal is not None:
+        raise refusal
     approval_policies = list(approval_policies)
-    access.check_policies_visible(user, approval_policies)
+    access.require_policies_visible(user, approval_policies)
     with transaction.atomic():
         project = Project.objects.create(
             name=name, parent=parent, description=description, pending_expiry_hours=pending_expiry_hours
@@ -82,7 +90,7 @@ def update_project(
     held = Grants.of(user)
     access.require(held, Capability.ADMINISTER, project, "Only admins of this project may change it.")
     if pending_expiry_hours is not ...:
-        _check_expiry(pending_expiry_hours)
+        _require_valid_expiry(pending_expiry_hours)
     with transaction.atomic():
         project = Project.objects.select_for_update().get(pk=project.pk)
         before = _snapshot(project)
@@ -90,7 +98,7 @@ def update_project(
         if new_parent != project.parent:
             _move(held, project, new_parent)
         if name is not None and name != project.name:
-            _check_name_free(name, project.parent, project)
+            _require_name_free(name, project.parent, project)
             project.name = name
         if description is not None:
             project.description = description
@@ -103,7 +111,7 @@ def update_project(
         if approval_policies is not None:
             approval_policies = list(approval_policies)
             current = {attachment.policy_id: attachment for attachment in tree.own_attachments(project)}
-            access.check_policies_visible(user, [p for p in approval_policies if p.pk not in current])
+            access.require_policies_visible(user, [p for p in approval_policies if p.pk not in current])
             _detach(
                 held,
                 user,
@@ -119,7 +127,7 @@ def update_project(
 MAX_EXPIRY_HOURS = 24 * 366
 
 
-def _check_expiry(hours: int | None) -> None:
+def _require_valid_expiry(hours: int | None) -> None:
     if hours is not None and (
         isinstance(hours, bool) or not isinstance(hours, int) or not 1 <= hours <= MAX_EXPIRY_HOURS
     ):
@@ -145,19 +153,18 @@ def _snapshot(project: Project) -> dict:
 def _move(held: Grants, project: Project, new_parent: Project | None) -> None:
     """Moving changes what the project inherits: it needs authority over both places and over every
     control of the old place that the new one does not have."""
-    if project.makes_cycle_under(new_parent):
-        raise Invalid({"parent": [CYCLE_MESSAGE]})
-    if new_parent is not None and new_parent.lineage.count("/") >= MAX_DEPTH:
-        raise Invalid({"parent": [f"Projects may be nested at most {MAX_DEPTH} levels deep."]})
-    _check_may_place_under(held, project.parent, "move")
-    _check_may_place_under(held, new_parent, "move")
+    refusal = refusal_to_place_under(project, new_parent)
+    if refusal is not None:
+        raise refusal
+    _require_may_place_under(held, project.parent, "move")
+    _require_may_place_under(held, new_parent, "move")
     tree = ProjectTree.around([p for p in (project, project.parent, new_parent) if p is not None])
     old_parent = tree.projects[project.parent_id] if project.parent_id else None
     new = tree.projects[new_parent.pk] if new_parent is not None else None
     before = project_controls(tree, project, parent=old_parent, self_approval=project.allow_self_approval)
     after = project_controls(tree, project, parent=new, self_approval=project.allow_self_approval)
-    check_may_weaken(held, before, after, tree)
-    _check_name_free(project.name, new_parent, project)
+    require_may_weaken(held, before, after, tree)
+    _require_name_free(project.name, new_parent, project)
     project.parent = new_parent
 
 
@@ -166,7 +173,7 @@ def _set_self_approval(held: Grants, tree: ProjectTree, project: Project, allowe
         parent = tree.projects.get(project.parent_id) if project.parent_id else None
         before = project_controls(tree, project, parent=parent, self_approval=False)
         after = project_controls(tree, project, parent=parent, self_approval=True)
-        check_may_weaken(held, before, after, tree)
+        require_may_weaken(held, before, after, tree)
     Project.objects.filter(pk=project.pk).update(allow_self_approval=allowed)
     project.allow_self_approval = allowed
 

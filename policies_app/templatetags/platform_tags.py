@@ -37,9 +37,9 @@ def reads_audit_log(user: Any) -> bool:
 
 @register.filter
 def manages_users(user: Any) -> bool:
-    from policies_app.access import grants
+    from policies_app.accounts.users import may_manage_users
 
-    return grants(user).is_organisation_admin
+    return may_manage_users(user)
 
 
 @register.inclusion_tag("web/_policy_attach.html", takes_context=True)

@@ -189,7 +189,7 @@ def policy_attach(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _require_user_manager(request: HttpRequest) -> None:
-    if not access.grants(request.user).is_organisation_admin:
+    if not users.may_manage_users(request.user):
         raise Http404("Only organisation admins manage users.")
 
 

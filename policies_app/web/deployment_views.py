@@ -3,7 +3,6 @@ rejecting, cancelling. Who may see and do what comes from access.py and the use 
 may not see answers 404, a refusal of a use case is shown on the page with its status (``_refused``),
 and the buttons shown are exactly the actions deployments.available_actions allows."""
 
-import json
 from typing import Any
 
 from django.conf import settings
@@ -23,9 +22,9 @@ from policies_app.deployments.approvals import available_actions, cancel_deploym
 from policies_app.deployments.lifecycle import queued_reason
 from policies_app.deployments.plan_summary import summarise_plan
 from policies_app.errors import DomainError
+from policies_app.guards.masking import shown_input
 from policies_app.models import Deployment, PolicyRevision
 from policies_app.notifications.approval_emails import approvers_still_to_act
-from policies_app.projects.environments import masked_input
 from policies_app.projects.tree import ProjectTree
 from policies_app.web.forms import ApprovalForm, QueueFilterForm
 
@@ -211,10 +210,7 @@ def evaluation_input(request: HttpRequest, pk: int, evaluation_pk: int) -> HttpR
     """The exact input an evaluation gave the engine, to debug a policy or replay it in a dry run."""
     deployment = _visible_deployment(request, pk)
     evaluation = get_object_or_404(deployment.evaluations, pk=evaluation_pk)
-    body = evaluation.input_json
-    if evaluation.sensitive_variables:
-        body = json.dumps(masked_input(json.loads(body), evaluation.sensitive_variables))
-    response = HttpResponse(body, content_type="application/json")
+    response = HttpResponse(shown_input(evaluation), content_type="application/json")
     response["Content-Disposition"] = (
         f'inline; filename="deployment-{deployment.pk}-evaluation-{evaluation.pk}.json"'
     )

@@ -12,9 +12,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from policies_app import access
 from policies_app.choices import Capability
+from policies_app.guards.masking import environment_variables_shown
 from policies_app.models import Environment, Project
 from policies_app.projects import environments
-from policies_app.projects.environments import masked
 from policies_app.projects.state_summary import summarise_state
 from policies_app.projects.tree import tree_for
 from policies_app.web.admin_forms import EnvironmentForm
@@ -34,14 +34,11 @@ def environment_detail(request: HttpRequest, pk: int) -> HttpResponse:
     ]
     tree = tree_for(environment.project)
     current_state = environment.states.select_related("uploaded_by").order_by("-created_at", "-id").first()
+    shown = environment_variables_shown(environment)
     context = {
         "environment": environment,
-        "environment_variables": masked(
-            environment.environment_variables, environment.sensitive_names("environment")
-        ),
-        "terraform_variables": masked(
-            environment.terraform_variables, environment.sensitive_names("terraform")
-        ),
+        "environment_variables": shown["environment"],
+        "terraform_variables": shown["terraform"],
         "project_name": tree.full_name(environment.project),
         "policies": tree.policy_sources(environment),
         "deployments": deployments,
@@ -108,16 +105,13 @@ def environment_edit(request: HttpRequest, pk: int) -> HttpResponse:
     environment = get_object_or_404(access.visible_environments(request.user), pk=pk)
     if not access.can(request.user, Capability.ADMINISTER, environment.project):
         raise Http404("Only admins of this project may do this.")
+    shown = environment_variables_shown(environment)
     initial = {
         "name": environment.name,
         "template": environment.template_id,
         "approve_plans_automatically": environment.approve_plans_automatically,
-        "environment_variables": _json(
-            masked(environment.environment_variables, environment.sensitive_names("environment"))
-        ),
-        "terraform_variables": _json(
-            masked(environment.terraform_variables, environment.sensitive_names("terraform"))
-        ),
+        "environment_variables": _json(shown["environment"]),
+        "terraform_variables": _json(shown["terraform"]),
         "sensitive_environment": ", ".join(sorted(environment.sensitive_names("environment"))),
         "sensitive_terraform": ", ".join(sorted(environment.sensitive_names("terraform"))),
     }

@@ -14,7 +14,8 @@ from policies_app import access
 from policies_app.errors import DomainError, Forbidden, Invalid
 from policies_app.models import ApprovalPolicy
 from policies_app.policies import catalog
-from policies_app.policies.authoring import PolicyContent, create_policy, require_author, revise_policy
+from policies_app.policies.authoring import create_policy, require_author, revise_policy
+from policies_app.policies.content import PolicyContent
 from policies_app.web.policy_forms import InstallForm, PolicyEditForm
 
 STARTER_MODULE = {

@@ -3,6 +3,7 @@ a revision with its test coverage, two revisions side by side, a replay's result
 publishing. The editor and the catalog are in policy_editor_views.py."""
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -16,12 +17,34 @@ from policies_app.choices import ReplayStatus
 from policies_app.errors import DomainError
 from policies_app.models import ApprovalPolicy, PolicyModule, PolicyReplay, PolicyRevision
 from policies_app.policies import replay
-from policies_app.policies.authoring import PolicyContent, publish_revision, revision_state, try_revision
+from policies_app.policies.authoring import publish_revision, refusal_to_activate
+from policies_app.policies.content import PolicyContent
+from policies_app.policies.engine import try_revision
 from policies_app.policies.git import sources
 from policies_app.policies.revision_diff import diff_contents
 from policies_app.web.policy_forms import DiffForm, DryRunForm, ReplayForm
 
 RECENT_DEPLOYMENTS = 50  # offered to "Try it"
+
+
+@dataclass(frozen=True)
+class RevisionState:
+    """Where a revision stands, as the pages show it."""
+
+    label: str
+    tone: str  # a decision whose colour it takes (the tone filter): allow, deny, pending; or neutral
+    reason: str = ""
+
+
+def revision_state(revision: PolicyRevision, active_revision_id: int | None) -> RevisionState:
+    if revision.pk == active_revision_id:
+        return RevisionState("active", "allow")
+    refusal = refusal_to_activate(revision)
+    if refusal is not None:
+        return RevisionState("not activated", "deny", f"Recorded but not activated: {refusal.message}.")
+    if revision.draft:
+        return RevisionState("draft", "pending", "Saved as a draft: try it, replay it, then publish it.")
+    return RevisionState("inactive", "neutral")
 
 
 @login_required
@@ -123,7 +146,7 @@ def _render_policy(
         "may_author": may_author,
         "diff_form": DiffForm(revisions=numbers, initial=_diff_initial(numbers)),
         "replay_form": ReplayForm(revisions=numbers, initial={"revision": numbers[0] if numbers else None}),
-        "replays": _replays(policy) if may_author or access.grants(request.user).sees_everything else None,
+        "replays": _replays(policy) if replay.may_read_replays(request.user) else None,
     }
     return render(request, "web/policy_detail.html", context, status=status)
 

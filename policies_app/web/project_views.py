@@ -72,10 +72,7 @@ def project_tree(request: HttpRequest) -> HttpResponse:
     for node in nodes.values():
         parent = nodes.get(node.project.parent_id)
         (parent.children if parent is not None else roots).append(node)
-    held = Grants.of(request.user)
-    may_create = held.is_organisation_admin or any(
-        Capability.ADMINISTER in capabilities for capabilities in held.projects.values()
-    )
+    may_create = projects.may_create_projects(request.user)
     return render(request, "web/project_tree.html", {"roots": roots, "may_create": may_create})
 
 
@@ -98,11 +95,10 @@ def _administered(user: Any) -> list[Project]:
 @login_required
 @require_http_methods(["GET", "POST"])
 def project_create(request: HttpRequest) -> HttpResponse:
-    held = Grants.of(request.user)
-    administered = _administered(request.user)
-    if not administered and not held.is_organisation_admin:
+    if not projects.may_create_projects(request.user):
         raise Http404("Only project admins create projects.")
-    parents = _parent_choices(request.user, administered)
+    held = Grants.of(request.user)
+    parents = _parent_choices(request.user, _administered(request.user))
     initial_parent = request.GET.get("parent")
     form = ProjectForm(
         request.POST or None,

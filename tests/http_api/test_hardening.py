@@ -9,7 +9,7 @@ import pytest
 from django.test import Client, override_settings
 from django.urls import reverse
 
-from policies_app.projects.environments import MASK
+from policies_app.guards.masking import MASK
 from tests.builders import make_policy
 from tests.processes import ROOT
 

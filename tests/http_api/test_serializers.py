@@ -6,8 +6,8 @@ from rest_framework.test import APIRequestFactory
 from policies_app.api.serializers.deployments import TriggerDeploymentSerializer
 from policies_app.api.serializers.environments import EnvironmentSerializer
 from policies_app.api.serializers.projects import ProjectSerializer
+from policies_app.guards.masking import MASK
 from policies_app.models import Environment
-from policies_app.projects.environments import MASK
 from tests.builders import make_policy
 
 pytestmark = pytest.mark.django_db

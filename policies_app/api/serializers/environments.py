@@ -10,8 +10,8 @@ from policies_app.api.serializers.fields import (
     VisibleRelatedField,
 )
 from policies_app.deployments.evaluation import approves_automatically
+from policies_app.guards.masking import environment_variables_shown
 from policies_app.models import Environment, Project
-from policies_app.projects.environments import masked
 
 
 class EnvironmentSerializer(TreeSerializerMixin, serializers.ModelSerializer):
@@ -51,10 +51,7 @@ class EnvironmentSerializer(TreeSerializerMixin, serializers.ModelSerializer):
         data["approval_policies_apply"] = bool(applying)
         # Under any policy, automatic approval is off whatever was asked for; say so rather than pretend.
         data["approve_plans_automatically"] = approves_automatically(environment, applying)
-        data["environment_variables"] = masked(
-            environment.environment_variables, environment.sensitive_names("environment")
-        )
-        data["terraform_variables"] = masked(
-            environment.terraform_variables, environment.sensitive_names("terraform")
-        )
+        shown = environment_variables_shown(environment)
+        data["environment_variables"] = shown["environment"]
+        data["terraform_variables"] = shown["terraform"]
         return data

@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from policies_app.choices import Enforcement, RegoVersion
 from policies_app.models import ApprovalPolicy, PolicyRepository, PolicyRevision
-from policies_app.policies.authoring import activation_refusal
+from policies_app.policies.authoring import refusal_to_activate
 
 
 class PolicyModuleSerializer(serializers.Serializer):
@@ -21,6 +21,10 @@ class PolicyRevisionSerializer(serializers.ModelSerializer):
 
     modules = PolicyModuleSerializer(many=True, read_only=True)
     created_by = serializers.CharField(source="created_by.username", default=None, read_only=True)
+    active = serializers.SerializerMethodField(help_text="Whether this is the revision in force.")
+    not_activated_because = serializers.SerializerMethodField(
+        help_text="Why its tests kept it from being the revision in force; null when they did not."
+    )
 
     class Meta:
         model = PolicyRevision
@@ -37,13 +41,36 @@ class PolicyRevisionSerializer(serializers.ModelSerializer):
             "tests_report",
             "created_by",
             "created_at",
+            "active",
+            "not_activated_because",
         ]
 
-    def to_representation(self, revision: PolicyRevision) -> dict:
-        data = super().to_representation(revision)
-        data["active"] = revision.pk == self.context.get("active_revision_id")
-        data["not_activated_because"] = activation_refusal(revision) or None
-        return data
+    def get_active(self, revision: PolicyRevision) -> bool:
+        return revision.pk == self.context.get("active_revision_id")
+
+    def get_not_activated_because(self, revision: PolicyRevision) -> str | None:
+        refusal = refusal_to_activate(revision)
+        return refusal.message if refusal is not None else None
+
+
+class PolicyRepositoryReferenceSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    url = serializers.CharField()
+
+
+class PolicySourceSerializer(serializers.Serializer):
+    """Where a policy's modules come from: written inline (only ``kind``), or a folder of a git
+    repository (every key)."""
+
+    kind = serializers.ChoiceField(choices=[("inline", "inline"), ("repository", "repository")])
+    repository = PolicyRepositoryReferenceSerializer(required=False)
+    path = serializers.CharField(required=False, allow_blank=True, help_text="The folder; empty: the root.")
+    revision = serializers.CharField(required=False, help_text="The branch, tag or commit followed.")
+    declared_name = serializers.CharField(required=False, allow_blank=True)
+    synced_commit = serializers.CharField(required=False, allow_blank=True)
+    synced_at = serializers.DateTimeField(required=False, allow_null=True)
+    sync_error = serializers.CharField(required=False, allow_null=True)
 
 
 class PolicySerializer(serializers.ModelSerializer):
@@ -68,8 +95,16 @@ class PolicySerializer(serializers.ModelSerializer):
     repository_path = serializers.CharField(required=False, allow_blank=True, write_only=True)
     repository_revision = serializers.CharField(required=False, allow_blank=True, write_only=True)
     declared_name = serializers.CharField(required=False, allow_blank=True, write_only=True)
-    latest_revision = PolicyRevisionSerializer(read_only=True)
+    # Read-only, as ``to_representation`` shows them (declared so that the schema shows them too).
+    active_revision = serializers.IntegerField(
+        read_only=True, allow_null=True, help_text="The number of the revision in force; null until one is."
+    )
+    latest_revision = PolicyRevisionSerializer(read_only=True, allow_null=True)
     revision_count = serializers.IntegerField(read_only=True)
+    source = PolicySourceSerializer(read_only=True)
+    catalog_entry = serializers.CharField(
+        read_only=True, allow_null=True, help_text="The catalog entry it was installed from, if any."
+    )
 
     class Meta:
         model = ApprovalPolicy
@@ -86,8 +121,11 @@ class PolicySerializer(serializers.ModelSerializer):
             "repository_path",
             "repository_revision",
             "declared_name",
+            "active_revision",
             "latest_revision",
             "revision_count",
+            "source",
+            "catalog_entry",
             "created_at",
         ]
         read_only_fields = ["created_at"]

@@ -1,8 +1,6 @@
 """Deployments: the queue (waiting for me, mine, all; filtered, searched, sorted), a deployment's input
 and plan summary, and approving, rejecting, cancelling, completing it."""
 
-import json
-
 from django.db.models import Prefetch
 from django.http import HttpResponse
 from django_filters import rest_framework as filters
@@ -21,8 +19,8 @@ from policies_app.api.serializers.deployments import (
 from policies_app.choices import DeploymentStatus
 from policies_app.deployments import approvals, inbox, lifecycle
 from policies_app.deployments.plan_summary import summarise_plan
+from policies_app.guards.masking import shown_input
 from policies_app.models import Approval, Deployment, Evaluation, PolicyRevision
-from policies_app.projects.environments import masked_input
 
 
 def with_details(deployments_queryset):
@@ -146,11 +144,7 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
             return Response(
                 {"detail": "The deployment has not been evaluated yet."}, status=status.HTTP_404_NOT_FOUND
             )
-        if not evaluation.sensitive_variables:
-            # Served as stored: the exact bytes the engine was given.
-            return HttpResponse(evaluation.input_json, content_type="application/json")
-        shown = masked_input(json.loads(evaluation.input_json), evaluation.sensitive_variables)
-        return HttpResponse(json.dumps(shown), content_type="application/json")
+        return HttpResponse(shown_input(evaluation), content_type="application/json")
 
     def _decide(self, request: Request, decision: str) -> Response:
         deployment = self.get_object()

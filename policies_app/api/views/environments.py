@@ -54,7 +54,7 @@ class EnvironmentViewSet(UpdateViewSet):
         if request.method == "GET":
             page = self.paginate_queryset(with_details(environment.deployments.select_related("deployer")))
             return self.get_paginated_response(DeploymentSerializer(page, many=True).data)
-        lifecycle.check_may_trigger(environment, request.user)
+        lifecycle.require_may_trigger(environment, request.user)
         serializer = TriggerDeploymentSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data

@@ -27,7 +27,7 @@ from policies_app.api.views.common import UpdateViewSet
 from policies_app.choices import Enforcement
 from policies_app.errors import Invalid, NotFound
 from policies_app.models import PolicyReplay, PolicyRevision
-from policies_app.policies import authoring, catalog, policy_tests, replay
+from policies_app.policies import authoring, catalog, engine, policy_tests, replay
 from policies_app.policies.git import push_webhooks, sources
 
 
@@ -101,7 +101,7 @@ class PolicyViewSet(UpdateViewSet):
             input_json = replay.recorded_input(request.user, data["deployment"])
         else:
             input_json = json.dumps(data["input"])
-        return Response(authoring.try_revision(revision, input_json, explain=data["explain"]))
+        return Response(engine.try_revision(revision, input_json, explain=data["explain"]))
 
     @extend_schema(
         request=PolicyTestRunSerializer,
@@ -225,7 +225,7 @@ class PolicyViewSet(UpdateViewSet):
         serializer = CheckSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        problems = authoring.check_draft_syntax(data["rego_version"], data["modules"], data.get("data"))
+        problems = engine.syntax_problems(data["rego_version"], data["modules"], data.get("data"))
         return Response({"problems": problems})
 
     @extend_schema(

@@ -83,7 +83,7 @@ class TreeEntry:
     symlink: bool
 
 
-def check_repository_url(url: str) -> str:
+def validated_repository_url(url: str) -> str:
     """The URL as it will be used; GitSourceError(field="url") when it is not one we can fetch from."""
     url = (url or "").strip()
     if not url or url.startswith("-"):
@@ -101,7 +101,7 @@ def check_repository_url(url: str) -> str:
     )
 
 
-def check_path(path: str) -> str:
+def validated_path(path: str) -> str:
     """A folder of the repository, relative to its root ("" for the root)."""
     candidate = (path or "").strip().strip("/")
     if "\\" in candidate or any(part in ("..",) for part in candidate.split("/")):
@@ -110,7 +110,7 @@ def check_path(path: str) -> str:
     return "" if normalised == "." else normalised
 
 
-def check_revision(revision: str) -> str:
+def validated_revision(revision: str) -> str:
     revision = (revision or "").strip()
     if revision.startswith("-") or any(char in revision for char in " \t\n~^:?*[\\") or ".." in revision:
         raise GitSourceError(f"{revision!r} is not a branch, tag or commit.", "revision")
@@ -121,7 +121,7 @@ class GitMirror:
     """A repository's bare mirror in ``cache_dir``; every method is safe to call from several processes."""
 
     def __init__(self, url: str, credentials: GitCredentials, cache_dir: str, timeout_s: float = 120) -> None:
-        self.url = check_repository_url(url)
+        self.url = validated_repository_url(url)
         self.credentials = credentials
         self.timeout_s = timeout_s
         key = hashlib.sha256(self.url.encode()).hexdigest()[:24]
@@ -271,7 +271,7 @@ class GitMirror:
     def resolve(self, revision: str) -> str:
         """The commit ``revision`` (a branch, tag or commit; empty: the default branch) names now, with
         the mirror holding it afterwards."""
-        revision = check_revision(revision)
+        revision = validated_revision(revision)
         with self._locked():
             if revision and self._has_commit(revision.lower()):
                 return revision.lower()  # a full commit id we hold never changes: no need to ask the remote
@@ -297,7 +297,7 @@ class GitMirror:
 
     def tree(self, commit: str, path: str) -> list[TreeEntry]:
         """Every file under ``path`` at ``commit`` (paths relative to ``path``); submodules are left out."""
-        path = check_path(path)
+        path = validated_path(path)
         arguments = ["ls-tree", "-r", "-l", "-z", "--full-tree", commit]
         if path:
             arguments += ["--", f"{path}/"]

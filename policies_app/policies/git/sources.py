@@ -25,15 +25,9 @@ from policies_app import access, audit
 from policies_app.choices import RegoVersion
 from policies_app.errors import Invalid
 from policies_app.models import ApprovalPolicy, PolicyRepository, PolicyRevision
-from policies_app.policies.authoring import (
-    PolicyContent,
-    check_content,
-    check_new_name,
-    require_author,
-    run_content_tests,
-    store_revision,
-    validated_content,
-)
+from policies_app.policies.authoring import require_author, require_name_free, store_revision
+from policies_app.policies.content import PolicyContent, validated_content
+from policies_app.policies.engine import require_compiles, run_content_tests
 from policies_app.policies.git.folders import (
     DATA_FILES,
     DECLARATIONS,
@@ -46,9 +40,9 @@ from policies_app.policies.git.mirrors import (
     GitCredentials,
     GitMirror,
     GitSourceError,
-    check_path,
-    check_repository_url,
-    check_revision,
+    validated_path,
+    validated_repository_url,
+    validated_revision,
 )
 
 logger = logging.getLogger(__name__)
@@ -75,7 +69,7 @@ def save_repository(
         repository.name = name
     if "url" in fields or repository.pk is None:
         try:
-            repository.url = check_repository_url(fields.get("url", ""))
+            repository.url = validated_repository_url(fields.get("url", ""))
         except GitSourceError as problem:
             raise Invalid({"url": [problem.message]}) from None
     for name in ("username", *SECRET_FIELDS):
@@ -173,13 +167,13 @@ def create_synced_policy(
     revision is active when its tests pass). A folder that cannot be read stores nothing: Invalid names
     the input at fault."""
     require_author(user)
-    check_new_name(name)
+    require_name_free(name)
     try:
-        path, revision = check_path(path), check_revision(revision)
+        path, revision = validated_path(path), validated_revision(revision)
         folder = read_repository_folder(repository, path, revision)
         declared = choose(folder.policies, declared_name, name)
         content = _content(declared, rego_version)
-        check_content(name, content)
+        require_compiles(name, content)
     except (GitSourceError, FolderError, Invalid) as problem:
         raise Invalid(_field_errors(problem)) from None
     report = run_content_tests(name, content)
@@ -241,7 +235,7 @@ def sync_policy(
         raise Invalid({"repository": [f"{policy.name} is not synced from a repository."]})
     if revision is not None:
         try:
-            revision = check_revision(revision)
+            revision = validated_revision(revision)
         except GitSourceError as problem:
             raise Invalid({"revision": [problem.message]}) from None
         return [_sync_one(policy, policy.repository, policy.repository_path, revision, user, draft=True)]
@@ -290,7 +284,7 @@ def _apply_folder(
         content = _content(declared, latest.rego_version if latest else RegoVersion.V1)
         changed = latest is None or PolicyContent.of_revision(latest) != content
         if changed:
-            check_content(policy.name, content)
+            require_compiles(policy.name, content)
     except (FolderError, Invalid) as problem:
         errors = _field_errors(problem)
         if record:
