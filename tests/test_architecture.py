@@ -19,10 +19,9 @@ TASKS = f"{APP}.tasks"
 MAY_IMPORT_TASKS = {TASKS, f"{APP}.apps"}
 LONG = 400
 WHY_LONG = "Why this module is long:"
+
+
 # Being split on another branch (issue 15): remove the entry once the split is merged.
-BEING_SPLIT = {"policies_app/policies/authoring.py"}
-
-
 @dataclass(frozen=True)
 class Import:
     target: str  # the module imported, resolved to a module of the package
@@ -268,16 +267,9 @@ def long_modules() -> dict[str, int]:
 def test_a_module_over_400_lines_says_at_its_top_why_it_is_long():
     unexplained = []
     for name, lines in long_modules().items():
-        if name in BEING_SPLIT:
-            continue
         docstring = ast.get_docstring(ast.parse((ROOT / name).read_text())) or ""
         if not any(line.strip().startswith(WHY_LONG) for line in docstring.splitlines()):
             unexplained.append(f"{name} ({lines} lines)")
     assert unexplained == [], (
         f"split these along a seam, or start a line of their docstring with {WHY_LONG!r}: {unexplained}"
     )
-
-
-def test_a_module_being_split_elsewhere_is_still_long():
-    """An exception outlives its reason unseen: once the split is merged, remove it from BEING_SPLIT."""
-    assert BEING_SPLIT <= set(long_modules()), BEING_SPLIT - set(long_modules())
