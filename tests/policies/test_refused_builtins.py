@@ -236,9 +236,10 @@ def stored_schema_policy(world, receiver, settings):
 
 
 def test_try_it_on_a_stored_revision_that_reaches_out_fails_closed_and_sends_nothing(
-    api, author, receiver, stored_schema_policy
+    api, world, receiver, stored_schema_policy
 ):
-    response = api(author).post(
+    # Vera only views the project the policy applies to: the lowest role that may try a policy.
+    response = api(world.vera).post(
         f"/api/v1/policies/{stored_schema_policy.pk}/evaluate/",
         {"input": {"costEstimation": {"monthlyCostDiff": 5}}, "explain": True},
         format="json",
@@ -291,11 +292,12 @@ def test_policy_test_on_a_stored_revision_whose_test_calls_http_send_runs_no_tes
     assert receiver.received == []
 
 
-def test_the_api_test_run_of_such_a_revision_runs_no_test(api, author, receiver):
+def test_the_api_test_run_of_such_a_revision_runs_no_test(api, world, receiver):
     policy = stored_without_a_check(
         "cost", {"main.rego": POLICY, "main_test.rego": SENDING_TEST.format(url=receiver.url)}
     )
-    response = api(author).post(f"/api/v1/policies/{policy.pk}/test/", {}, format="json")
+    world.platform.approval_policies.add(policy)
+    response = api(world.vera).post(f"/api/v1/policies/{policy.pk}/test/", {}, format="json")
     assert response.status_code == 200
     body = response.json()
     assert (body["passed"], body["results"]) == (False, [])
