@@ -4,6 +4,8 @@ Nothing in policies_app imports this module but apps.py (which registers the tas
 worker by a task's name through wakeups.py."""
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 from django.db import DatabaseError
 
 from policies_app.accounts import users
@@ -11,7 +13,11 @@ from policies_app.deployments.lifecycle import evaluate_deployment
 from policies_app.deployments.sweeps import resend_lost_evaluations, sweep_waiting_deployments
 from policies_app.models import ApprovalPolicy
 from policies_app.notifications import approval_emails, webhooks
-from policies_app.policies.git.sources import sync_all_repository_policies, sync_policy
+from policies_app.policies.git.sources import (
+    record_unfinished_sync,
+    sync_all_repository_policies,
+    sync_policy,
+)
 from policies_app.policies.replay import resend_lost_replays, run_replay
 
 
@@ -25,12 +31,24 @@ def resend_lost_evaluations_task() -> list[int]:
     return resend_lost_evaluations()
 
 
-@shared_task(acks_late=True, autoretry_for=(DatabaseError,), retry_backoff=True, max_retries=8)
+@shared_task(
+    acks_late=True,
+    autoretry_for=(DatabaseError,),
+    retry_backoff=True,
+    max_retries=8,
+    # The soft limit interrupts the sync wherever it is (its transaction rolls back); the hard limit ends
+    # a worker process stuck where Python cannot interrupt it.
+    soft_time_limit=settings.POLICY_SYNC_TIME_LIMIT_SECONDS,
+    time_limit=settings.POLICY_SYNC_TIME_LIMIT_SECONDS + 30,
+)
 def sync_policy_task(policy_id: int) -> None:
     policy = ApprovalPolicy.objects.filter(pk=policy_id, repository__isnull=False).first()
     if policy is None:
         return
-    sync_policy(policy)
+    try:
+        sync_policy(policy)
+    except SoftTimeLimitExceeded:
+        record_unfinished_sync(policy_id)
 
 
 @shared_task

@@ -340,6 +340,10 @@ POLICY_REPOSITORY_CACHE_DIR = os.environ.get(
 POLICY_SYNC_INTERVAL_SECONDS = env_number("POLICY_SYNC_INTERVAL_SECONDS", 300)
 POLICY_GIT_TIMEOUT_SECONDS = env_number("POLICY_GIT_TIMEOUT_SECONDS", 120)
 POLICY_TEST_TIMEOUT_SECONDS = env_number("POLICY_TEST_TIMEOUT_SECONDS", 60)
+# One sync of a folder (fetching, reading, checking and testing each policy that follows it): the sync
+# stops between steps past it, git gets no more than what is left, and a Celery worker's soft time limit
+# interrupts any step (its hard limit, 30 s later, ends the worker process).
+POLICY_SYNC_TIME_LIMIT_SECONDS = env_number("POLICY_SYNC_TIME_LIMIT_SECONDS", 300)
 POLICY_REPLAY_LIMIT = int(env_number("POLICY_REPLAY_LIMIT", 500))  # deployments replayed by default
 POLICY_REPLAY_MAX_LIMIT = int(env_number("POLICY_REPLAY_MAX_LIMIT", 5000))
 # Evaluations a replay runs at once, each in an engine worker: at most POLICY_ENGINE_WORKERS.

@@ -103,8 +103,9 @@ def gunicorn(tmp_path: Path, **extra_env: str) -> Iterator[str]:
 
 @contextmanager
 def celery_worker(
-    tmp_path: Path, broker_url: str, name: str = "worker", **extra_env: str
+    tmp_path: Path, broker_url: str, name: str = "worker", pool: str = "solo", **extra_env: str
 ) -> Iterator[subprocess.Popen]:
+    """A Celery worker; ``pool="prefork"`` as in production where time limits matter (solo ignores them)."""
     log = open(tmp_path / f"{name}.log", "w")
     process = subprocess.Popen(
         [
@@ -114,7 +115,7 @@ def celery_worker(
             "-A",
             "policy_platform",
             "worker",
-            "--pool=solo",
+            f"--pool={pool}",
             "--concurrency=1",
             "--loglevel=INFO",
             "--without-gossip",

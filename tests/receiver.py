@@ -40,6 +40,9 @@ class Receiver:
                 self.end_headers()
                 self.wfile.write(b"ok")
 
+            # A policy that reaches out (http.send, a JSON schema's $ref) may GET: record that as well.
+            do_GET = do_POST  # noqa: N815 - http.server's name
+
             def log_message(self, *args: Any) -> None:
                 pass
 

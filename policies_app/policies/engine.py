@@ -72,13 +72,14 @@ def _engine_refusals(workers: str, doing: str) -> Iterator[None]:
 
 
 def require_compiles(name: str, content: PolicyContent, *, pool_name: str | None = None) -> None:
-    """Compile the policy (its tests aside) as OPA and the configured engine would; Invalid with the
-    engine's file, line and column when they refuse it."""
+    """Compile the policy as OPA and the configured engine would, its tests checked against the Rego
+    capability list only; Invalid with the engine's file, line and column when they refuse it."""
     with _engine_refusals(*_CHECKS):
         try:
             rego.check_policy(
                 content.engine_source(f"check:{name}", name),
                 settings.POLICY_ENGINE,
+                tests=content.test_modules,
                 pool_name=pool_name,
                 **_engine_timeouts(),
             )

@@ -2,9 +2,8 @@
 
 - the decision package: env0 reads deny/pending/warn/allow from ``package env0`` only, so one module must
   declare it (others may hold helpers in other packages);
-- builtins that reach the network: regorus lets ``http.send`` evaluate to undefined (a deny rule
-  depending on it would silently never fire) and OPA really sends the request or the DNS query
-  (registering a replacement builtin does not override them); we refuse them with the call's position;
+- builtins the platform does not run (``http.send``, ``opa.runtime``...): capabilities.py, the one list,
+  refuses them with their position, before any engine sees the module;
 - ``rego.metadata.rule()`` / ``chain()``, resolved from the METADATA blocks (see annotations.py);
 - imports of the policy's own packages, rewritten to full references, and references to a whole package
   document of the policy, refused (regorus fails open on both; see references.py);
@@ -28,16 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from policies_app.rego.annotations import analyse_module, find_unresolved_metadata, resolve_metadata_calls
+from policies_app.rego.capabilities import require_allowed_builtins
 from policies_app.rego.contract import REGO_VERSIONS, PolicyCompileError, PolicySource
 from policies_app.rego.functions import MERGED_PREFIX, merge_split_functions
-from policies_app.rego.lexer import code_tokens, find_calls, tokenize
+from policies_app.rego.lexer import code_tokens, tokenize
 from policies_app.rego.negations import hoist_out_of_negations
 from policies_app.rego.references import rewrite_own_package_references
 from policies_app.rego.syntax_tree import ParsedModule, package_path, parse_module, rule_name
 from policies_app.rego.v1_syntax import to_rego_v1
 
-# Builtins that make network requests. OPA has these two; opa.runtime and time.now_ns are fine.
-NETWORK_BUILTINS = frozenset({"http.send", "net.lookup_ip_addr"})
 DECISION_PACKAGE = ("env0",)
 LIBRARY_DIR = Path(__file__).resolve().parent / "library"
 LIBRARY_PREFIX = "library/"
@@ -151,20 +149,6 @@ def _opa_modules(modules: list[tuple[str, str]], version: str) -> list[tuple[str
     return [(filename, to_rego_v1(parse_module(filename, source, True))) for filename, source in modules]
 
 
-def _reject_network_builtins(name: str, filename: str, source: str) -> None:
-    code = code_tokens(tokenize(source))
-    for builtin, first, _last in find_calls(code, NETWORK_BUILTINS):
-        token = code[first]
-        raise PolicyCompileError(
-            f"{builtin} reaches the network and is not allowed in approval policies "
-            "(regorus would treat it as undefined, OPA would send the request)",
-            policy=name,
-            file=filename,
-            line=token.line,
-            column=token.column,
-        )
-
-
 def _reject_data_over_rules(name: str, data_json: str | None, packages: set[tuple[str, ...]]) -> None:
     """Policy data is merged into data.*: a top-level key naming one of the policy's packages or the
     shared library would replace or merge with their rules (``{"env0": {"deny": []}}`` silenced a deny
@@ -213,7 +197,6 @@ def prepare_policy(payload: dict[str, Any]) -> PreparedPolicy:
                 "the module has no package declaration", policy=name, file=filename, line=1
             )
         packages[filename] = package
-        _reject_network_builtins(name, filename, source)
     _require_decision_package(name, packages)
     declared = set(packages.values())
     _reject_data_over_rules(name, payload["data_json"], declared)
@@ -238,6 +221,8 @@ def prepare_policy(payload: dict[str, Any]) -> PreparedPolicy:
                 column=left.column,
             )
     try:
+        for filename, source in modules:  # as written, so that positions are the user's
+            require_allowed_builtins(filename, source, rego_v0=version == "v0")
         engine_modules, origins = rewrite_for_regorus(rewritten, rego_v0=version == "v0")
     except PolicyCompileError as error:
         error.policy = name

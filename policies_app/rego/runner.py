@@ -20,6 +20,7 @@ from policies_app.rego.contract import (
     EvaluationResult,
     PolicyCompileError,
     PolicyError,
+    PolicyModule,
     PolicyOutcome,
     PolicySource,
     empty_messages,
@@ -41,6 +42,7 @@ def check_policy(
     policy: PolicySource,
     engine: str = DEFAULT_ENGINE,
     *,
+    tests: Sequence[PolicyModule] = (),
     timeout_s: float = 10.0,
     memory_mb: int = 1024,
     pool_name: str | None = None,
@@ -49,27 +51,36 @@ def check_policy(
     """Compile the policy as evaluation would; raise PolicyCompileError (with file/line/col) if it cannot run.
 
     OPA compiles it first (what OPA refuses is refused with OPA's message), then ``engine``, if another.
+    ``tests`` (the policy's ``*_test.rego`` modules) are checked against the capability list too, so a
+    test that would call a refused builtin is refused with the policy; anything else wrong with them is
+    left to their test run, which records it.
     ``pool_name``/``pool_size``: see evaluate_policies. Raises EngineUnavailableError when no engine
     worker can be started (nothing is known about the policy), EngineBusyError when a named pool is busy.
     """
     _check_engine(engine)
     payload = policy_payload(policy)
+    test_modules = [(str.__str__(test.filename), str.__str__(test.source)) for test in tests]
     deadline = time.monotonic() + timeout_s  # one time limit for both checks
     for checker in dict.fromkeys((REFERENCE_ENGINE, engine)):
-        _check_with(checker, policy, payload, timeout_s, deadline, memory_mb, pool_name, pool_size)
+        request = {
+            "op": "check",
+            "engine": checker,
+            "policy": payload,
+            "tests": test_modules,
+            "memory_mb": memory_mb,
+        }
+        _check_with(checker, policy, request, timeout_s, deadline, pool_name, pool_size)
 
 
 def _check_with(
     engine: str,
     policy: PolicySource,
-    payload: dict[str, Any],
+    request: dict[str, Any],
     timeout_s: float,
     deadline: float,
-    memory_mb: int,
     pool_name: str | None,
     pool_size: int | None,
 ) -> None:
-    request = {"op": "check", "engine": engine, "policy": payload, "memory_mb": memory_mb}
     try:
         reply = pool(engine, pool_name, pool_size).run(
             request, timeout_s, "compiling the policy", deadline=deadline

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from policies_app.rego.capabilities import require_allowed_builtins
 from policies_app.rego.contract import (
     DECISION_RULES,
     PolicyCompileError,
@@ -225,10 +226,11 @@ def _compiled_engine(policy: PreparedPolicy, extra_modules: list[tuple[str, str]
 
 
 def _test_cases(tests: list[tuple[str, str]], rego_v0: bool) -> tuple[list[tuple[str, str]], list[dict]]:
-    """The test modules as OPA reads them, and their test rules (one per package and name)."""
+    """The test modules as OPA reads them, and their test rules (one per package and name). A test
+    module that names a refused builtin stops the run before any test executes."""
     modules, cases, seen = [], [], set()
     for filename, source in tests:
-        parsed = parse_module(filename, source, rego_v0)
+        parsed = require_allowed_builtins(filename, source, rego_v0=rego_v0)
         package = package_path(parsed)
         modules.append((filename, to_rego_v1(parsed) if rego_v0 else source))
         for rule in parsed.tree.get("rules") or []:

@@ -14,6 +14,7 @@ import sys
 from multiprocessing.connection import Connection
 from typing import Any
 
+from policies_app.rego.capabilities import refused_in_test_module
 from policies_app.rego.contract import PolicyCompileError
 from policies_app.rego.decisions import MessageLimits, limit_messages, truncate_message
 from policies_app.rego.engines import LRUCache, OpaAdapter, PolicyRuntimeError, RegorusAdapter
@@ -54,6 +55,10 @@ class Worker:
         payload = request["policy"]
         try:
             policy = self._prepare(payload)
+            for filename, source in request.get("tests") or ():
+                refused = refused_in_test_module(filename, source, rego_v0=policy.rego_version == "v0")
+                if refused is not None:
+                    raise refused.error(policy.name)
             if self.opa is not None:
                 self.opa.check(policy, (payload["key"], payload["hash"]))
             else:

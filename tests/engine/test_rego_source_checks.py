@@ -67,9 +67,12 @@ def test_it_rejects_net_lookup_ip_addr():
         prepare(("dns.rego", source))
 
 
-def test_it_allows_opa_runtime():
-    prepared = prepare(("rt.rego", 'package env0\n\nwarn contains "x" if { opa.runtime() }\n'))
-    assert prepared.package == ("env0",)
+def test_it_refuses_opa_runtime():
+    # Allowed until issue 16: OPA fills it with the environment (secrets) whenever the host sets it.
+    with pytest.raises(PolicyCompileError) as caught:
+        prepare(("rt.rego", 'package env0\n\nwarn contains "x" if { opa.runtime() }\n'))
+    assert (caught.value.file, caught.value.line, caught.value.column) == ("rt.rego", 3, 24)
+    assert caught.value.message.startswith("opa.runtime exposes the server")
 
 
 def test_it_reads_decisions_from_env0_when_a_module_says_env0():

@@ -16,6 +16,12 @@ python-hcl2, declares several policies in one folder::
 A module's tests come with it: ``cost_test.rego`` beside ``cost.rego``, and any ``*_test.rego`` the
 globs select. Every problem (bad HCL, an unknown attribute, a glob that selects nothing, data that
 does not parse) is a FolderError naming the file and line.
+
+Whoever can push to the repository writes all of this, so reading it is bounded: at most
+``MAX_FOLDER_FILES`` files, ``policies.hcl`` at most ``MAX_DECLARATIONS_BYTES`` (python-hcl2 takes
+seconds per hundred kilobytes), data at most ``MAX_DATA_BYTES`` with YAML aliases within a budget
+(guards/yaml_limits.py), and globs matched by RE2, which never backtracks (a translation of ``**/`` run
+by Python's ``re`` took 11-46 s on a handful of segments).
 """
 
 from __future__ import annotations
@@ -26,7 +32,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import re2
 import yaml
+
+from policies_app.guards.yaml_limits import load_bounded_yaml
 
 DECLARATIONS = "policies.hcl"
 DATA_FILES = ("data.json", "data.yaml", "data.yml")
@@ -34,6 +43,9 @@ ENFORCEMENTS = ("hard-mandatory", "soft-mandatory", "advisory")
 REGO_VERSIONS = ("v1", "v0")
 _POSITION = re.compile(r" at line \d+, column \d+\.?")
 _ATTRIBUTES = ("description", "files", "rego_version", "data", "enforcement")
+MAX_FOLDER_FILES = 10_000
+MAX_DECLARATIONS_BYTES = 64 * 1024
+MAX_DATA_BYTES = 1024 * 1024
 
 
 class FolderError(Exception):
@@ -76,6 +88,11 @@ def read_folder(paths: list[str], read: FileReader) -> dict[str, DeclaredPolicy]
     """The folder's policies by declared name ("" for a folder without policies.hcl).
 
     ``paths``: every file under the folder (relative); ``read``: their bytes, for the paths asked."""
+    if len(paths) > MAX_FOLDER_FILES:
+        raise FolderError(
+            f"the folder holds {len(paths):,} files, more than the {MAX_FOLDER_FILES:,} a policy folder "
+            "may have; point the policy at a smaller folder"
+        )
     available = set(paths)
     if DECLARATIONS not in available:
         modules = sorted(path for path in paths if path.endswith(".rego"))
@@ -86,7 +103,7 @@ def read_folder(paths: list[str], read: FileReader) -> dict[str, DeclaredPolicy]
             "", tuple((path, texts[path]) for path in modules), _folder_data(available, texts)
         )
         return {"": policy}
-    declarations = parse_declarations(_texts(read, [DECLARATIONS])[DECLARATIONS])
+    declarations = parse_declarations(_texts(read, [DECLARATIONS], MAX_DECLARATIONS_BYTES)[DECLARATIONS])
     policies: dict[str, DeclaredPolicy] = {}
     for declaration in declarations:
         modules = _selected_modules(declaration, sorted(available))
@@ -112,9 +129,11 @@ def read_folder(paths: list[str], read: FileReader) -> dict[str, DeclaredPolicy]
     return policies
 
 
-def _texts(read: FileReader, paths: list[str]) -> dict[str, str]:
+def _texts(read: FileReader, paths: list[str], max_bytes: int | None = None) -> dict[str, str]:
     texts = {}
     for path, content in read(paths).items():
+        if max_bytes is not None and len(content) > max_bytes:
+            raise FolderError(f"is larger than {max_bytes // 1024} KB", path)
         try:
             texts[path] = content.decode("utf-8")
         except UnicodeDecodeError as error:
@@ -135,11 +154,12 @@ def _folder_data(available: set[str], texts: dict[str, str]) -> Any:
 
 
 def _parse_data(path: str, text: str) -> dict[str, Any]:
+    if len(text.encode("utf-8")) > MAX_DATA_BYTES:
+        raise FolderError(f"is larger than {MAX_DATA_BYTES // 1024} KB", path)
     try:
-        if path.endswith(".json"):
-            document = json.loads(text)
-        else:
-            document = yaml.safe_load(text)
+        document = json.loads(text) if path.endswith(".json") else load_bounded_yaml(text)
+    except RecursionError:
+        raise FolderError("is nested too deeply", path) from None
     except json.JSONDecodeError as error:
         raise FolderError(f"not valid JSON: {error.msg}", path, error.lineno) from None
     except yaml.YAMLError as error:
@@ -151,8 +171,10 @@ def _parse_data(path: str, text: str) -> dict[str, Any]:
     return document
 
 
-def glob_pattern(pattern: str) -> re.Pattern[str]:
-    """A path glob: ``*`` and ``?`` stay within a folder, ``**/`` crosses any number of folders."""
+def glob_matcher(pattern: str) -> Callable[[str], bool]:
+    """Whether a path matches a glob: ``*`` and ``?`` stay within a folder, ``**/`` crosses any number of
+    folders. Matched by RE2, in time linear in the path whatever the pattern (Python's ``re`` backtracks
+    on ``**/`` repeated). FolderError for a pattern RE2 cannot hold."""
     parts, index = [], 0
     while index < len(pattern):
         if pattern.startswith("**/", index):
@@ -168,9 +190,22 @@ def glob_pattern(pattern: str) -> re.Pattern[str]:
             parts.append("[^/]")
             index += 1
         else:
-            parts.append(re.escape(pattern[index]))
+            char = pattern[index]
+            literal = char.isascii() and (char.isalnum() or char == "_")
+            parts.append(char if literal else f"\\x{{{ord(char):x}}}")  # RE2's escape for any character
             index += 1
-    return re.compile("".join(parts) + r"\Z")
+    try:
+        compiled = re2.compile("".join(parts))
+    except re2.error as error:
+        raise FolderError(f"files: {pattern[:80]!r} cannot be matched: {error}", DECLARATIONS) from None
+
+    def matches(path: str) -> bool:
+        try:
+            return compiled.fullmatch(path) is not None
+        except UnicodeEncodeError:  # a file name git listed that is not UTF-8: no module can have it
+            return False
+
+    return matches
 
 
 def _selected_modules(declaration: _Declaration, paths: list[str]) -> list[str]:
@@ -179,8 +214,8 @@ def _selected_modules(declaration: _Declaration, paths: list[str]) -> list[str]:
     for pattern, line in patterns:
         if pattern.startswith("/") or ".." in pattern.split("/"):
             raise FolderError(f"files: {pattern!r} must stay inside the folder", DECLARATIONS, line)
-        matcher = glob_pattern(pattern)
-        matched = [path for path in paths if matcher.match(path)]
+        matches = glob_matcher(pattern)
+        matched = [path for path in paths if matches(path)]
         if not matched:
             raise FolderError(f"files: {pattern!r} matches no file", DECLARATIONS, line)
         not_rego = [path for path in matched if not path.endswith(".rego")]

@@ -6,6 +6,8 @@ folder at that commit (folders.py) and, when what the policy says changed, recor
 holding the commit; its tests run and it becomes active when they pass. A sync that fails (the
 repository cannot be reached, the revision is gone, policies.hcl is wrong, the engine refuses a module)
 is recorded on the policy and changes nothing else: the active revision stays in force.
+
+A sync is bounded in time as sync_clock.py says; a sync that runs out of time is a recorded failure too.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from policies_app.policies.git.mirrors import (
     validated_repository_url,
     validated_revision,
 )
+from policies_app.policies.git.sync_clock import SyncClock, SyncTookTooLong, unfinished_sync_message
 
 logger = logging.getLogger(__name__)
 
@@ -97,13 +100,11 @@ def repository_summary(repository: PolicyRepository) -> dict[str, Any]:
     }
 
 
-def _mirror(repository: PolicyRepository) -> GitMirror:
+def _mirror(repository: PolicyRepository, timeout_s: float) -> GitMirror:
     credentials = GitCredentials(
         repository.username, repository.password, repository.ssh_private_key, repository.ssh_known_hosts
     )
-    return GitMirror(
-        repository.url, credentials, settings.POLICY_REPOSITORY_CACHE_DIR, settings.POLICY_GIT_TIMEOUT_SECONDS
-    )
+    return GitMirror(repository.url, credentials, settings.POLICY_REPOSITORY_CACHE_DIR, timeout_s)
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -115,10 +116,13 @@ class FolderAtCommit:
     policies: dict[str, DeclaredPolicy]
 
 
-def read_repository_folder(repository: PolicyRepository, path: str, revision: str) -> FolderAtCommit:
+def read_repository_folder(
+    repository: PolicyRepository, path: str, revision: str, clock: SyncClock
+) -> FolderAtCommit:
     """The policies of a folder at the commit ``revision`` names now. Raises GitSourceError (with the
-    input at fault) or FolderError (with file and line)."""
-    mirror = _mirror(repository)
+    input at fault), FolderError (with file and line) or SyncTookTooLong."""
+    left = clock.require_time("fetching the repository")
+    mirror = _mirror(repository, min(settings.POLICY_GIT_TIMEOUT_SECONDS, left))
     commit = mirror.resolve(revision)
     entries = mirror.tree(commit, path)
     linked = [
@@ -147,6 +151,8 @@ def _field_errors(problem: Exception) -> dict[str, list[str]]:
         return {{"url": "repository"}.get(problem.field, problem.field): [problem.message]}
     if isinstance(problem, FolderError):
         return {"path": [str(problem)]}
+    if isinstance(problem, SyncTookTooLong):
+        return {"repository": [problem.message]}
     if isinstance(problem, Invalid):
         return problem.errors
     raise problem
@@ -168,13 +174,16 @@ def create_synced_policy(
     the input at fault."""
     require_author(user)
     require_name_free(name)
+    clock = SyncClock()
     try:
         path, revision = validated_path(path), validated_revision(revision)
-        folder = read_repository_folder(repository, path, revision)
+        folder = read_repository_folder(repository, path, revision, clock)
         declared = choose(folder.policies, declared_name, name)
         content = _content(declared, rego_version)
+        clock.require_time("checking the policy")
         require_compiles(name, content)
-    except (GitSourceError, FolderError, Invalid) as problem:
+        clock.require_time("running the policy's tests")
+    except (GitSourceError, FolderError, Invalid, SyncTookTooLong) as problem:
         raise Invalid(_field_errors(problem)) from None
     report = run_content_tests(name, content)
     with transaction.atomic():
@@ -253,28 +262,38 @@ def _sync_group(
     policies: list[ApprovalPolicy], user: AbstractBaseUser | None, *, draft: bool
 ) -> list[SyncOutcome]:
     first = policies[0]
+    clock = SyncClock()
     try:
-        folder = read_repository_folder(first.repository, first.repository_path, first.repository_revision)
-    except (GitSourceError, FolderError) as problem:
+        folder = read_repository_folder(
+            first.repository, first.repository_path, first.repository_revision, clock
+        )
+    except (GitSourceError, FolderError, SyncTookTooLong) as problem:
         errors = _field_errors(problem)
         for policy in policies:
             _record_sync_error(policy, errors)
         return [SyncOutcome(policy, errors=errors) for policy in policies]
-    return [_apply_folder(policy, folder, user, draft=draft) for policy in policies]
+    return [_apply_folder(policy, folder, user, clock, draft=draft) for policy in policies]
 
 
 def _sync_one(
     policy: ApprovalPolicy, repository: PolicyRepository, path: str, revision: str, user: Any, *, draft: bool
 ) -> SyncOutcome:
+    clock = SyncClock()
     try:
-        folder = read_repository_folder(repository, path, revision)
-    except (GitSourceError, FolderError) as problem:
+        folder = read_repository_folder(repository, path, revision, clock)
+    except (GitSourceError, FolderError, SyncTookTooLong) as problem:
         return SyncOutcome(policy, errors=_field_errors(problem))
-    return _apply_folder(policy, folder, user, draft=draft, record=False)
+    return _apply_folder(policy, folder, user, clock, draft=draft, record=False)
 
 
 def _apply_folder(
-    policy: ApprovalPolicy, folder: FolderAtCommit, user: Any, *, draft: bool, record: bool = True
+    policy: ApprovalPolicy,
+    folder: FolderAtCommit,
+    user: Any,
+    clock: SyncClock,
+    *,
+    draft: bool,
+    record: bool = True,
 ) -> SyncOutcome:
     """Make a revision of what the folder says for ``policy``, if that differs from its newest one.
     ``record``: keep the sync's outcome on the policy (not for a draft synced from another branch)."""
@@ -284,8 +303,10 @@ def _apply_folder(
         content = _content(declared, latest.rego_version if latest else RegoVersion.V1)
         changed = latest is None or PolicyContent.of_revision(latest) != content
         if changed:
+            clock.require_time(f"checking {policy.name}")
             require_compiles(policy.name, content)
-    except (FolderError, Invalid) as problem:
+            clock.require_time(f"running the tests of {policy.name}")
+    except (FolderError, Invalid, SyncTookTooLong) as problem:
         errors = _field_errors(problem)
         if record:
             _record_sync_error(policy, errors, folder.commit)
@@ -304,6 +325,20 @@ def _apply_folder(
             for name, value in fields.items():
                 setattr(policy, name, value)
     return SyncOutcome(policy, folder.commit, revision)
+
+
+def record_unfinished_sync(policy_id: int) -> None:
+    """A sync that a worker's time limit interrupted: recorded on every policy that follows the folder."""
+    policy = ApprovalPolicy.objects.filter(pk=policy_id, repository__isnull=False).first()
+    if policy is None:
+        return
+    errors = {"repository": [unfinished_sync_message(settings.POLICY_SYNC_TIME_LIMIT_SECONDS)]}
+    for follower in ApprovalPolicy.objects.filter(
+        repository=policy.repository_id,
+        repository_path=policy.repository_path,
+        repository_revision=policy.repository_revision,
+    ):
+        _record_sync_error(follower, errors)
 
 
 def _record_sync_error(policy: ApprovalPolicy, errors: dict[str, list[str]], commit: str = "") -> None:
