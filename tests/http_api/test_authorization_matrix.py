@@ -33,7 +33,8 @@ from policies_app.models import (
 from policies_app.notifications import webhooks
 from tests.builders import api_client_for, make_policy, make_user
 
-pytestmark = pytest.mark.django_db
+# Webhooks point at loopback (port 9, discard): the egress guard is told to allow exactly 127.0.0.1.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("loopback_allowed")]
 
 PERSONAS = ("orgadmin", "auditor", "padmin", "approver", "deployer", "viewer", "outsider")
 A, F, N, I = "allowed", "forbidden", "not found", "invalid"  # noqa: E741 - the matrix reads better short
