@@ -113,11 +113,11 @@ MATRIX = {
         {"entry": "require-approvers", "name": "two approvers", "parameters": {"count": 2}},
     ),
     ("get", "/api/v1/policy-repositories/"): (EVERYONE, None),
-    ("post", "/api/v1/policy-repositories/"): (AUTHORS, {"name": "new", "url": "https://example.com/p.git"}),
+    ("post", "/api/v1/policy-repositories/"): (AUTHORS, {"name": "new", "url": "http://127.0.0.1:9/p.git"}),
     ("get", "/api/v1/policy-repositories/{id}/"): (row(A, A, N, N, N, N, N), None),
     ("put", "/api/v1/policy-repositories/{id}/"): (
         row(A, F, N, N, N, N, N),
-        {"name": "policies", "url": "https://example.com/policies.git"},
+        {"name": "policies", "url": "http://127.0.0.1:9/policies.git"},
     ),
     ("patch", "/api/v1/policy-repositories/{id}/"): (row(A, F, N, N, N, N, N), {"username": "bot"}),
     ("get", "/api/v1/environments/"): (EVERYONE, None),
