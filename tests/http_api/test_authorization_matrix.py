@@ -201,7 +201,8 @@ OBJECT_OF_PATH = {
     "users": "user",
     "tokens": "token",
 }
-STATUS = {A: {200, 201, 204}, F: {403}, N: {404}, I: {400}}
+# Allowed: done (200, 201, 204) or accepted for a worker (202: a webhook test is queued, not sent in the request).
+STATUS = {A: {200, 201, 202, 204}, F: {403}, N: {404}, I: {400}}
 
 
 def schema_routes() -> set[tuple[str, str]]:
