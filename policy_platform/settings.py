@@ -45,6 +45,20 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_networks(name: str) -> list[str]:
+    """A comma-separated list of IP networks (``10.0.0.0/8``) or addresses, checked here: a typo stops
+    the start instead of silently allowing or trusting nothing."""
+    import ipaddress
+
+    networks = env_list(name, [])
+    for item in networks:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not an IP network or address") from None
+    return networks
+
+
 DEBUG = env_bool("DJANGO_DEBUG", True)
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
 if not SECRET_KEY:
@@ -156,9 +170,9 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "policies_app.api.exceptions.api_exception_handler",
     "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
-        "rest_framework.throttling.ScopedRateThrottle",
+        "policies_app.api.authentication.AnonRateThrottle",
+        "policies_app.api.authentication.UserRateThrottle",
+        "policies_app.api.authentication.ScopedRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
         "anon": os.environ.get("API_THROTTLE_ANON", "60/minute"),
@@ -280,6 +294,7 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "policy-platform@local
 EMAIL_DIGEST_HOUR = int(os.environ.get("EMAIL_DIGEST_HOUR") or 8)
 if not 0 <= EMAIL_DIGEST_HOUR <= 23:
     raise ImproperlyConfigured(f"EMAIL_DIGEST_HOUR must be an hour from 0 to 23, not {EMAIL_DIGEST_HOUR}")
+# Bound on one delivery in all: connecting, sending and the receiver's answer.
 WEBHOOK_TIMEOUT_SECONDS = env_number("WEBHOOK_TIMEOUT_SECONDS", 5)
 # A failed delivery is retried after 10 s, 20 s, 40 s... (doubling), WEBHOOK_MAX_ATTEMPTS attempts in all.
 WEBHOOK_RETRY_BASE_SECONDS = env_number("WEBHOOK_RETRY_BASE_SECONDS", 10)
@@ -364,6 +379,19 @@ CELERY_BEAT_SCHEDULE["resend-lost-replays"] = {
     "task": "policies_app.tasks.resend_lost_replays_task",
     "schedule": EVALUATION_SWEEP_INTERVAL_SECONDS,
 }
+
+# Outbound connections (policies_app/guards/egress.py): only public internet addresses, unless the
+# operator allows more networks here (e.g. 10.0.0.0/8 for an internal Git server). Empty by default.
+EGRESS_ALLOWED_NETWORKS = env_networks("EGRESS_ALLOWED_NETWORKS")
+# Answers larger than this are failures (a webhook reads far less: it needs only the status).
+EGRESS_MAX_RESPONSE_BYTES = int(env_number("EGRESS_MAX_RESPONSE_BYTES", 1024 * 1024))
+# Directories under which a policy (or template) repository may be a local path or file:// URL; empty by
+# default: only remote repositories. Shared with the template file sandbox.
+LOCAL_REPOSITORY_ROOTS = env_list("LOCAL_REPOSITORY_ROOTS", [])
+# The proxies in front of the platform: only a request arriving from one of these has its
+# X-Forwarded-For believed (throttles and sign-in lockouts count per client address). Empty by default:
+# the address of the connection is the client's.
+TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES")
 
 # The IaC engine's caches: parsed files by content hash, template checkouts by commit.
 IAC_PARSE_CACHE_DIR = os.environ.get("IAC_PARSE_CACHE_DIR", str(VAR_DIR / "cache" / "parse"))

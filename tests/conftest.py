@@ -91,3 +91,19 @@ def repository_cache(settings, tmp_path):
     """The cache of policy repositories, in the test's own folder."""
     settings.POLICY_REPOSITORY_CACHE_DIR = str(tmp_path / "cache")
     return Path(settings.POLICY_REPOSITORY_CACHE_DIR)
+
+
+@pytest.fixture
+def loopback_allowed(settings):
+    """The egress guard refuses loopback; the receivers and git servers of these tests listen there, so
+    the operator's setting allows exactly 127.0.0.1 (every other internal address stays refused)."""
+    settings.EGRESS_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    return settings.EGRESS_ALLOWED_NETWORKS
+
+
+@pytest.fixture
+def local_repositories_allowed(settings, tmp_path):
+    """Local repositories are refused unless under an operator-listed root: these tests' bare
+    repositories live in the test's own folder, which is listed (nothing else is)."""
+    settings.LOCAL_REPOSITORY_ROOTS = [str(tmp_path)]
+    return settings.LOCAL_REPOSITORY_ROOTS

@@ -12,6 +12,8 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
 
+from policies_app.guards.client_address import client_address
+
 # An address may fail more often than one user name: several people can sign in from behind one NAT.
 ADDRESS_FACTOR = 5
 
@@ -42,7 +44,7 @@ class ThrottledSignInMixin:
 
     def clean(self) -> dict:
         username = self.data.get("username", "") or ""
-        address = self.request.META.get("REMOTE_ADDR", "") if self.request is not None else ""
+        address = client_address(self.request) if self.request is not None else ""
         if is_locked_out(username, address):
             minutes = max(1, settings.LOGIN_FAILURE_WINDOW_SECONDS // 60)
             raise ValidationError(

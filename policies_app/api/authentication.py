@@ -3,16 +3,37 @@
 DRF checks throttles only after authentication and permissions, so a request with a wrong token (or
 none) would be refused with 401 for ever without ever counting. These classes count such a request
 against the ``anon`` rate first, and answer 429 once the address is over it.
+
+Every throttle counts per the address the server trusts (guards/client_address.py): DRF's own would
+believe any ``X-Forwarded-For`` a client sends.
 """
 
 from typing import Any
 
-from rest_framework import authentication, permissions
+from rest_framework import authentication, permissions, throttling
 from rest_framework.exceptions import AuthenticationFailed, Throttled
-from rest_framework.throttling import SimpleRateThrottle
+
+from policies_app.guards.client_address import client_address
 
 
-class UnauthenticatedThrottle(SimpleRateThrottle):
+class TrustedAddressMixin:
+    def get_ident(self, request: Any) -> str:
+        return client_address(request)
+
+
+class AnonRateThrottle(TrustedAddressMixin, throttling.AnonRateThrottle):
+    pass
+
+
+class UserRateThrottle(TrustedAddressMixin, throttling.UserRateThrottle):
+    pass
+
+
+class ScopedRateThrottle(TrustedAddressMixin, throttling.ScopedRateThrottle):
+    pass
+
+
+class UnauthenticatedThrottle(TrustedAddressMixin, throttling.SimpleRateThrottle):
     scope = "anon"
 
     def get_cache_key(self, request: Any, view: Any) -> str:

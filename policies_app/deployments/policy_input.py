@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 
 from policies_app.choices import TERRAFORM_LIKE_TYPES, ApprovalDecision, RequestType
+from policies_app.guards import egress
 from policies_app.models import Deployment, Team
 from policies_app.projects.configuration_cache import configuration_view
 
@@ -84,6 +85,7 @@ def _configuration_view(
                 deployment.template_commit or deployment.revision or template.revision or None,
                 template.path,
                 settings.TEMPLATE_CHECKOUT_DIR,
+                route=egress.git_route if egress.is_network_git_url(template.repository) else None,
             )
             directory, commit = Path(checkout.directory), checkout.commit or ""
             source_root = template_source_root(checkout.directory, template.path)

@@ -14,7 +14,10 @@ A finished directory appears by an atomic rename, so a reader never sees half a 
 crashed worker leaves only a ``.tmp-*`` directory behind (safe to delete).
 
 Git runs as a subprocess with prompts disabled and only the file, git, http(s) and ssh transports
-allowed (no ``ext::`` commands). Submodules are not fetched. A checkout or archive holding a symlink
+allowed (no ``ext::`` commands). A caller that passes ``route`` decides where git may go over the
+network: it is called with the repository URL before every command that reaches a remote, raises
+ValueError to refuse, and returns how git must reach the address it checked (``git_arguments()`` for
+git's command line, ``ssh_options`` for ssh's); the platform passes its egress guard. Submodules are not fetched. A checkout or archive holding a symlink
 that points outside itself is refused: the configuration loader would otherwise read files from the
 worker's disk.
 
@@ -31,14 +34,16 @@ import io
 import os
 import posixpath
 import re
+import shlex
 import shutil
 import subprocess
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 GIT_TIMEOUT_S = 300
 MAX_ARCHIVE_MEMBERS = 20_000
@@ -63,7 +68,14 @@ class Checkout:
     commit: str | None  # the commit it was read at; None for a plain local directory
 
 
-def checkout_template(repository: str, revision: str | None, path: str, cache_dir: str) -> Checkout:
+def checkout_template(
+    repository: str,
+    revision: str | None,
+    path: str,
+    cache_dir: str,
+    *,
+    route: Callable[[str], Any] | None = None,
+) -> Checkout:
     """The absolute directory of ``path`` inside ``repository`` at ``revision``, and that commit.
 
     ``repository`` is a git URL (https://, ssh://, git@host:..., file://), a local git repository, or
@@ -88,16 +100,35 @@ def checkout_template(repository: str, revision: str | None, path: str, cache_di
     cache = Path(cache_dir).resolve()
     cache.mkdir(parents=True, exist_ok=True)
     mirror = cache / ".repos" / (hashlib.sha256(repository.encode()).hexdigest()[:24] + ".git")
+    remote = _Remote(repository, route if _URL.match(repository) or _SCP_LIKE.match(repository) else None)
     with _locked(mirror.with_suffix(".lock")):
-        commit = _resolve_commit(repository, revision, mirror)
+        commit = _resolve_commit(remote, revision, mirror)
     target = cache / commit
     if not target.is_dir():
         _materialise_commit(mirror, commit, target)
     return Checkout(_inside(target, relative, f"path {path!r} at commit {commit[:12]}"), commit)
 
 
-def _resolve_commit(repository: str, revision: str | None, mirror: Path) -> str:
+@dataclass(frozen=True)
+class _Remote:
+    url: str
+    route: Callable[[str], Any] | None
+
+    def git(self, arguments: list[str], what: str) -> str:
+        """A git command that reaches the remote, routed as ``route`` says (checked again each time)."""
+        if self.route is None:
+            return _git(arguments, what)
+        try:
+            route = self.route(self.url)
+        except ValueError as refused:
+            raise TemplateSourceError(f"{what}: {refused}") from None
+        ssh = [os.environ.get("GIT_SSH_COMMAND") or "ssh", *map(shlex.quote, route.ssh_options)]
+        return _git([*route.git_arguments(), *arguments], what, {"GIT_SSH_COMMAND": " ".join(ssh)})
+
+
+def _resolve_commit(remote: _Remote, revision: str | None, mirror: Path) -> str:
     """The commit id ``revision`` names now, with the mirror holding that commit afterwards."""
+    repository = remote.url
     wanted = "HEAD" if revision is None else revision
     if wanted.startswith("-") or any(char in wanted for char in " \t\n~^:?*[\\"):
         raise TemplateSourceError(f"revision {revision!r} is not a branch, tag or commit id")
@@ -106,7 +137,9 @@ def _resolve_commit(repository: str, revision: str | None, mirror: Path) -> str:
         return held  # a full id we already hold never changes: skip the remote
     # Ask the remote first (cheap, no object transfer): a branch moves, so the mirror cannot answer it.
     # The second pattern asks for the peeled line of an annotated tag (the commit it points at).
-    listed = _git(["ls-remote", "--", repository, wanted, f"{wanted}^{{}}"], what=f"listing {repository!r}")
+    listed = remote.git(
+        ["ls-remote", "--", repository, wanted, f"{wanted}^{{}}"], what=f"listing {repository!r}"
+    )
     commit = _pick_ref(listed, wanted)
     if commit is None and revision is not None and not _HEX_REVISION.match(revision):
         raise TemplateSourceError(f"unknown revision {revision!r} in {repository!r}")
@@ -118,7 +151,7 @@ def _resolve_commit(repository: str, revision: str | None, mirror: Path) -> str:
     held = _held_commit(mirror, commit) if commit is not None else None
     if held is not None:
         return held
-    _git(
+    remote.git(
         [
             "-C",
             str(mirror),
@@ -244,13 +277,13 @@ def _is_git_top_level(directory: Path) -> bool:
     return in_work_tree == "true" and prefix == ""
 
 
-def _git(arguments: list[str], what: str) -> str:
+def _git(arguments: list[str], what: str, extra_env: dict[str, str] | None = None) -> str:
     try:
         result = subprocess.run(
             ["git", *arguments],
             capture_output=True,
             text=True,
-            env=_git_env(),
+            env={**_git_env(), **(extra_env or {})},
             timeout=GIT_TIMEOUT_S,
             check=False,
         )

@@ -2,6 +2,14 @@
 every ancestor project, as signed JSON or as a chat message (Slack and Microsoft Teams incoming webhooks
 both read ``{"text": ...}``).
 
+Each request is signed as the Standard Webhooks specification says (``webhook-id``, ``webhook-timestamp``,
+``webhook-signature``; the ``standardwebhooks`` package), with a ``whsec_`` secret shown once, at creation.
+Every request goes through the egress guard (policies_app/guards/egress.py): a webhook's address must be
+a public one when it is saved and again at each delivery, the connection goes to the address checked, and
+no redirect is followed. What is recorded of a failure is its class only, never the connection's error
+text: the delivery history (and the "send test", which runs in a worker like every delivery) is no port
+scanner.
+
 Each message is a ``WebhookDelivery`` row written with the status change (an outbox). A Celery task
 sends it after commit and, when the receiver fails, retries it with exponential backoff; the periodic
 sweep sends whatever is due and has no task (a lost message, or the embedded setup without a broker).
@@ -10,17 +18,16 @@ Every attempt is kept on the row: the delivery history shown to project admins.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
-import hmac
 import json
 import logging
 import secrets
-import urllib.error
-import urllib.request
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
+import standardwebhooks
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -31,21 +38,67 @@ from policies_app import access, audit, wakeups
 from policies_app.access import Grants
 from policies_app.choices import Capability, DeliveryStatus, DeploymentStatus, WebhookFormat
 from policies_app.errors import Invalid
+from policies_app.guards import egress
 from policies_app.models import Deployment, Project, Webhook, WebhookDelivery
 from policies_app.projects.tree import ProjectTree, tree_for
 
 logger = logging.getLogger(__name__)
 
-SIGNATURE_HEADER = "X-Platform-Signature-256"
 STATUS_CHANGED = "deployment.status_changed"
 PING = "ping"
 # While one sender attempts a delivery, no other takes it (longer than any request may take).
 ATTEMPT_LEASE = timedelta(minutes=2)
 
 
-def sign(secret: str, body: bytes) -> str:
-    """The signature header's value: ``sha256=`` and the HMAC-SHA256 of the exact body, in hex."""
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+SECRET_PREFIX = "whsec_"
+# The specification asks for secrets of 24 to 64 bytes; ours are 32 random bytes.
+SECRET_BYTES = (24, 64)
+# What a failed attempt records: its class, never the error text of the connection (a port scanner's
+# answer) nor the receiver's reason phrase. The HTTP status, when the receiver answered, is kept beside it.
+FAILURES = {
+    "refused": "Not sent: the address is not allowed (the platform sends only to public internet addresses).",
+    "unreachable": "The receiver could not be reached, or did not answer in time.",
+    "too_large": "The receiver's answer was too large.",
+    "redirect": "The receiver answered with a redirect; redirects are not followed.",
+    "status": "The receiver answered with an error status.",
+}
+# The receiver's answer is not used: a little of it is read, more is a failure.
+MAX_ANSWER_BYTES = 64 * 1024
+
+
+def new_secret() -> str:
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def refusal_to_use_secret(secret: str) -> str | None:
+    """Why a secret given by a user cannot sign (None when it can): ``whsec_`` and base64 of 24 to 64 bytes."""
+    if not secret.startswith(SECRET_PREFIX):
+        return f"Must start with {SECRET_PREFIX} followed by base64 (leave it empty to get one made)."
+    try:
+        key = base64.b64decode(secret[len(SECRET_PREFIX) :], validate=True)
+    except (binascii.Error, ValueError):
+        return f"After {SECRET_PREFIX}, the secret must be base64."
+    if not SECRET_BYTES[0] <= len(key) <= SECRET_BYTES[1]:
+        return f"The secret must hold {SECRET_BYTES[0]} to {SECRET_BYTES[1]} bytes (it holds {len(key)})."
+    return None
+
+
+def signature_headers(webhook: Webhook, message_id: str, body: str, at: datetime) -> dict[str, str]:
+    """The Standard Webhooks headers for one attempt: the id stays the same across retries (receivers
+    drop duplicates by it), the timestamp is the attempt's (receivers refuse old ones: no replay)."""
+    signature = standardwebhooks.Webhook(webhook.signing_secret).sign(message_id, at, body)
+    return {
+        "webhook-id": message_id,
+        "webhook-timestamp": str(int(at.timestamp())),
+        "webhook-signature": signature,
+    }
+
+
+def escape_chat(text: str) -> str:
+    """Text for a chat message: Slack reads ``<...>`` as links and mentions (``<url|text>``,
+    ``<!channel>``) and asks for ``&``, ``<`` and ``>`` escaped; Teams reads the same entities as the
+    characters, and without a raw ``<`` no HTML reaches it either."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def retry_delay(attempts: int) -> float:
@@ -66,14 +119,17 @@ def visible_webhooks(user: AbstractBaseUser) -> QuerySet[Webhook]:
 
 
 def _clean(
-    *, name: str, url: str, format: str, statuses: list[str] | None
+    *, name: str, url: str, format: str, statuses: list[str] | None, secret: str = ""
 ) -> tuple[str, str, str, list[str]]:
     errors: dict[str, list[str]] = {}
     if not name or not name.strip():
         errors["name"] = ["A name is required."]
-    parts = urlsplit(url or "")
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        errors["url"] = ["Must be an http:// or https:// address."]
+    refusal = egress.refusal_to_reach(url or "")
+    if refusal:
+        errors["url"] = [refusal]
+    secret_refusal = refusal_to_use_secret(secret) if secret else None
+    if secret_refusal:
+        errors["secret"] = [secret_refusal]
     if format not in WebhookFormat.values:
         errors["format"] = [f"Must be one of {', '.join(WebhookFormat.values)}."]
     statuses = list(statuses or [])
@@ -93,7 +149,7 @@ def _snapshot(webhook: Webhook) -> dict[str, Any]:
         "format": webhook.format,
         "statuses": webhook.statuses,
         "active": webhook.active,
-        "secret": hashlib.sha256(webhook.secret.encode()).hexdigest()[:12],
+        "secret": hashlib.sha256(webhook.signing_secret.encode()).hexdigest()[:12],
     }
 
 
@@ -109,20 +165,21 @@ def create_webhook(
     active: bool = True,
 ) -> Webhook:
     access.require(user, Capability.ADMINISTER, project, "Only admins of this project may add webhooks.")
-    name, url, format, statuses = _clean(name=name, url=url, format=format, statuses=statuses)
+    name, url, format, statuses = _clean(name=name, url=url, format=format, statuses=statuses, secret=secret)
     if Webhook.objects.filter(project=project, name=name).exists():
         raise Invalid({"name": ["The project already has a webhook of this name."]})
     with transaction.atomic():
-        webhook = Webhook.objects.create(
+        webhook = Webhook(
             project=project,
             name=name,
             url=url,
-            secret=secret or secrets.token_urlsafe(32),
             format=format,
             statuses=statuses,
             active=active,
             created_by=user,
         )
+        webhook.signing_secret = secret or new_secret()
+        webhook.save()
         audit.record(user, "webhook.created", webhook, after=_snapshot(webhook), project=project)
     return webhook
 
@@ -133,7 +190,7 @@ def update_webhook(user: AbstractBaseUser, webhook: Webhook, **changes: Any) -> 
         user, Capability.ADMINISTER, webhook.project, "Only admins of this project may change its webhooks."
     )
     merged = {key: changes.get(key, getattr(webhook, key)) for key in ("name", "url", "format", "statuses")}
-    name, url, format, statuses = _clean(**merged)
+    name, url, format, statuses = _clean(**merged, secret=changes.get("secret") or "")
     if Webhook.objects.filter(project=webhook.project, name=name).exclude(pk=webhook.pk).exists():
         raise Invalid({"name": ["The project already has a webhook of this name."]})
     with transaction.atomic():
@@ -141,7 +198,7 @@ def update_webhook(user: AbstractBaseUser, webhook: Webhook, **changes: Any) -> 
         webhook.name, webhook.url, webhook.format, webhook.statuses = name, url, format, statuses
         webhook.active = changes.get("active", webhook.active)
         if changes.get("secret"):
-            webhook.secret = changes["secret"]
+            webhook.signing_secret = changes["secret"]
         webhook.save()
         audit.record(
             user, "webhook.changed", webhook, before=before, after=_snapshot(webhook), project=webhook.project
@@ -174,7 +231,7 @@ def status_change_body(
             f"by {deployment.deployer.get_username()}: {labels.get(from_status, from_status)} → "
             f"{labels.get(to_status, to_status)}. {url}"
         )
-        return json.dumps({"text": text})
+        return json.dumps({"text": escape_chat(text)})
     return json.dumps(
         {
             "event": STATUS_CHANGED,
@@ -200,7 +257,8 @@ def status_change_body(
 
 def ping_body(webhook: Webhook) -> str:
     if webhook.format == WebhookFormat.CHAT:
-        return json.dumps({"text": f"Test message from the policy platform for webhook {webhook.name}."})
+        text = f"Test message from the policy platform for webhook {webhook.name}."
+        return json.dumps({"text": escape_chat(text)})
     return json.dumps(
         {
             "event": PING,
@@ -270,33 +328,45 @@ def attempt_delivery(delivery_id: int) -> float | None:
 
 
 def post(delivery: WebhookDelivery) -> tuple[int | None, str]:
-    """POST the delivery; returns the HTTP status and an error text (empty when it was accepted)."""
-    body = delivery.body.encode()
-    request = urllib.request.Request(delivery.webhook.url, data=body, method="POST")
-    request.add_header("Content-Type", "application/json")
-    request.add_header("User-Agent", "policy-platform-webhooks")
-    request.add_header("X-Platform-Event", delivery.event)
-    request.add_header("X-Platform-Delivery", str(delivery.pk))
-    request.add_header(SIGNATURE_HEADER, sign(delivery.webhook.secret, body))
+    """POST the delivery through the egress guard; returns the HTTP status the receiver answered (None
+    when it did not) and the failure's class as text (empty when it accepted the message)."""
+    webhook = delivery.webhook
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "policy-platform-webhooks",
+        "X-Platform-Event": delivery.event,
+        "X-Platform-Delivery": str(delivery.pk),
+        **signature_headers(webhook, f"msg_{delivery.pk}", delivery.body, datetime.now(UTC)),
+    }
     try:
-        with urllib.request.urlopen(request, timeout=settings.WEBHOOK_TIMEOUT_SECONDS) as response:
-            return response.status, ""
-    except urllib.error.HTTPError as problem:
-        return problem.code, f"HTTP {problem.code} {problem.reason}"
-    except (urllib.error.URLError, OSError) as problem:
-        return None, f"Could not reach the receiver: {getattr(problem, 'reason', problem)}"
+        answer = egress.request(
+            "POST",
+            webhook.url,
+            headers=headers,
+            body=delivery.body.encode(),
+            timeout_s=settings.WEBHOOK_TIMEOUT_SECONDS,
+            max_response_bytes=MAX_ANSWER_BYTES,
+        )
+    except egress.EgressRefused:
+        return None, FAILURES["refused"]
+    except egress.EgressFailed as failure:
+        logger.info("webhook delivery %s failed (%s): %r", delivery.pk, failure.kind, failure.cause)
+        return None, FAILURES[failure.kind]
+    if 200 <= answer.status < 300:
+        return answer.status, ""
+    return answer.status, FAILURES["redirect" if 300 <= answer.status < 400 else "status"]
 
 
 def send_test(user: AbstractBaseUser, webhook: Webhook) -> WebhookDelivery:
-    """Send a test message now and say how it went (kept in the history; a test is not retried)."""
+    """Queue a test message; a worker sends it like any delivery (not retried) and its outcome appears in
+    the history. Nothing of the attempt is answered here: no timing, no connection error."""
     access.require(
         user, Capability.ADMINISTER, webhook.project, "Only admins of this project may test its webhooks."
     )
     delivery = WebhookDelivery.objects.create(
         webhook=webhook, event=PING, body=ping_body(webhook), next_attempt_at=timezone.now()
     )
-    attempt_delivery(delivery.pk)
-    delivery.refresh_from_db()
+    wakeups.wake("policies_app.tasks.deliver_webhook_task", delivery.pk)
     return delivery
 
 

@@ -13,6 +13,7 @@ from django.db import transaction
 
 from policies_app import access, audit
 from policies_app.errors import Forbidden, Invalid, NotFound
+from policies_app.guards import egress
 from policies_app.iac.provider_schemas import ProviderSchemaError, parse_provider_schemas
 from policies_app.iac.sources import TemplateSourceError, extract_archive
 from policies_app.models import ApprovalPolicy, Template
@@ -23,6 +24,18 @@ FIELDS = ("name", "type", "repository", "path", "revision", "provider_schema")
 def _require_manager(user: AbstractBaseUser) -> None:
     if not access.may_manage_templates(user):
         raise Forbidden("Only organisation admins and template managers may change templates.")
+
+
+def _refusal_to_fetch(repository: str) -> str | None:
+    """Why a remote repository may not be fetched (the egress guard, asked now; it is asked again at every
+    fetch), or None. Local directories and file:// are the template file sandbox's to judge."""
+    if not egress.is_network_git_url(repository):
+        return None
+    try:
+        egress.check_git_url(repository)
+    except egress.EgressRefused as refused:
+        return refused.message
+    return None
 
 
 def _snapshot(template: Template) -> dict[str, Any]:
@@ -55,6 +68,9 @@ def save_template(
     if approval_policies is not None:
         approval_policies = list(approval_policies)
         access.require_policies_visible(user, approval_policies)
+    refusal = _refusal_to_fetch(fields.get("repository") or "")
+    if refusal:
+        raise Invalid({"repository": [refusal]})
     if fields.get("provider_schema") is not None:
         try:
             parse_provider_schemas(fields["provider_schema"])

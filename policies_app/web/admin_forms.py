@@ -123,8 +123,8 @@ class WebhookForm(forms.Form):
         max_length=200,
         required=False,
         widget=forms.PasswordInput(render_value=False),
-        help_text="Signs each message (HMAC-SHA256). Empty: a new webhook gets a random one, an existing "
-        "one keeps its own.",
+        help_text="Signs each message (Standard Webhooks: whsec_ and base64). Empty: a new webhook gets a "
+        "random one, shown once; an existing one keeps its own.",
     )
     format = forms.ChoiceField(choices=WebhookFormat.choices)
     statuses = forms.MultipleChoiceField(

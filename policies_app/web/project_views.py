@@ -6,6 +6,7 @@ again."""
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q
@@ -18,7 +19,7 @@ from policies_app import access
 from policies_app.access import Grants
 from policies_app.choices import Capability
 from policies_app.deployments.lifecycle import pending_expiry_hours
-from policies_app.errors import Invalid
+from policies_app.errors import DomainError, Invalid
 from policies_app.models import ApprovalPolicy, Environment, Project, ProjectMembership, Team
 from policies_app.notifications import webhooks
 from policies_app.projects import projects
@@ -29,7 +30,7 @@ from policies_app.web.admin_forms import (
     ProjectForm,
     WebhookForm,
 )
-from policies_app.web.common import act
+from policies_app.web.common import act, field_errors
 
 User = get_user_model()
 
@@ -159,6 +160,7 @@ def _project_page(
     errors: dict | None = None,
     status: int = 200,
     forms: dict[str, Any] | None = None,
+    new_webhook_secret: str = "",
 ) -> HttpResponse:
     held = Grants.of(request.user)
     may_administer = held.can(Capability.ADMINISTER, project)
@@ -177,6 +179,7 @@ def _project_page(
         "children": project.children.all(),
         "may_administer": may_administer,
         "error": error,
+        "new_webhook_secret": new_webhook_secret,
     }
     if may_administer:
         attached = {attachment.policy_id for attachment in attachments}
@@ -312,13 +315,23 @@ def _add_webhook(request: HttpRequest, project: Project) -> HttpResponse:
     if not form.is_valid():
         return _invalid(request, project, form, "webhook")
     data = form.cleaned_data
-    return _project_act(
+    try:
+        webhook = webhooks.create_webhook(request.user, project, **data)
+    except DomainError as refusal:
+        return _project_page(
+            request,
+            project,
+            error=refusal.message,
+            errors=field_errors(refusal),
+            status=refusal.http_status,
+            forms={"webhook": form},
+        )
+    # The secret is shown on this answer only, like a new token's key (never in a redirect's session).
+    messages.success(
         request,
-        project,
-        lambda: webhooks.create_webhook(request.user, project, **data),
         f"Webhook {data['name']} is added; it is told of every deployment of {project.name} and below.",
-        forms={"webhook": form},
     )
+    return _project_page(request, project, new_webhook_secret=webhook.signing_secret)
 
 
 PROJECT_ACTIONS = {

@@ -75,7 +75,9 @@ def test_an_admin_cannot_deactivate_themselves(api, world):
     assert refused.status_code == 403
 
 
-def test_webhooks_are_created_with_a_secret_shown_once_tested_and_their_deliveries_listed(api, world):
+def test_webhooks_are_created_with_a_secret_shown_once_tested_and_their_deliveries_listed(
+    api, world, loopback_allowed, django_capture_on_commit_callbacks
+):
     receiver = Receiver()
     try:
         admin = api(world.admin)
@@ -85,11 +87,17 @@ def test_webhooks_are_created_with_a_secret_shown_once_tested_and_their_deliveri
             format="json",
         )
         assert created.status_code == 201 and len(created.json()["secret"]) > 20
+        assert created.json()["secret"].startswith("whsec_")
         hook = created.json()["id"]
         assert "secret" not in admin.get(f"/api/v1/webhooks/{hook}/").json()
-        tested = admin.post(f"/api/v1/webhooks/{hook}/test/").json()
+        # The test is queued (a worker sends it after commit) and its outcome is read in the history.
+        with django_capture_on_commit_callbacks(execute=True):
+            queued = admin.post(f"/api/v1/webhooks/{hook}/test/")
+        assert queued.status_code == 202 and queued.json()["status"] == "pending"
+        history = admin.get(f"/api/v1/webhooks/{hook}/deliveries/").json()
+        assert history["count"] == 1
+        tested = history["results"][0]
         assert (tested["status"], tested["response_code"]) == ("delivered", 200)
-        assert admin.get(f"/api/v1/webhooks/{hook}/deliveries/").json()["count"] == 1
         bad = admin.patch(f"/api/v1/webhooks/{hook}/", {"statuses": ["nope"]}, format="json")
         assert bad.status_code == 400 and "statuses" in bad.json()
         assert admin.delete(f"/api/v1/webhooks/{hook}/").status_code == 204

@@ -29,7 +29,8 @@ from policies_app.notifications import webhooks
 from policies_app.policies.authoring import revise_policy
 from tests.builders import make_policy, make_user
 
-pytestmark = pytest.mark.django_db
+# Webhooks point at loopback (port 9, discard): the egress guard is told to allow exactly 127.0.0.1.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("loopback_allowed")]
 
 BUDGETS = json.loads((Path(__file__).parent / "query_counts.json").read_text())
 PENDING = 'package env0\n\npending contains "wait" if true\n'

@@ -12,7 +12,7 @@ from tests.builders import make_policy
 from tests.processes import ROOT, RedisServer, celery_worker, platform_environment, wait_until
 from tests.receiver import Receiver
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("loopback_allowed")]
 
 PENDING = 'package env0\n\npending contains "wait" if true\n'
 
@@ -25,7 +25,11 @@ def test_a_worker_retries_a_failed_delivery_with_backoff_until_the_receiver_acce
     )
     redis = RedisServer(tmp_path)
     redis.start()
-    fast = {"WEBHOOK_RETRY_BASE_SECONDS": "0.5", "NOTIFICATION_SWEEP_INTERVAL_SECONDS": "3600"}
+    fast = {
+        "WEBHOOK_RETRY_BASE_SECONDS": "0.5",
+        "NOTIFICATION_SWEEP_INTERVAL_SECONDS": "3600",
+        "EGRESS_ALLOWED_NETWORKS": "127.0.0.1/32",  # the receiver's address; nothing else internal
+    }
     try:
         with celery_worker(tmp_path, redis.url, **fast):
             # Triggered from a process configured like production: its tasks go through Redis.

@@ -13,7 +13,11 @@ from policies_app.policies.git import sources
 from tests.git_repos import GitRepo
 from tests.policies.test_sync import DATA, MAIN
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("repository_cache")]
+pytestmark = [
+    pytest.mark.django_db,
+    # The repositories are bare ones in the test's folder, listed as the one local root allowed.
+    pytest.mark.usefixtures("repository_cache", "local_repositories_allowed"),
+]
 
 SECRET = "webhook-secret"
 

@@ -12,7 +12,11 @@ from tests.git_http import GitHttpServer
 from tests.git_repos import GitRepo
 from tests.policies.test_sync import DATA, MAIN
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("repository_cache")]
+pytestmark = [
+    pytest.mark.django_db,
+    # The smart-HTTP server listens on 127.0.0.1, the one address the egress guard is told to allow.
+    pytest.mark.usefixtures("repository_cache", "loopback_allowed"),
+]
 
 TOKEN = "s3cr3t-t0ken-value"
 

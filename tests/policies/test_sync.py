@@ -12,7 +12,11 @@ from policies_app.policies.git import sources
 from policies_app.tasks import sync_policy_repositories_task
 from tests.git_repos import GitRepo
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("repository_cache")]
+pytestmark = [
+    pytest.mark.django_db,
+    # The repositories are bare ones in the test's folder, listed as the one local root allowed.
+    pytest.mark.usefixtures("repository_cache", "local_repositories_allowed"),
+]
 
 MAIN = """package env0
 

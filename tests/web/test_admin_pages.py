@@ -143,20 +143,28 @@ def test_settings_change_the_expiry_and_move_the_project(client, world, pat):
 # --- webhooks ------------------------------------------------------------------------------------------
 
 
-def test_an_admin_adds_a_webhook_and_sends_a_test_from_its_page(client, world, pat):
+def test_an_admin_adds_a_webhook_and_sends_a_test_from_its_page(
+    client, world, pat, loopback_allowed, django_capture_on_commit_callbacks
+):
     receiver = Receiver()
     try:
         url = reverse("web:project-detail", args=[world.payments.pk])
         added = post(
             login(client, pat), url, action="add_webhook", name="chat", url=receiver.url, format="chat"
         )
-        assert added.status_code == 302
+        # The new webhook's secret is shown on this answer only (like a token's key): no redirect.
+        assert added.status_code == 200
         hook = world.payments.webhooks.get()
+        assert hook.signing_secret in added.content.decode()
+        assert hook.signing_secret not in client.get(url).content.decode()
         page = reverse("web:webhook-detail", args=[hook.pk])
         assert login(client, world.alice).get(page).status_code == 404
         assert login(client, world.charlie).get(page).status_code == 404
-        tested = login(client, pat).post(page, {"action": "test"}, follow=True)
-        assert "The test message was accepted." in tested.content.decode()
+        with django_capture_on_commit_callbacks(execute=True):
+            tested = login(client, pat).post(page, {"action": "test"}, follow=True)
+        assert "The test message is on its way" in tested.content.decode()
+        tested = client.get(page)
+        assert "Delivered" in tested.content.decode()
         assert receiver.received[0].json() == {
             "text": "Test message from the policy platform for webhook chat."
         }

@@ -15,7 +15,8 @@ class WebhookSerializer(serializers.ModelSerializer):
         required=False,
         allow_blank=True,
         max_length=200,
-        help_text="Signs each body (HMAC-SHA256). Empty on create: one is made; on update: kept.",
+        help_text="Signs each request as Standard Webhooks says: whsec_ and base64 of 24 to 64 bytes. "
+        "Empty on create: one is made (and shown once, in the answer); on update: kept.",
     )
     statuses = serializers.ListField(
         child=serializers.ChoiceField(choices=DeploymentStatus.choices), required=False
@@ -31,7 +32,7 @@ class WebhookSerializer(serializers.ModelSerializer):
 class WebhookCreatedSerializer(WebhookSerializer):
     """The answer to a create: the only time the secret is shown."""
 
-    secret = serializers.CharField(read_only=True)
+    secret = serializers.CharField(source="signing_secret", read_only=True)
 
 
 class WebhookDeliverySerializer(serializers.ModelSerializer):

@@ -43,12 +43,12 @@ class WebhookViewSet(
     def perform_destroy(self, instance):
         webhooks.delete_webhook(self.request.user, instance)
 
-    @extend_schema(request=None, responses=WebhookDeliverySerializer)
+    @extend_schema(request=None, responses={202: WebhookDeliverySerializer})
     @action(detail=True, methods=["post"])
     def test(self, request: Request, pk: str | None = None) -> Response:
-        """Send a test message now; the answer says how the receiver took it."""
+        """Queue a test message (a worker sends it); its outcome appears in the deliveries."""
         delivery = webhooks.send_test(request.user, self.get_object())
-        return Response(WebhookDeliverySerializer(delivery).data)
+        return Response(WebhookDeliverySerializer(delivery).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(responses=WebhookDeliverySerializer(many=True))
     @action(detail=True, methods=["get"])

@@ -12,6 +12,12 @@ Credentials never appear on a command line or in a URL: https passwords go in an
 given through git's environment configuration, scoped to the repository's URL; an ssh key is written
 to a private temporary file for the one command. Git's own and the user's configuration are ignored,
 prompts are off, and only the file, git, http(s) and ssh transports are allowed.
+
+Where git may go is decided by the caller: a local path or ``file://`` URL only under one of
+``local_roots``; a remote only through ``route``, called before every command that reaches it, which
+checks the host now (the egress guard) and says how git must reach the address it checked (a
+``GitRoute``: ``git_arguments()`` for git's command line, ``ssh_options`` for ssh's). ``route`` raises
+ValueError to refuse.
 """
 
 from __future__ import annotations
@@ -26,9 +32,13 @@ import re
 import shlex
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from policies_app.guards.local_roots import REFUSED as LOCAL_REFUSED
+from policies_app.guards.local_roots import is_local_location, local_repository_path
 
 _URL = re.compile(r"^(?:https?|ssh|git|file)://[^\s]+$", re.IGNORECASE)
 _SCP_LIKE = re.compile(r"^[\w.+-]+@[\w.-]+:[^\s]+$")  # git@github.com:org/repo.git
@@ -83,22 +93,21 @@ class TreeEntry:
     symlink: bool
 
 
-def validated_repository_url(url: str) -> str:
-    """The URL as it will be used; GitSourceError(field="url") when it is not one we can fetch from."""
+def validated_repository_url(url: str, local_roots: Sequence[str] = ()) -> str:
+    """The URL as it will be used; GitSourceError(field="url") when it is not one we can fetch from. A
+    local path or file:// URL is one only under ``local_roots``; whether it exists is never said."""
     url = (url or "").strip()
     if not url or url.startswith("-"):
-        raise GitSourceError("A git URL (https://, ssh://, git@host:path) or a local path is required.")
+        raise GitSourceError("A git URL (https://, ssh://, git@host:path) is required.")
     if _PASSWORD_IN_URL.match(url):
         raise GitSourceError("Do not put a password in the URL; give it as the repository's password.")
+    if is_local_location(url):
+        if local_repository_path(url, local_roots) is None:
+            raise GitSourceError(LOCAL_REFUSED)
+        return url
     if _URL.match(url) or _SCP_LIKE.match(url):
         return url
-    if url.startswith("/"):
-        if not Path(url).is_dir():
-            raise GitSourceError(f"{url} is not a directory on this server.")
-        return url
-    raise GitSourceError(
-        f"{url!r} is neither a git URL (https://, ssh://, git@host:path) nor an absolute path."
-    )
+    raise GitSourceError(f"{url!r} is not a git URL (https://, ssh://, git@host:path).")
 
 
 def validated_path(path: str) -> str:
@@ -120,17 +129,27 @@ def validated_revision(revision: str) -> str:
 class GitMirror:
     """A repository's bare mirror in ``cache_dir``; every method is safe to call from several processes."""
 
-    def __init__(self, url: str, credentials: GitCredentials, cache_dir: str, timeout_s: float = 120) -> None:
-        self.url = validated_repository_url(url)
+    def __init__(
+        self,
+        url: str,
+        credentials: GitCredentials,
+        cache_dir: str,
+        timeout_s: float = 120,
+        *,
+        local_roots: Sequence[str] = (),
+        route: Callable[[str], Any] | None = None,
+    ) -> None:
+        self.url = validated_repository_url(url, local_roots)
         self.credentials = credentials
         self.timeout_s = timeout_s
+        self.route = route
         key = hashlib.sha256(self.url.encode()).hexdigest()[:24]
         self.directory = Path(cache_dir).resolve() / f"{key}.git"
 
     # ---------------------------------------------------------------------------------------- running
 
     @contextlib.contextmanager
-    def _environment(self) -> Iterator[dict[str, str]]:
+    def _environment(self, ssh_options: Sequence[str] = ()) -> Iterator[dict[str, str]]:
         env = {
             key: value
             for key, value in os.environ.items()
@@ -166,7 +185,7 @@ class GitMirror:
                 key.touch(mode=0o600)
                 key.write_text(credentials.ssh_private_key.strip() + "\n")
                 ssh += ["-i", str(key), "-o", "IdentitiesOnly=yes"]
-            env["GIT_SSH_COMMAND"] = shlex.join(ssh)
+            env["GIT_SSH_COMMAND"] = shlex.join([*ssh, *ssh_options])
             yield env
 
     def _scrub(self, text: str) -> str:
@@ -174,13 +193,30 @@ class GitMirror:
             text = text.replace(secret, "***")
         return text
 
+    def _remote_route(self, what: str) -> tuple[list[str], Sequence[str]]:
+        """Checked now, before the command that reaches the remote: git's arguments and ssh's options."""
+        if self.route is None or is_local_location(self.url):
+            return [], ()
+        try:
+            route = self.route(self.url)
+        except ValueError as refused:
+            raise GitSourceError(f"{what}: {refused}", "url") from None
+        return route.git_arguments(), route.ssh_options
+
     def _git(
-        self, arguments: list[str], what: str, *, stdin: bytes | None = None, field: str = "url"
+        self,
+        arguments: list[str],
+        what: str,
+        *,
+        stdin: bytes | None = None,
+        field: str = "url",
+        remote: bool = False,
     ) -> bytes:
-        with self._environment() as env:
+        git_arguments, ssh_options = self._remote_route(what) if remote else ([], ())
+        with self._environment(ssh_options) as env:
             try:
                 result = subprocess.run(
-                    ["git", *arguments],
+                    ["git", *git_arguments, *arguments],
                     input=stdin,
                     capture_output=True,
                     env=env,
@@ -241,7 +277,9 @@ class GitMirror:
         patterns = [wanted]
         if revision:
             patterns = [f"refs/heads/{revision}", f"refs/tags/{revision}", f"refs/tags/{revision}^{{}}"]
-        listing = self._git(["ls-remote", "--", self.url, *patterns], f"reaching {self.url}").decode()
+        listing = self._git(
+            ["ls-remote", "--", self.url, *patterns], f"reaching {self.url}", remote=True
+        ).decode()
         refs = dict(reversed(line.split("\t", 1)) for line in listing.splitlines() if "\t" in line)
         if not revision:
             return refs.get("HEAD")
@@ -266,6 +304,7 @@ class GitMirror:
                 "+refs/tags/*:refs/tags/*",
             ),
             f"fetching {self.url}",
+            remote=True,
         )
 
     def resolve(self, revision: str) -> str:

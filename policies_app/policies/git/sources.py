@@ -26,6 +26,7 @@ from django.utils import timezone
 from policies_app import access, audit
 from policies_app.choices import RegoVersion
 from policies_app.errors import Invalid
+from policies_app.guards import egress
 from policies_app.models import ApprovalPolicy, PolicyRepository, PolicyRevision
 from policies_app.policies.authoring import require_author, require_name_free, store_revision
 from policies_app.policies.content import PolicyContent, validated_content
@@ -71,10 +72,7 @@ def save_repository(
             raise Invalid({"name": [f"A repository named {name!r} already exists."]})
         repository.name = name
     if "url" in fields or repository.pk is None:
-        try:
-            repository.url = validated_repository_url(fields.get("url", ""))
-        except GitSourceError as problem:
-            raise Invalid({"url": [problem.message]}) from None
+        repository.url = checked_repository_url(fields.get("url", ""))
     for name in ("username", *SECRET_FIELDS):
         if name in fields and fields[name] is not None:
             setattr(repository, name, fields[name])
@@ -100,11 +98,30 @@ def repository_summary(repository: PolicyRepository) -> dict[str, Any]:
     }
 
 
+def checked_repository_url(url: str) -> str:
+    """A repository URL as it will be used: a remote whose host the egress guard allows now, or a local
+    path under LOCAL_REPOSITORY_ROOTS. Invalid naming ``url`` otherwise (and never whether a path exists)."""
+    try:
+        url = validated_repository_url(url, settings.LOCAL_REPOSITORY_ROOTS)
+        if egress.is_network_git_url(url):
+            egress.check_git_url(url)
+    except (GitSourceError, egress.EgressRefused) as problem:
+        raise Invalid({"url": [str(problem)]}) from None
+    return url
+
+
 def _mirror(repository: PolicyRepository, timeout_s: float) -> GitMirror:
     credentials = GitCredentials(
         repository.username, repository.password, repository.ssh_private_key, repository.ssh_known_hosts
     )
-    return GitMirror(repository.url, credentials, settings.POLICY_REPOSITORY_CACHE_DIR, timeout_s)
+    return GitMirror(
+        repository.url,
+        credentials,
+        settings.POLICY_REPOSITORY_CACHE_DIR,
+        timeout_s,
+        local_roots=settings.LOCAL_REPOSITORY_ROOTS,
+        route=egress.git_route,
+    )
 
 
 # ------------------------------------------------------------------------------------------ reading
