@@ -357,6 +357,15 @@ CELERY_BEAT_SCHEDULE["sync-policy-repositories"] = {
 # The IaC engine's caches: parsed files by content hash, template checkouts by commit.
 IAC_PARSE_CACHE_DIR = os.environ.get("IAC_PARSE_CACHE_DIR", str(VAR_DIR / "cache" / "parse"))
 TEMPLATE_CHECKOUT_DIR = os.environ.get("TEMPLATE_CHECKOUT_DIR", str(VAR_DIR / "cache" / "templates"))
+# Directories of this server under which a template's (or a policy repository's) files may be read in
+# place, instead of from a remote git repository or an uploaded archive; by default none. The platform's
+# own directories stay out of reach even under a listed root (policies_app/guards/file_sandbox.py).
+LOCAL_REPOSITORY_ROOTS = env_list("LOCAL_REPOSITORY_ROOTS", [])
+for _root in LOCAL_REPOSITORY_ROOTS:
+    if not os.path.isabs(_root) or os.path.normpath(_root) == os.sep:
+        raise ImproperlyConfigured(
+            f"LOCAL_REPOSITORY_ROOTS lists absolute directories other than /, not {_root!r}"
+        )
 MEDIA_ROOT = VAR_DIR / "media"
 
 LOGGING = {

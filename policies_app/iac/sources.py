@@ -1,22 +1,33 @@
-"""Getting a template's files onto disk: a git revision or an uploaded archive, cached and checked.
+"""Getting a template's files onto disk from git, cached and checked (uploaded archives: template_archives.py).
+
+A template's files come from a remote git repository, an uploaded archive, or a local directory (or
+local git repository, or ``file://`` URL) under a root the operator listed; every other local path is
+refused, with one message whether or not it exists (file_sandbox.LocalRoots). Each source is its own
+root: the checkout of one commit, one extracted archive, the listed directory itself. The evaluation
+reads nothing outside it (``Checkout.root``).
 
 Layout of ``cache_dir`` (one per worker host; every function here is safe to call from several
 processes at once):
 
 - ``<commit>/``          a git commit's files (full 40- or 64-hex id), shared by every template and
                           deployment that uses that commit: a commit id names its content, so two
-                          repositories holding the same commit share one checkout.
-- ``archives/<sha256>/``  an uploaded archive's files, keyed by the archive's sha256.
+                          repositories holding the same commit share one checkout. It is the source
+                          root of whoever reads it, so it holds nothing but that commit.
+- ``archives/<sha256>/``  an uploaded archive's files, keyed by the archive's sha256 (template_archives.py).
 - ``.repos/<key>.git``    a bare mirror per repository URL, fetched again only when a revision is
                           not already in it.
+
+No template can name a path in this cache: local sources never lie in it (the platform's own
+directories are forbidden even under a listed root), and an evaluation reads only its own root.
 
 A finished directory appears by an atomic rename, so a reader never sees half a checkout, and a
 crashed worker leaves only a ``.tmp-*`` directory behind (safe to delete).
 
-Git runs as a subprocess with prompts disabled and only the file, git, http(s) and ssh transports
-allowed (no ``ext::`` commands). Submodules are not fetched. A checkout or archive holding a symlink
-that points outside itself is refused: the configuration loader would otherwise read files from the
-worker's disk.
+Git runs as a subprocess with prompts disabled and only the git, http(s) and ssh transports allowed
+for remote repositories (``file`` only for a listed local one; no ``ext::`` commands). Submodules are
+not fetched. A checkout or directory holding a symlink that points outside itself is refused: the
+configuration loader would otherwise read files from the worker's disk. Messages name paths relative
+to the repository, never the cache's place on the server.
 """
 
 from __future__ import annotations
@@ -24,24 +35,23 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import io
 import os
 import posixpath
 import re
 import shutil
 import subprocess
-import tarfile
 import tempfile
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from policies_app.iac.file_sandbox import NO_LOCAL_SOURCES, LocalRoots, escapes, escaping_link, scrub
 
 GIT_TIMEOUT_S = 300
-MAX_ARCHIVE_MEMBERS = 20_000
-MAX_ARCHIVE_BYTES = 512 * 1024 * 1024  # uncompressed; stops a zip bomb before it fills the disk
+CACHE_LABEL = "(template cache)"  # how messages name the cache directory
 
-_URL = re.compile(r"^(?:https?|ssh|git|file)://", re.IGNORECASE)
+_REMOTE_URL = re.compile(r"^(?:https?|ssh|git|git\+ssh|ssh\+git)://", re.IGNORECASE)
 _SCP_LIKE = re.compile(r"^[\w.+-]+@[\w.-]+:")  # git@github.com:org/repo.git
 _HEX_REVISION = re.compile(r"^[0-9a-fA-F]{4,64}$")
 _FULL_COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
@@ -58,42 +68,75 @@ class TemplateSourceError(ValueError):
 class Checkout:
     directory: str  # the absolute directory of the template's path
     commit: str | None  # the commit it was read at; None for a plain local directory
+    root: str  # the source root: the commit's checkout or the listed local directory, holding ``directory``
 
 
-def checkout_template(repository: str, revision: str | None, path: str, cache_dir: str) -> Checkout:
-    """The absolute directory of ``path`` inside ``repository`` at ``revision``, and that commit.
+def local_path(repository: str) -> str | None:
+    """The path on this server that ``repository`` names (a path or a ``file://`` URL), or None when it
+    is a remote URL."""
+    if _REMOTE_URL.match(repository) or _SCP_LIKE.match(repository):
+        return None
+    if repository[:5].lower() == "file:":
+        parts = urlsplit(repository)
+        # file://host/path names another machine's path: not a local directory we could check.
+        return unquote(parts.path) if parts.netloc in ("", "localhost") else repository
+    return repository
 
-    ``repository`` is a git URL (https://, ssh://, git@host:..., file://), a local git repository, or
-    a plain local directory (then ``revision`` must be None and the directory is used in place).
-    ``revision`` is a branch, tag or commit id; None means the remote's default branch.
+
+def checkout_template(
+    repository: str,
+    revision: str | None,
+    path: str,
+    cache_dir: str,
+    *,
+    local_roots: LocalRoots = NO_LOCAL_SOURCES,
+) -> Checkout:
+    """The absolute directory of ``path`` inside ``repository`` at ``revision``, that commit, and the
+    source root an evaluation may read.
+
+    ``repository`` is a remote git URL (https://, ssh://, git@host:...), or a local git repository,
+    ``file://`` URL or plain directory under one of ``local_roots`` (a plain directory is used in place,
+    and then ``revision`` must be None). ``revision`` is a branch, tag or commit id; None means the
+    remote's default branch.
     """
-    relative = _safe_relative_path(path)
+    relative = relative_template_path(path)
     if not repository or repository.startswith("-"):
         raise TemplateSourceError(f"repository {repository!r} is not a git URL or a directory")
-    if not (_URL.match(repository) or _SCP_LIKE.match(repository)):
-        local = Path(repository).expanduser()
-        if not local.is_dir():
-            raise TemplateSourceError(f"repository {repository!r}: no such directory and not a git URL")
-        if not _is_git_top_level(local):
-            if revision is not None:
-                raise TemplateSourceError(
-                    f"repository {repository!r} is a plain directory: it has no revision {revision!r}"
-                )
-            return Checkout(_inside(local.resolve(), relative, f"path {path!r}"), None)
-        repository = str(local.resolve())
+    local = local_path(repository)
+    allow_file = local is not None
+    if local is not None:
+        refusal = local_roots.refusal(local)
+        if refusal is not None:
+            raise TemplateSourceError(f"repository {repository!r}: {refusal}")
+        if local == repository:  # a path, not a file:// URL (which git itself opens)
+            directory = Path(local)
+            if not directory.is_dir():
+                raise TemplateSourceError(f"repository {repository!r}: no such directory and not a git URL")
+            if not _is_git_top_level(directory):
+                if revision is not None:
+                    raise TemplateSourceError(
+                        f"repository {repository!r} is a plain directory: it has no revision {revision!r}"
+                    )
+                root = directory.resolve()
+                _refuse_escaping_links(root, f"repository {repository!r}")
+                return Checkout(_inside(root, relative, f"path {path!r}"), None, str(root))
+            repository = str(directory.resolve())
 
     cache = Path(cache_dir).resolve()
     cache.mkdir(parents=True, exist_ok=True)
     mirror = cache / ".repos" / (hashlib.sha256(repository.encode()).hexdigest()[:24] + ".git")
     with _locked(mirror.with_suffix(".lock")):
-        commit = _resolve_commit(repository, revision, mirror)
+        try:
+            commit = _resolve_commit(repository, revision, mirror, allow_file)
+        except TemplateSourceError as problem:
+            raise TemplateSourceError(scrub(str(problem), str(cache), CACHE_LABEL)) from None
     target = cache / commit
     if not target.is_dir():
         _materialise_commit(mirror, commit, target)
-    return Checkout(_inside(target, relative, f"path {path!r} at commit {commit[:12]}"), commit)
+    return Checkout(_inside(target, relative, f"path {path!r} at commit {commit[:12]}"), commit, str(target))
 
 
-def _resolve_commit(repository: str, revision: str | None, mirror: Path) -> str:
+def _resolve_commit(repository: str, revision: str | None, mirror: Path, allow_file: bool) -> str:
     """The commit id ``revision`` names now, with the mirror holding that commit afterwards."""
     wanted = "HEAD" if revision is None else revision
     if wanted.startswith("-") or any(char in wanted for char in " \t\n~^:?*[\\"):
@@ -103,7 +146,11 @@ def _resolve_commit(repository: str, revision: str | None, mirror: Path) -> str:
         return held  # a full id we already hold never changes: skip the remote
     # Ask the remote first (cheap, no object transfer): a branch moves, so the mirror cannot answer it.
     # The second pattern asks for the peeled line of an annotated tag (the commit it points at).
-    listed = _git(["ls-remote", "--", repository, wanted, f"{wanted}^{{}}"], what=f"listing {repository!r}")
+    listed = _git(
+        ["ls-remote", "--", repository, wanted, f"{wanted}^{{}}"],
+        what=f"listing {repository!r}",
+        allow_file=allow_file,
+    )
     commit = _pick_ref(listed, wanted)
     if commit is None and revision is not None and not _HEX_REVISION.match(revision):
         raise TemplateSourceError(f"unknown revision {revision!r} in {repository!r}")
@@ -129,6 +176,7 @@ def _resolve_commit(repository: str, revision: str | None, mirror: Path) -> str:
             "+refs/tags/*:refs/tags/*",
         ],
         what=f"fetching {repository!r}",
+        allow_file=allow_file,
     )
     if commit is None:
         # A commit id, possibly abbreviated, that is not a ref name: look it up among fetched objects.
@@ -206,9 +254,10 @@ def _materialise_commit(mirror: Path, commit: str, target: Path) -> None:
                 check=False,
             )
             if result.returncode != 0:
-                raise TemplateSourceError(f"checking out {commit[:12]} failed: {_last_line(result.stderr)}")
+                problem = scrub(_last_line(result.stderr), str(target.parent), CACHE_LABEL)
+                raise TemplateSourceError(f"checking out {commit[:12]} failed: {problem}")
         _refuse_escaping_links(files, f"commit {commit[:12]}")
-        _publish(files, target)
+        publish_directory(files, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -241,13 +290,13 @@ def _is_git_top_level(directory: Path) -> bool:
     return in_work_tree == "true" and prefix == ""
 
 
-def _git(arguments: list[str], what: str) -> str:
+def _git(arguments: list[str], what: str, allow_file: bool = False) -> str:
     try:
         result = subprocess.run(
             ["git", *arguments],
             capture_output=True,
             text=True,
-            env=_git_env(),
+            env=_git_env(allow_file),
             timeout=GIT_TIMEOUT_S,
             check=False,
         )
@@ -258,11 +307,12 @@ def _git(arguments: list[str], what: str) -> str:
     return result.stdout
 
 
-def _git_env() -> dict[str, str]:
+def _git_env(allow_file: bool = False) -> dict[str, str]:
+    """The environment of every git command; the file transport only for a listed local repository."""
     return {
         **os.environ,
         "GIT_TERMINAL_PROMPT": "0",  # never wait for a password on a worker
-        "GIT_ALLOW_PROTOCOL": "file:git:http:https:ssh",
+        "GIT_ALLOW_PROTOCOL": "file:git:http:https:ssh" if allow_file else "git:http:https:ssh",
         "GIT_CONFIG_NOSYSTEM": "1",
         "LC_ALL": "C",
     }
@@ -284,131 +334,25 @@ def _locked(lock_path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-# ------------------------------------------------------------------------------------------ archives
-
-
-def extract_archive(archive_bytes: bytes, cache_dir: str) -> str:
-    """Unpack an uploaded .tar.gz (or .tar, .tar.bz2, .tar.xz) or .zip; return its absolute directory.
-
-    The directory is ``cache_dir/archives/<sha256 of the bytes>/`` and is reused for the same bytes.
-    Refused (TemplateSourceError): absolute member names, members leaving the directory with ``..``,
-    symlinks or hard links pointing outside it, devices and fifos, more than MAX_ARCHIVE_MEMBERS
-    members or MAX_ARCHIVE_BYTES unpacked. A single top-level folder is kept, not stripped.
-    """
-    digest = hashlib.sha256(archive_bytes).hexdigest()
-    root = Path(cache_dir).resolve() / "archives"
-    target = root / digest
-    if target.is_dir():
-        return str(target)
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
-    try:
-        files = staging / "files"
-        files.mkdir()
-        if archive_bytes[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
-            _extract_zip(archive_bytes, files)
-        else:
-            _extract_tar(archive_bytes, files)
-        _refuse_escaping_links(files, "the archive")
-        _publish(files, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return str(target)
-
-
-def _extract_zip(archive_bytes: bytes, destination: Path) -> None:
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(archive_bytes))
-    except zipfile.BadZipFile as error:
-        raise TemplateSourceError(f"the archive is not a valid zip file: {error}") from None
-    with archive:
-        members = archive.infolist()
-        _check_totals(len(members), sum(member.file_size for member in members))
-        for member in members:
-            _safe_member_name(member.filename)
-            mode = member.external_attr >> 16
-            if (mode & 0o170000) == 0o120000:
-                raise TemplateSourceError(
-                    f"archive member {member.filename!r} is a symlink; zip symlinks are refused"
-                )
-        try:
-            archive.extractall(destination)
-        except (zipfile.BadZipFile, OSError, RuntimeError) as error:
-            raise TemplateSourceError(f"the archive could not be unpacked: {error}") from None
-
-
-def _extract_tar(archive_bytes: bytes, destination: Path) -> None:
-    try:
-        archive = tarfile.open(fileobj=io.BytesIO(archive_bytes), mode="r:*")
-    except tarfile.TarError as error:
-        raise TemplateSourceError(f"the archive is neither a zip nor a tar file: {error}") from None
-    with archive:
-        try:
-            members = archive.getmembers()
-        except (tarfile.TarError, EOFError, OSError) as error:
-            raise TemplateSourceError(f"the archive is damaged: {error}") from None
-        _check_totals(len(members), sum(member.size for member in members if member.isfile()))
-        for member in members:
-            name = _safe_member_name(member.name)
-            if member.issym() or member.islnk():
-                link = member.linkname
-                # A symlink is relative to its own folder; a hard link names another member.
-                base = posixpath.dirname(name) if member.issym() else ""
-                if link.startswith("/") or _escapes(posixpath.join(base, link)):
-                    raise TemplateSourceError(
-                        f"archive member {member.name!r} links to {link!r}, outside the archive"
-                    )
-            elif not (member.isfile() or member.isdir()):
-                raise TemplateSourceError(f"archive member {member.name!r} is not a file, folder or link")
-        try:
-            # The "data" filter repeats these checks inside the standard library and drops
-            # set-uid bits and ownership: defence in depth.
-            archive.extractall(destination, filter="data")
-        except (tarfile.TarError, OSError) as error:
-            raise TemplateSourceError(f"the archive could not be unpacked: {error}") from None
-
-
-def _check_totals(count: int, size: int) -> None:
-    if count > MAX_ARCHIVE_MEMBERS:
-        raise TemplateSourceError(f"the archive has {count} members (at most {MAX_ARCHIVE_MEMBERS})")
-    if size > MAX_ARCHIVE_BYTES:
-        raise TemplateSourceError(f"the archive unpacks to {size} bytes (at most {MAX_ARCHIVE_BYTES})")
-
-
-def _safe_member_name(name: str) -> str:
-    normalised = name.replace("\\", "/")
-    if normalised.startswith("/") or re.match(r"^[A-Za-z]:", normalised):
-        raise TemplateSourceError(f"archive member {name!r} has an absolute path")
-    if _escapes(normalised):
-        raise TemplateSourceError(f"archive member {name!r} leaves the archive folder with '..'")
-    return posixpath.normpath(normalised)
-
-
-def _escapes(relative: str) -> bool:
-    normalised = posixpath.normpath(relative)
-    return normalised == ".." or normalised.startswith("../")
-
-
 # -------------------------------------------------------------------------------------------- shared
 
 
-def template_source_root(directory: str, path: str) -> str:
-    """The checkout (or extracted archive) that ``directory``, the template's ``path`` inside it, came
-    from: what the evaluation may read (local modules in ``../modules``, files of the repository)."""
-    relative = _safe_relative_path(path)
-    root = Path(directory).resolve()
-    for _ in Path(relative).parts if relative != "." else ():
-        root = root.parent
-    return str(root)
-
-
-def _safe_relative_path(path: str) -> str:
+def relative_template_path(path: str) -> str:
+    """The template's ``path`` as a normalised relative path; TemplateSourceError when it is absolute or
+    leaves the repository with '..'."""
     candidate = (path or "").replace("\\", "/").strip()
     if candidate.startswith("/"):
         raise TemplateSourceError(f"path {path!r} must be relative to the repository root")
-    if _escapes(candidate or "."):
+    if escapes(candidate or "."):
         raise TemplateSourceError(f"path {path!r} leaves the repository with '..'")
     return posixpath.normpath(candidate or ".")
+
+
+def template_directory(root: str, path: str, what: str) -> str:
+    """The absolute directory of the template's ``path`` inside the source ``root`` (an extracted
+    archive, a checkout); TemplateSourceError, naming it as ``what``, when it leaves the root, is
+    missing or is not a directory."""
+    return _inside(Path(root).resolve(), relative_template_path(path), what)
 
 
 def _inside(root: Path, relative: str, what: str) -> str:
@@ -423,18 +367,12 @@ def _inside(root: Path, relative: str, what: str) -> str:
 
 
 def _refuse_escaping_links(root: Path, what: str) -> None:
-    resolved_root = root.resolve()
-    for folder, directories, files in os.walk(root):
-        for name in [*directories, *files]:
-            entry = Path(folder) / name
-            if entry.is_symlink():
-                pointed = entry.resolve()
-                if pointed != resolved_root and resolved_root not in pointed.parents:
-                    shown = entry.relative_to(root)
-                    raise TemplateSourceError(f"{what}: symlink {str(shown)!r} points outside the template")
+    shown = escaping_link(str(root))
+    if shown is not None:
+        raise TemplateSourceError(f"{what}: symlink {shown!r} points outside the template")
 
 
-def _publish(files: Path, target: Path) -> None:
+def publish_directory(files: Path, target: Path) -> None:
     """Move a finished directory into place; another process may have published it first."""
     try:
         os.rename(files, target)
