@@ -23,7 +23,7 @@ import zlib
 from pathlib import Path
 
 from policies_app.iac.file_sandbox import escapes, escaping_link, scrub
-from policies_app.iac.sources import TemplateSourceError, publish_directory
+from policies_app.iac.sources import CACHE_LABEL, TemplateSourceError, publish_directory
 
 MAX_ARCHIVE_MEMBERS = 20_000
 MAX_ARCHIVE_BYTES = 512 * 1024 * 1024  # uncompressed; stops a zip bomb before it fills the disk
@@ -53,8 +53,10 @@ def extract_archive(archive_bytes: bytes, cache_dir: str) -> str:
             else:
                 _extract_tar(archive_bytes, files)
         except TemplateSourceError as problem:
-            # An error of the standard library may quote where it was writing: say it relative to the archive.
-            raise TemplateSourceError(scrub(str(problem), str(files))) from None
+            # An error of the standard library may quote where it was writing: say it relative to the
+            # archive, and name the cache around it without its place on the server.
+            shown = scrub(scrub(str(problem), str(files)), str(root.parent), CACHE_LABEL)
+            raise TemplateSourceError(shown) from None
         escaping = escaping_link(str(files))
         if escaping is not None:
             raise TemplateSourceError(f"the archive: symlink {escaping!r} points outside the template")
