@@ -129,6 +129,7 @@ def demo_archive() -> bytes:
                 archive.addfile(member, io.BytesIO(content))
     return buffer.getvalue()
 
+
 TWO_APPROVERS = """package env0
 
 # Four eyes on every change: two different people must approve.
