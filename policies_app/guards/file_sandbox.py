@@ -11,7 +11,8 @@ evaluation, and what of the server's paths a user may see.
 - Messages that reach users (configuration view diagnostics, template source errors, failed
   evaluations) name no directory of the server: ``scrub_server_paths``.
 
-Policy repositories use ``refusal_to_read_repository`` for their local paths too (the same setting).
+``refusal_to_read_repository`` is the one check of a local path, meant for policy repositories too (the
+same setting).
 """
 
 from __future__ import annotations
