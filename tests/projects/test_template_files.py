@@ -8,6 +8,8 @@ import hashlib
 import io
 import json
 import secrets
+import subprocess
+import sys
 import tarfile
 import urllib.error
 import urllib.request
@@ -24,7 +26,7 @@ from policies_app.choices import OrganisationRole
 from policies_app.iac.file_sandbox import LOCAL_SOURCE_REFUSED
 from policies_app.models import Environment, OrganisationMembership, Template
 from tests.builders import ONE_APPROVER, make_policy, make_user
-from tests.processes import gunicorn, wait_until
+from tests.processes import ROOT, gunicorn, wait_until
 
 
 def archive_of(files: dict[str, str]) -> bytes:
@@ -312,3 +314,17 @@ def test_a_refused_archive_names_no_path_of_the_server(world, api, settings, tmp
     assert response.status_code == 400, response.content
     assert "outside" in response.json()["archive"][0]
     assert str(tmp_path) not in response.content.decode()
+
+
+@pytest.mark.parametrize("roots", ["/", "relative/templates", "/srv/templates,/"])
+def test_a_root_that_would_open_the_whole_disk_or_depends_on_the_working_directory_stops_the_platform(roots):
+    started = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LOCAL_REPOSITORY_ROOTS": roots},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert started.returncode != 0
+    assert "LOCAL_REPOSITORY_ROOTS lists absolute directories other than /" in started.stderr
