@@ -385,9 +385,6 @@ CELERY_BEAT_SCHEDULE["resend-lost-replays"] = {
 EGRESS_ALLOWED_NETWORKS = env_networks("EGRESS_ALLOWED_NETWORKS")
 # Answers larger than this are failures (a webhook reads far less: it needs only the status).
 EGRESS_MAX_RESPONSE_BYTES = int(env_number("EGRESS_MAX_RESPONSE_BYTES", 1024 * 1024))
-# Directories under which a policy (or template) repository may be a local path or file:// URL; empty by
-# default: only remote repositories. Shared with the template file sandbox.
-LOCAL_REPOSITORY_ROOTS = env_list("LOCAL_REPOSITORY_ROOTS", [])
 # The proxies in front of the platform: only a request arriving from one of these has its
 # X-Forwarded-For believed (throttles and sign-in lockouts count per client address). Empty by default:
 # the address of the connection is the client's.
@@ -396,6 +393,15 @@ TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES")
 # The IaC engine's caches: parsed files by content hash, template checkouts by commit.
 IAC_PARSE_CACHE_DIR = os.environ.get("IAC_PARSE_CACHE_DIR", str(VAR_DIR / "cache" / "parse"))
 TEMPLATE_CHECKOUT_DIR = os.environ.get("TEMPLATE_CHECKOUT_DIR", str(VAR_DIR / "cache" / "templates"))
+# Directories of this server under which a template's (or a policy repository's) files may be read in
+# place, instead of from a remote git repository or an uploaded archive; by default none. The platform's
+# own directories stay out of reach even under a listed root (policies_app/guards/file_sandbox.py).
+LOCAL_REPOSITORY_ROOTS = env_list("LOCAL_REPOSITORY_ROOTS", [])
+for _root in LOCAL_REPOSITORY_ROOTS:
+    if not os.path.isabs(_root) or os.path.normpath(_root) == os.sep:
+        raise ImproperlyConfigured(
+            f"LOCAL_REPOSITORY_ROOTS lists absolute directories other than /, not {_root!r}"
+        )
 MEDIA_ROOT = VAR_DIR / "media"
 
 LOGGING = {

@@ -39,6 +39,7 @@ from policies_app.choices import (
 )
 from policies_app.deployments.evaluation import Verdict, judge, pinned_revisions, request_type_for
 from policies_app.errors import Conflict, Invalid
+from policies_app.guards import file_sandbox
 from policies_app.iac.plan_formats import PlanFormatError, check_plan
 from policies_app.models import Deployment, DeploymentEvent, Environment, Evaluation
 from policies_app.notifications import approval_emails, webhooks
@@ -319,7 +320,10 @@ def _record_verdict(
 def _failed_closed_verdict(deployment: Deployment, resume: bool, problem: Exception) -> Verdict:
     logger.exception("evaluating deployment %s failed", deployment.pk)
     verdict = Verdict(request_type_for(deployment, resume), "null", [], Decision.ERROR, engine="none")
-    verdict.error = f"The evaluation failed: {type(problem).__name__}: {problem}"
+    # Shown to the deployment's viewers: an OS error may quote a path of the server.
+    verdict.error = (
+        f"The evaluation failed: {type(problem).__name__}: {file_sandbox.scrub_server_paths(str(problem))}"
+    )
     return verdict
 
 

@@ -3,14 +3,13 @@ plus the platform's own views of the environment's Terraform state and the templ
 
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 
 from policies_app.choices import TERRAFORM_LIKE_TYPES, ApprovalDecision, RequestType
-from policies_app.guards import egress
+from policies_app.guards import file_sandbox
+from policies_app.iac.sources import TemplateSourceError
 from policies_app.models import Deployment, Team
 from policies_app.projects.configuration_cache import configuration_view
 
@@ -59,42 +58,20 @@ def _configuration_view(
 ) -> tuple[dict[str, Any] | None, str]:
     """The template's configuration evaluated statically, when it is Terraform/OpenTofu and readable; and
     the commit it was read at ("" for an archive or a plain directory). A deployment evaluated before
-    reads the commit its first evaluation read."""
+    reads the commit its first evaluation read. The evaluation reads only the template's own files
+    (the file sandbox)."""
     template = deployment.environment.template
     if template.type not in TERRAFORM_LIKE_TYPES or not (template.repository or template.archive):
         return None, ""
-    from policies_app.iac.sources import (
-        TemplateSourceError,
-        checkout_template,
-        extract_archive,
-        template_source_root,
-    )
-
-    commit = ""
+    revision = deployment.template_commit or deployment.revision or template.revision or None
     try:
-        if template.archive:
-            with template.archive.open("rb") as archive:
-                root = Path(extract_archive(archive.read(), settings.TEMPLATE_CHECKOUT_DIR))
-            directory = (root / template.path).resolve()
-            if directory != root and root not in directory.parents:
-                raise TemplateSourceError(f"path {template.path!r} leaves the uploaded archive")
-            source_root = str(root)
-        else:
-            checkout = checkout_template(
-                template.repository,
-                deployment.template_commit or deployment.revision or template.revision or None,
-                template.path,
-                settings.TEMPLATE_CHECKOUT_DIR,
-                route=egress.git_route if egress.is_network_git_url(template.repository) else None,
-            )
-            directory, commit = Path(checkout.directory), checkout.commit or ""
-            source_root = template_source_root(checkout.directory, template.path)
-    except (TemplateSourceError, OSError) as problem:
+        files = file_sandbox.template_files(template, revision)
+    except TemplateSourceError as problem:
         return {"outputs": {}, "resources": [], "diagnostics": [_source_diagnostic(str(problem))]}, ""
     view = configuration_view(
-        str(directory), terraform_variables, source_root=source_root, provider_schema=template.provider_schema
+        files.directory, terraform_variables, source_root=files.root, provider_schema=template.provider_schema
     )
-    return view, commit
+    return file_sandbox.scrubbed_configuration(view), files.commit
 
 
 def _source_diagnostic(detail: str) -> dict[str, Any]:

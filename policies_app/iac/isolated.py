@@ -2,7 +2,8 @@
 
 Template files come from repositories the platform does not control: a pathological configuration, or
 a bug of ours that recurses or spins, must cost one evaluation, never the web server or Celery worker
-that builds the policy input.
+that builds the policy input. What comes back is shown to users, so its messages name files relative to
+the template's source root, never where the server keeps them (file_sandbox.relative_document).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from policies_app.iac.failures import failure_document
+from policies_app.iac.file_sandbox import relative_document
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,8 +40,13 @@ def evaluate_configuration_isolated(
     providers schema -json`` stored with the template (by default the template's own
     providers-schema.json, if it has one).
     """
+    root = source_root or directory
     command = [sys.executable, "-m", "policies_app.iac", directory, "--compact"]
-    command += ["--source-root", source_root or directory]
+    command += ["--source-root", root]
+    # Server directories a message of the child could mention, and how a user sees them instead.
+    others = [(str(_PROJECT_ROOT), "(platform)"), (tempfile.gettempdir(), "(temporary files)")]
+    if cache_dir:
+        others.append((cache_dir, "(parse cache)"))
     for name, value in variables.items():
         command += ["--var", f"{name}={value if isinstance(value, str) else json.dumps(value)}"]
     if cache_dir:
@@ -62,8 +69,12 @@ def evaluate_configuration_isolated(
             )
     if finished.returncode not in (0, 1):  # 1 means error diagnostics, which the document carries
         detail = (finished.stderr.strip().splitlines() or [f"exit status {finished.returncode}"])[-1]
-        return failure_document("Configuration evaluation failed", detail)
-    try:
-        return json.loads(finished.stdout)
-    except json.JSONDecodeError:
-        return failure_document("Configuration evaluation failed", "the evaluator printed no document")
+        document = failure_document("Configuration evaluation failed", detail)
+    else:
+        try:
+            document = json.loads(finished.stdout)
+        except json.JSONDecodeError:
+            document = failure_document(
+                "Configuration evaluation failed", "the evaluator printed no document"
+            )
+    return relative_document(document, root, *others)

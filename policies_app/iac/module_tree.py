@@ -3,7 +3,8 @@
 A module call's source is a local path (``./x``, ``../x``), or anything else that ``terraform init``
 has downloaded and recorded in ``.terraform/modules/modules.json``; a source that is neither is a
 warning, and that call's outputs are unknown. A module directory must lie inside the template's source
-(the checkout the root module is part of): a configuration may not make us read any other directory.
+root (the checkout or archive the root module is part of), symbolic links resolved (file_sandbox.py):
+a configuration may not make us read any other directory.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from policies_app.iac import syntax_nodes
 from policies_app.iac.diagnostics import Reporter
 from policies_app.iac.expressions import EVALUATOR, Diagnostic, EvalError, constant_scope
+from policies_app.iac.file_sandbox import is_inside
 
 MODULE_META_ATTRIBUTES = frozenset({"source", "version", "count", "for_each", "depends_on", "providers"})
 MAX_MODULE_DEPTH = 64
@@ -55,12 +57,6 @@ def load_module_tree(
 ) -> dict[tuple[str, ...], Module]:
     """Every module of the configuration by its path from the root (the root is ``()``)."""
     return _TreeLoader(root_dir, source_root, load_files, reporter).load()
-
-
-def is_inside(path: str, directory: str) -> bool:
-    """Whether ``path`` lies in ``directory`` once symbolic links are resolved."""
-    real, top = os.path.realpath(path), os.path.realpath(directory)
-    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
 
 
 class _TreeLoader:

@@ -1,28 +1,39 @@
-"""Getting a template's files onto disk: a git revision or an uploaded archive, cached and checked.
+"""Getting a template's files onto disk from git, cached and checked (uploaded archives: template_archives.py).
+
+A template's files come from a remote git repository, an uploaded archive, or a local directory (or
+local git repository, or ``file://`` URL) under a root the operator listed; every other local path is
+refused, with one message whether or not it exists (file_sandbox.LocalRoots). Each source is its own
+root: the checkout of one commit, one extracted archive, the listed directory itself. The evaluation
+reads nothing outside it (``Checkout.root``).
 
 Layout of ``cache_dir`` (one per worker host; every function here is safe to call from several
 processes at once):
 
 - ``<commit>/``          a git commit's files (full 40- or 64-hex id), shared by every template and
                           deployment that uses that commit: a commit id names its content, so two
-                          repositories holding the same commit share one checkout.
-- ``archives/<sha256>/``  an uploaded archive's files, keyed by the archive's sha256.
+                          repositories holding the same commit share one checkout. It is the source
+                          root of whoever reads it, so it holds nothing but that commit.
+- ``archives/<sha256>/``  an uploaded archive's files, keyed by the archive's sha256 (template_archives.py).
 - ``.repos/<key>.git``    a bare mirror per repository URL, fetched again only when a revision is
                           not already in it.
+
+No template can name a path in this cache: local sources never lie in it (the platform's own
+directories are forbidden even under a listed root), and an evaluation reads only its own root.
 
 A finished directory appears by an atomic rename, so a reader never sees half a checkout, and a
 crashed worker leaves only a ``.tmp-*`` directory behind (safe to delete).
 
-Git runs as a subprocess with prompts disabled and only the file, git, http(s) and ssh transports
-allowed (no ``ext::`` commands). A caller that passes ``route`` decides where git may go over the
-network: it is called with the repository URL before every command that reaches a remote, raises
-ValueError to refuse, and returns how git must reach the address it checked (``git_arguments()`` for
-git's command line, ``ssh_options`` for ssh's); the platform passes its egress guard. Submodules are not fetched. A checkout or archive holding a symlink
-that points outside itself is refused: the configuration loader would otherwise read files from the
-worker's disk.
+Git runs as a subprocess with prompts disabled and only the git, http(s) and ssh transports allowed
+for remote repositories (``file`` only for a listed local one; no ``ext::`` commands). A caller that
+passes ``route`` decides where git may go over the network: it is called with the repository URL before
+every command that reaches a remote, raises ValueError to refuse, and returns how git must reach the
+address it checked (``git_arguments()`` for git's command line, ``ssh_options`` for ssh's); the platform
+passes its egress guard. Submodules are not fetched. A checkout or directory holding a symlink that points outside itself is refused: the
+configuration loader would otherwise read files from the worker's disk. Messages name paths relative
+to the repository, never the cache's place on the server.
 
 Why this module is long: one cache with one set of guarantees (atomic publication, per-key locks,
-no link escaping the checkout) shared by its two ways in, a git revision and an uploaded archive.
+no link escaping the checkout) shared by a git revision and a listed local directory.
 """
 
 from __future__ import annotations
@@ -30,27 +41,30 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import io
 import os
 import posixpath
 import re
 import shlex
 import shutil
 import subprocess
-import tarfile
 import tempfile
-import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-GIT_TIMEOUT_S = 300
-MAX_ARCHIVE_MEMBERS = 20_000
-MAX_ARCHIVE_BYTES = 512 * 1024 * 1024  # uncompressed; stops a zip bomb before it fills the disk
+from policies_app.iac.file_sandbox import (
+    NO_LOCAL_SOURCES,
+    LocalRoots,
+    escapes,
+    escaping_link,
+    local_location,
+    scrub,
+)
 
-_URL = re.compile(r"^(?:https?|ssh|git|file)://", re.IGNORECASE)
-_SCP_LIKE = re.compile(r"^[\w.+-]+@[\w.-]+:")  # git@github.com:org/repo.git
+GIT_TIMEOUT_S = 300
+CACHE_LABEL = "(template cache)"  # how messages name the cache directory
+
 _HEX_REVISION = re.compile(r"^[0-9a-fA-F]{4,64}$")
 _FULL_COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
@@ -66,6 +80,7 @@ class TemplateSourceError(ValueError):
 class Checkout:
     directory: str  # the absolute directory of the template's path
     commit: str | None  # the commit it was read at; None for a plain local directory
+    root: str  # the source root: the commit's checkout or the listed local directory, holding ``directory``
 
 
 def checkout_template(
@@ -74,56 +89,72 @@ def checkout_template(
     path: str,
     cache_dir: str,
     *,
+    local_roots: LocalRoots = NO_LOCAL_SOURCES,
     route: Callable[[str], Any] | None = None,
 ) -> Checkout:
-    """The absolute directory of ``path`` inside ``repository`` at ``revision``, and that commit.
+    """The absolute directory of ``path`` inside ``repository`` at ``revision``, that commit, and the
+    source root an evaluation may read.
 
-    ``repository`` is a git URL (https://, ssh://, git@host:..., file://), a local git repository, or
-    a plain local directory (then ``revision`` must be None and the directory is used in place).
-    ``revision`` is a branch, tag or commit id; None means the remote's default branch.
+    ``repository`` is a remote git URL (https://, ssh://, git@host:...), or a local git repository,
+    ``file://`` URL or plain directory under one of ``local_roots`` (a plain directory is used in place,
+    and then ``revision`` must be None). ``revision`` is a branch, tag or commit id; None means the
+    remote's default branch.
     """
-    relative = _safe_relative_path(path)
+    relative = relative_template_path(path)
     if not repository or repository.startswith("-"):
         raise TemplateSourceError(f"repository {repository!r} is not a git URL or a directory")
-    if not (_URL.match(repository) or _SCP_LIKE.match(repository)):
-        local = Path(repository).expanduser()
-        if not local.is_dir():
-            raise TemplateSourceError(f"repository {repository!r}: no such directory and not a git URL")
-        if not _is_git_top_level(local):
-            if revision is not None:
-                raise TemplateSourceError(
-                    f"repository {repository!r} is a plain directory: it has no revision {revision!r}"
-                )
-            return Checkout(_inside(local.resolve(), relative, f"path {path!r}"), None)
-        repository = str(local.resolve())
+    local = local_location(repository)
+    allow_file = local is not None
+    if local is not None:
+        refusal = local_roots.refusal(local)
+        if refusal is not None:
+            raise TemplateSourceError(f"repository {repository!r}: {refusal}")
+        if local == repository:  # a path, not a file:// URL (which git itself opens)
+            directory = Path(local)
+            if not directory.is_dir():
+                raise TemplateSourceError(f"repository {repository!r}: no such directory and not a git URL")
+            if not _is_git_top_level(directory):
+                if revision is not None:
+                    raise TemplateSourceError(
+                        f"repository {repository!r} is a plain directory: it has no revision {revision!r}"
+                    )
+                root = directory.resolve()
+                _refuse_escaping_links(root, f"repository {repository!r}")
+                return Checkout(_inside(root, relative, f"path {path!r}"), None, str(root))
+            repository = str(directory.resolve())
 
     cache = Path(cache_dir).resolve()
     cache.mkdir(parents=True, exist_ok=True)
     mirror = cache / ".repos" / (hashlib.sha256(repository.encode()).hexdigest()[:24] + ".git")
-    remote = _Remote(repository, route if _URL.match(repository) or _SCP_LIKE.match(repository) else None)
     with _locked(mirror.with_suffix(".lock")):
-        commit = _resolve_commit(remote, revision, mirror)
+        try:
+            commit = _resolve_commit(
+                _Remote(repository, None if allow_file else route, allow_file), revision, mirror
+            )
+        except TemplateSourceError as problem:
+            raise TemplateSourceError(scrub(str(problem), str(cache), CACHE_LABEL)) from None
     target = cache / commit
     if not target.is_dir():
         _materialise_commit(mirror, commit, target)
-    return Checkout(_inside(target, relative, f"path {path!r} at commit {commit[:12]}"), commit)
+    return Checkout(_inside(target, relative, f"path {path!r} at commit {commit[:12]}"), commit, str(target))
 
 
 @dataclass(frozen=True)
 class _Remote:
     url: str
     route: Callable[[str], Any] | None
+    allow_file: bool  # a listed local repository, opened with git's file transport
 
     def git(self, arguments: list[str], what: str) -> str:
         """A git command that reaches the remote, routed as ``route`` says (checked again each time)."""
         if self.route is None:
-            return _git(arguments, what)
+            return _git(arguments, what, allow_file=self.allow_file)
         try:
             route = self.route(self.url)
         except ValueError as refused:
             raise TemplateSourceError(f"{what}: {refused}") from None
         ssh = [os.environ.get("GIT_SSH_COMMAND") or "ssh", *map(shlex.quote, route.ssh_options)]
-        return _git([*route.git_arguments(), *arguments], what, {"GIT_SSH_COMMAND": " ".join(ssh)})
+        return _git([*route.git_arguments(), *arguments], what, extra_env={"GIT_SSH_COMMAND": " ".join(ssh)})
 
 
 def _resolve_commit(remote: _Remote, revision: str | None, mirror: Path) -> str:
@@ -242,9 +273,10 @@ def _materialise_commit(mirror: Path, commit: str, target: Path) -> None:
                 check=False,
             )
             if result.returncode != 0:
-                raise TemplateSourceError(f"checking out {commit[:12]} failed: {_last_line(result.stderr)}")
+                problem = scrub(_last_line(result.stderr), str(target.parent), CACHE_LABEL)
+                raise TemplateSourceError(f"checking out {commit[:12]} failed: {problem}")
         _refuse_escaping_links(files, f"commit {commit[:12]}")
-        _publish(files, target)
+        publish_directory(files, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -277,13 +309,15 @@ def _is_git_top_level(directory: Path) -> bool:
     return in_work_tree == "true" and prefix == ""
 
 
-def _git(arguments: list[str], what: str, extra_env: dict[str, str] | None = None) -> str:
+def _git(
+    arguments: list[str], what: str, allow_file: bool = False, extra_env: dict[str, str] | None = None
+) -> str:
     try:
         result = subprocess.run(
             ["git", *arguments],
             capture_output=True,
             text=True,
-            env={**_git_env(), **(extra_env or {})},
+            env={**_git_env(allow_file), **(extra_env or {})},
             timeout=GIT_TIMEOUT_S,
             check=False,
         )
@@ -294,11 +328,12 @@ def _git(arguments: list[str], what: str, extra_env: dict[str, str] | None = Non
     return result.stdout
 
 
-def _git_env() -> dict[str, str]:
+def _git_env(allow_file: bool = False) -> dict[str, str]:
+    """The environment of every git command; the file transport only for a listed local repository."""
     return {
         **os.environ,
         "GIT_TERMINAL_PROMPT": "0",  # never wait for a password on a worker
-        "GIT_ALLOW_PROTOCOL": "file:git:http:https:ssh",
+        "GIT_ALLOW_PROTOCOL": "file:git:http:https:ssh" if allow_file else "git:http:https:ssh",
         "GIT_CONFIG_NOSYSTEM": "1",
         "LC_ALL": "C",
     }
@@ -320,131 +355,25 @@ def _locked(lock_path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-# ------------------------------------------------------------------------------------------ archives
-
-
-def extract_archive(archive_bytes: bytes, cache_dir: str) -> str:
-    """Unpack an uploaded .tar.gz (or .tar, .tar.bz2, .tar.xz) or .zip; return its absolute directory.
-
-    The directory is ``cache_dir/archives/<sha256 of the bytes>/`` and is reused for the same bytes.
-    Refused (TemplateSourceError): absolute member names, members leaving the directory with ``..``,
-    symlinks or hard links pointing outside it, devices and fifos, more than MAX_ARCHIVE_MEMBERS
-    members or MAX_ARCHIVE_BYTES unpacked. A single top-level folder is kept, not stripped.
-    """
-    digest = hashlib.sha256(archive_bytes).hexdigest()
-    root = Path(cache_dir).resolve() / "archives"
-    target = root / digest
-    if target.is_dir():
-        return str(target)
-    root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
-    try:
-        files = staging / "files"
-        files.mkdir()
-        if archive_bytes[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
-            _extract_zip(archive_bytes, files)
-        else:
-            _extract_tar(archive_bytes, files)
-        _refuse_escaping_links(files, "the archive")
-        _publish(files, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return str(target)
-
-
-def _extract_zip(archive_bytes: bytes, destination: Path) -> None:
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(archive_bytes))
-    except zipfile.BadZipFile as error:
-        raise TemplateSourceError(f"the archive is not a valid zip file: {error}") from None
-    with archive:
-        members = archive.infolist()
-        _check_totals(len(members), sum(member.file_size for member in members))
-        for member in members:
-            _safe_member_name(member.filename)
-            mode = member.external_attr >> 16
-            if (mode & 0o170000) == 0o120000:
-                raise TemplateSourceError(
-                    f"archive member {member.filename!r} is a symlink; zip symlinks are refused"
-                )
-        try:
-            archive.extractall(destination)
-        except (zipfile.BadZipFile, OSError, RuntimeError) as error:
-            raise TemplateSourceError(f"the archive could not be unpacked: {error}") from None
-
-
-def _extract_tar(archive_bytes: bytes, destination: Path) -> None:
-    try:
-        archive = tarfile.open(fileobj=io.BytesIO(archive_bytes), mode="r:*")
-    except tarfile.TarError as error:
-        raise TemplateSourceError(f"the archive is neither a zip nor a tar file: {error}") from None
-    with archive:
-        try:
-            members = archive.getmembers()
-        except (tarfile.TarError, EOFError, OSError) as error:
-            raise TemplateSourceError(f"the archive is damaged: {error}") from None
-        _check_totals(len(members), sum(member.size for member in members if member.isfile()))
-        for member in members:
-            name = _safe_member_name(member.name)
-            if member.issym() or member.islnk():
-                link = member.linkname
-                # A symlink is relative to its own folder; a hard link names another member.
-                base = posixpath.dirname(name) if member.issym() else ""
-                if link.startswith("/") or _escapes(posixpath.join(base, link)):
-                    raise TemplateSourceError(
-                        f"archive member {member.name!r} links to {link!r}, outside the archive"
-                    )
-            elif not (member.isfile() or member.isdir()):
-                raise TemplateSourceError(f"archive member {member.name!r} is not a file, folder or link")
-        try:
-            # The "data" filter repeats these checks inside the standard library and drops
-            # set-uid bits and ownership: defence in depth.
-            archive.extractall(destination, filter="data")
-        except (tarfile.TarError, OSError) as error:
-            raise TemplateSourceError(f"the archive could not be unpacked: {error}") from None
-
-
-def _check_totals(count: int, size: int) -> None:
-    if count > MAX_ARCHIVE_MEMBERS:
-        raise TemplateSourceError(f"the archive has {count} members (at most {MAX_ARCHIVE_MEMBERS})")
-    if size > MAX_ARCHIVE_BYTES:
-        raise TemplateSourceError(f"the archive unpacks to {size} bytes (at most {MAX_ARCHIVE_BYTES})")
-
-
-def _safe_member_name(name: str) -> str:
-    normalised = name.replace("\\", "/")
-    if normalised.startswith("/") or re.match(r"^[A-Za-z]:", normalised):
-        raise TemplateSourceError(f"archive member {name!r} has an absolute path")
-    if _escapes(normalised):
-        raise TemplateSourceError(f"archive member {name!r} leaves the archive folder with '..'")
-    return posixpath.normpath(normalised)
-
-
-def _escapes(relative: str) -> bool:
-    normalised = posixpath.normpath(relative)
-    return normalised == ".." or normalised.startswith("../")
-
-
 # -------------------------------------------------------------------------------------------- shared
 
 
-def template_source_root(directory: str, path: str) -> str:
-    """The checkout (or extracted archive) that ``directory``, the template's ``path`` inside it, came
-    from: what the evaluation may read (local modules in ``../modules``, files of the repository)."""
-    relative = _safe_relative_path(path)
-    root = Path(directory).resolve()
-    for _ in Path(relative).parts if relative != "." else ():
-        root = root.parent
-    return str(root)
-
-
-def _safe_relative_path(path: str) -> str:
+def relative_template_path(path: str) -> str:
+    """The template's ``path`` as a normalised relative path; TemplateSourceError when it is absolute or
+    leaves the repository with '..'."""
     candidate = (path or "").replace("\\", "/").strip()
     if candidate.startswith("/"):
         raise TemplateSourceError(f"path {path!r} must be relative to the repository root")
-    if _escapes(candidate or "."):
+    if escapes(candidate or "."):
         raise TemplateSourceError(f"path {path!r} leaves the repository with '..'")
     return posixpath.normpath(candidate or ".")
+
+
+def template_directory(root: str, path: str, what: str) -> str:
+    """The absolute directory of the template's ``path`` inside the source ``root`` (an extracted
+    archive, a checkout); TemplateSourceError, naming it as ``what``, when it leaves the root, is
+    missing or is not a directory."""
+    return _inside(Path(root).resolve(), relative_template_path(path), what)
 
 
 def _inside(root: Path, relative: str, what: str) -> str:
@@ -459,18 +388,12 @@ def _inside(root: Path, relative: str, what: str) -> str:
 
 
 def _refuse_escaping_links(root: Path, what: str) -> None:
-    resolved_root = root.resolve()
-    for folder, directories, files in os.walk(root):
-        for name in [*directories, *files]:
-            entry = Path(folder) / name
-            if entry.is_symlink():
-                pointed = entry.resolve()
-                if pointed != resolved_root and resolved_root not in pointed.parents:
-                    shown = entry.relative_to(root)
-                    raise TemplateSourceError(f"{what}: symlink {str(shown)!r} points outside the template")
+    shown = escaping_link(str(root))
+    if shown is not None:
+        raise TemplateSourceError(f"{what}: symlink {shown!r} points outside the template")
 
 
-def _publish(files: Path, target: Path) -> None:
+def publish_directory(files: Path, target: Path) -> None:
     """Move a finished directory into place; another process may have published it first."""
     try:
         os.rename(files, target)

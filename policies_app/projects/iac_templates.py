@@ -1,5 +1,7 @@
 """Use cases of templates: organisation-wide objects that organisation admins and template managers (the
-Django model permission) create and change. A template's policies apply to every environment using it."""
+Django model permission) create and change. A template's policies apply to every environment using it.
+Its files come from a remote repository or an uploaded archive; a directory of the server only as the
+file sandbox allows (guards/file_sandbox.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,10 @@ from django.db import transaction
 
 from policies_app import access, audit
 from policies_app.errors import Forbidden, Invalid, NotFound
-from policies_app.guards import egress
+from policies_app.guards import egress, file_sandbox
 from policies_app.iac.provider_schemas import ProviderSchemaError, parse_provider_schemas
-from policies_app.iac.sources import TemplateSourceError, extract_archive
+from policies_app.iac.sources import TemplateSourceError
+from policies_app.iac.template_archives import extract_archive
 from policies_app.models import ApprovalPolicy, Template
 
 FIELDS = ("name", "type", "repository", "path", "revision", "provider_schema")
@@ -65,6 +68,7 @@ def save_template(
         clash = clash.exclude(pk=template.pk)
     if clash.exists():
         raise Invalid({"name": ["A template of this name already exists."]})
+    file_sandbox.require_template_source(fields)
     if approval_policies is not None:
         approval_policies = list(approval_policies)
         access.require_policies_visible(user, approval_policies)
@@ -102,7 +106,7 @@ def upload_archive(user: AbstractBaseUser, template: Template, upload: UploadedF
     try:
         extract_archive(upload.read(), settings.TEMPLATE_CHECKOUT_DIR)
     except TemplateSourceError as problem:
-        raise Invalid({"archive": [str(problem)]}) from None
+        raise Invalid({"archive": [file_sandbox.scrub_server_paths(str(problem))]}) from None
     upload.seek(0)
     with transaction.atomic():
         before = _snapshot(template)

@@ -107,7 +107,11 @@ class EnvironmentForm(forms.Form):
 class TemplateForm(forms.Form):
     name = forms.CharField(max_length=200)
     type = forms.ChoiceField(choices=TemplateType.choices)
-    repository = forms.CharField(max_length=500, required=False, help_text="A git URL or a local path.")
+    repository = forms.CharField(
+        max_length=500,
+        required=False,
+        help_text="A remote git URL (https://, ssh://, git@host:path); or leave it empty and upload an archive.",
+    )
     path = forms.CharField(max_length=500, required=False)
     revision = forms.CharField(max_length=200, required=False)
 

@@ -99,6 +99,7 @@ def test_policies_see_the_configuration_evaluated_with_the_deployment_variables(
 ):
     settings.IAC_PARSE_CACHE_DIR = str(tmp_path / "parse-cache")
     settings.TEMPLATE_CHECKOUT_DIR = str(tmp_path / "checkouts")
+    settings.LOCAL_REPOSITORY_ROOTS = [str(tmp_path)]  # the template is a local directory
     world.template.repository = str(template_dir)
     world.template.path = "web"
     world.template.revision = ""
@@ -238,6 +239,7 @@ def test_the_configuration_view_is_computed_once_per_commit_and_variables(world,
     from policies_app.models import ConfigurationView
 
     settings.TEMPLATE_CHECKOUT_DIR = str(tmp_path / "checkouts")
+    settings.LOCAL_REPOSITORY_ROOTS = [str(tmp_path)]  # the template is a local directory
     world.template.repository = git_repository(tmp_path / "repo", {"web/main.tf": CONFIGURATION})
     world.template.path = "web"
     world.template.revision = "main"
@@ -280,6 +282,7 @@ def test_an_approval_evaluates_the_commit_the_first_evaluation_read_though_the_b
     import subprocess
 
     settings.TEMPLATE_CHECKOUT_DIR = str(tmp_path / "checkouts")
+    settings.LOCAL_REPOSITORY_ROOTS = [str(tmp_path)]  # the template is a local directory
     repository = tmp_path / "repo"
     world.template.repository = git_repository(repository, {"web/main.tf": CONFIGURATION})
     world.template.path = "web"
@@ -329,6 +332,7 @@ def test_a_plain_directory_template_is_evaluated_afresh_each_time(
     from policies_app.models import ConfigurationView
 
     settings.TEMPLATE_CHECKOUT_DIR = str(tmp_path / "checkouts")
+    settings.LOCAL_REPOSITORY_ROOTS = [str(tmp_path)]  # the template is a local directory
     world.template.repository = str(template_dir)
     world.template.path = "web"
     world.template.revision = ""
@@ -339,6 +343,7 @@ def test_a_plain_directory_template_is_evaluated_afresh_each_time(
 
 def test_a_template_in_a_subfolder_reads_modules_elsewhere_in_its_repository(world, api, settings, tmp_path):
     settings.TEMPLATE_CHECKOUT_DIR = str(tmp_path / "checkouts")
+    settings.LOCAL_REPOSITORY_ROOTS = [str(tmp_path)]  # the template is a local directory
     world.template.repository = git_repository(
         tmp_path / "repo",
         {
@@ -384,6 +389,7 @@ def test_a_provider_schema_uploaded_with_the_template_decides_what_an_attribute_
     world, api, settings, tmp_path
 ):
     settings.TEMPLATE_CHECKOUT_DIR = str(tmp_path / "checkouts")
+    settings.LOCAL_REPOSITORY_ROOTS = [str(tmp_path)]  # the template is a local directory
     world.template.repository = git_repository(
         tmp_path / "repo",
         {"main.tf": 'resource "aws_s3_bucket" "b" {}\noutput "typo" { value = aws_s3_bucket.b.arnn }\n'},

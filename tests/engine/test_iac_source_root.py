@@ -1,4 +1,4 @@
-"""The template's whole source, which an evaluation may read: from the checkout and the template's path."""
+"""The template's whole source, which an evaluation may read: the checkout holding the template's path."""
 
 from __future__ import annotations
 
@@ -7,17 +7,30 @@ from pathlib import Path
 import pytest
 
 from policies_app.iac.configuration import evaluate_configuration
-from policies_app.iac.sources import TemplateSourceError, template_source_root
+from policies_app.iac.file_sandbox import LocalRoots
+from policies_app.iac.sources import TemplateSourceError, checkout_template, relative_template_path
 from tests.engine.test_iac_eval_support import errors, outputs, write_config
+from tests.engine.test_template_sources import git
 
 
 def test_the_source_root_is_the_checkout_holding_the_templates_path(tmp_path: Path):
-    (tmp_path / "envs" / "prod").mkdir(parents=True)
-    assert template_source_root(str(tmp_path / "envs" / "prod"), "envs/prod") == str(tmp_path.resolve())
-    assert template_source_root(str(tmp_path), ".") == str(tmp_path.resolve())
-    assert template_source_root(str(tmp_path), "") == str(tmp_path.resolve())
+    # Was template_source_root(directory, path), which walked up from the directory one level per part of
+    # the path: through a symlink to "." ("up" below) that walked out of the checkout into the cache.
+    repository = tmp_path / "repo"
+    (repository / "envs" / "prod").mkdir(parents=True)
+    (repository / "envs" / "prod" / "main.tf").write_text("")
+    (repository / "up").symlink_to(".")
+    git(repository, "init", "--quiet", "--initial-branch=main")
+    git(repository, "add", ".")
+    git(repository, "commit", "--quiet", "-m", "first")
+    cache = tmp_path / "cache"
+    roots = LocalRoots(allowed=(str(repository),))
+    for path in ("envs/prod", ".", "", "up", "up/envs/prod"):
+        checkout = checkout_template(str(repository), "main", path, str(cache), local_roots=roots)
+        assert checkout.root == str(cache / checkout.commit)
+        assert Path(checkout.directory).is_relative_to(checkout.root)
     with pytest.raises(TemplateSourceError):
-        template_source_root(str(tmp_path), "../elsewhere")
+        relative_template_path("../elsewhere")
 
 
 def test_a_module_outside_the_templates_source_is_refused_and_its_files_never_read(tmp_path: Path):

@@ -1,4 +1,4 @@
-"""Template files from git or an uploaded archive (policies_app.iac.sources)."""
+"""Template files from git or an uploaded archive (policies_app.iac.sources, policies_app.iac.template_archives)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from policies_app.iac.sources import TemplateSourceError, checkout_template, extract_archive
+from policies_app.iac.file_sandbox import LocalRoots
+from policies_app.iac.sources import TemplateSourceError, checkout_template
+from policies_app.iac.template_archives import extract_archive
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not on PATH")
 
@@ -59,6 +61,18 @@ def repo(tmp_path: Path) -> dict:
     return {"path": path, "url": path.as_uri(), "first": first, "second": second, "feature": feature}
 
 
+@pytest.fixture
+def checkout_locally(tmp_path: Path):
+    """checkout_template as the platform calls it, with the test's folder listed as a local root (the
+    repositories here are local: LOCAL_REPOSITORY_ROOTS)."""
+    roots = LocalRoots(allowed=(str(tmp_path),))
+
+    def call(repository: str, revision: str | None, path: str, cache_dir: str):
+        return checkout_template(repository, revision, path, cache_dir, local_roots=roots)
+
+    return call
+
+
 def main_tf(directory: str) -> str:
     return (Path(directory) / "main.tf").read_text()
 
@@ -66,9 +80,9 @@ def main_tf(directory: str) -> str:
 # -------------------------------------------------------------------------------------- revisions
 
 
-def test_it_checks_out_the_default_branch_when_no_revision_is_given(repo, tmp_path):
+def test_it_checks_out_the_default_branch_when_no_revision_is_given(repo, tmp_path, checkout_locally):
     cache = tmp_path / "cache"
-    checkout = checkout_template(repo["url"], None, "stacks/web", str(cache))
+    checkout = checkout_locally(repo["url"], None, "stacks/web", str(cache))
     directory = checkout.directory
 
     assert checkout.commit == repo["second"]
@@ -85,36 +99,40 @@ def test_it_checks_out_the_default_branch_when_no_revision_is_given(repo, tmp_pa
         ("main", "second", "v2"),
     ],
 )
-def test_it_resolves_tags_and_branches_to_commits(repo, tmp_path, revision, expected_commit, resource):
-    checkout = checkout_template(repo["url"], revision, "stacks/web", str(tmp_path / "cache"))
+def test_it_resolves_tags_and_branches_to_commits(
+    repo, tmp_path, revision, expected_commit, resource, checkout_locally
+):
+    checkout = checkout_locally(repo["url"], revision, "stacks/web", str(tmp_path / "cache"))
     directory = checkout.directory
     assert checkout.commit == repo[expected_commit]
     assert Path(directory).parent.parent.name == repo[expected_commit]
     assert f'"{resource}"' in main_tf(directory)
 
 
-def test_it_accepts_full_and_abbreviated_commit_ids_and_a_local_repository_path(repo, tmp_path):
+def test_it_accepts_full_and_abbreviated_commit_ids_and_a_local_repository_path(
+    repo, tmp_path, checkout_locally
+):
     cache = str(tmp_path / "cache")
-    by_full = checkout_template(repo["url"], repo["feature"], "stacks/web", cache).directory
-    by_short = checkout_template(str(repo["path"]), repo["first"][:10], "stacks/web", cache).directory
+    by_full = checkout_locally(repo["url"], repo["feature"], "stacks/web", cache).directory
+    by_short = checkout_locally(str(repo["path"]), repo["first"][:10], "stacks/web", cache).directory
     assert '"feature"' in main_tf(by_full)
     assert '"v1"' in main_tf(by_short)
 
 
-def test_it_follows_a_branch_that_moved_since_the_last_checkout(repo, tmp_path):
+def test_it_follows_a_branch_that_moved_since_the_last_checkout(repo, tmp_path, checkout_locally):
     cache = str(tmp_path / "cache")
-    before = checkout_template(repo["url"], "main", "stacks/web", cache).directory
+    before = checkout_locally(repo["url"], "main", "stacks/web", cache).directory
     (repo["path"] / "stacks" / "web" / "main.tf").write_text('resource "terraform_data" "v3" {}\n')
     git(repo["path"], "commit", "--quiet", "-am", "third")
-    after = checkout_template(repo["url"], "main", "stacks/web", cache).directory
+    after = checkout_locally(repo["url"], "main", "stacks/web", cache).directory
 
     assert before != after
     assert '"v3"' in main_tf(after) and '"v2"' in main_tf(before)
 
 
-def test_the_same_commit_is_checked_out_once_and_reused(repo, tmp_path):
+def test_the_same_commit_is_checked_out_once_and_reused(repo, tmp_path, checkout_locally):
     cache = tmp_path / "cache"
-    first = checkout_template(repo["url"], "main", "stacks/web", str(cache)).directory
+    first = checkout_locally(repo["url"], "main", "stacks/web", str(cache)).directory
     marker = Path(first) / "marker-left-by-the-test"
     marker.write_text("still here")
     checkout_root = cache / repo["second"]
@@ -124,20 +142,20 @@ def test_the_same_commit_is_checked_out_once_and_reused(repo, tmp_path):
     fetched_at = (mirror / "FETCH_HEAD").stat().st_mtime_ns
 
     # Same commit through another name (full id), another path and the local-path form of the URL.
-    again = checkout_template(repo["url"], repo["second"], "stacks", str(cache)).directory
+    again = checkout_locally(repo["url"], repo["second"], "stacks", str(cache)).directory
     assert Path(again) == Path(first).parent
     assert marker.read_text() == "still here"
     assert checkout_root.stat().st_ino == inode
     assert mirror.stat().st_ino == mirror_inode
     # The branch name again: the remote is asked where main points, but nothing is fetched.
-    assert checkout_template(repo["url"], "main", "stacks/web", str(cache)).directory == first
+    assert checkout_locally(repo["url"], "main", "stacks/web", str(cache)).directory == first
     assert (mirror / "FETCH_HEAD").stat().st_mtime_ns == fetched_at
     assert sorted(p.name for p in cache.iterdir() if not p.name.startswith(".")) == [repo["second"]]
 
 
-def test_it_returns_the_repository_root_for_an_empty_or_dot_path(repo, tmp_path):
+def test_it_returns_the_repository_root_for_an_empty_or_dot_path(repo, tmp_path, checkout_locally):
     cache = str(tmp_path / "cache")
-    assert checkout_template(repo["url"], "v1", "", cache) == checkout_template(repo["url"], "v1", ".", cache)
+    assert checkout_locally(repo["url"], "v1", "", cache) == checkout_locally(repo["url"], "v1", ".", cache)
 
 
 # --------------------------------------------------------------------------------------- refusals
@@ -156,38 +174,38 @@ def test_it_returns_the_repository_root_for_an_empty_or_dot_path(repo, tmp_path)
         ("--upload-pack=touch /tmp/pwned", "stacks", "is not a branch, tag or commit id"),
     ],
 )
-def test_it_rejects_bad_revisions_and_paths(repo, tmp_path, revision, path, message):
+def test_it_rejects_bad_revisions_and_paths(repo, tmp_path, revision, path, message, checkout_locally):
     with pytest.raises(TemplateSourceError, match=message):
-        checkout_template(repo["url"], revision, path, str(tmp_path / "cache"))
+        checkout_locally(repo["url"], revision, path, str(tmp_path / "cache"))
 
 
-def test_it_rejects_a_repository_that_is_neither_a_directory_nor_reachable(tmp_path):
+def test_it_rejects_a_repository_that_is_neither_a_directory_nor_reachable(tmp_path, checkout_locally):
     with pytest.raises(TemplateSourceError, match="no such directory"):
-        checkout_template(str(tmp_path / "nothing-here"), None, "", str(tmp_path / "cache"))
+        checkout_locally(str(tmp_path / "nothing-here"), None, "", str(tmp_path / "cache"))
     with pytest.raises(TemplateSourceError, match="listing"):
-        checkout_template((tmp_path / "nothing-here").as_uri(), None, "", str(tmp_path / "cache"))
+        checkout_locally((tmp_path / "nothing-here").as_uri(), None, "", str(tmp_path / "cache"))
     with pytest.raises(TemplateSourceError, match="not a git URL"):
-        checkout_template("--config=core.sshCommand=x", None, "", str(tmp_path / "cache"))
+        checkout_locally("--config=core.sshCommand=x", None, "", str(tmp_path / "cache"))
 
 
-def test_it_refuses_a_commit_holding_a_symlink_out_of_the_template(repo, tmp_path):
+def test_it_refuses_a_commit_holding_a_symlink_out_of_the_template(repo, tmp_path, checkout_locally):
     (repo["path"] / "stacks" / "web" / "secrets.tf").symlink_to("/etc/passwd")
     git(repo["path"], "add", ".")
     git(repo["path"], "commit", "--quiet", "-m", "sneaky")
     cache = tmp_path / "cache"
     with pytest.raises(TemplateSourceError, match="symlink 'stacks/web/secrets.tf' points outside"):
-        checkout_template(repo["url"], "main", "stacks/web", str(cache))
+        checkout_locally(repo["url"], "main", "stacks/web", str(cache))
     assert not (cache / git(repo["path"], "rev-parse", "HEAD")).exists()
 
 
-def test_a_plain_directory_is_used_in_place_and_has_no_revisions(tmp_path):
+def test_a_plain_directory_is_used_in_place_and_has_no_revisions(tmp_path, checkout_locally):
     plain = tmp_path / "plain" / "stack"
     plain.mkdir(parents=True)
-    checkout = checkout_template(str(tmp_path / "plain"), None, "stack", str(tmp_path / "cache"))
+    checkout = checkout_locally(str(tmp_path / "plain"), None, "stack", str(tmp_path / "cache"))
     assert checkout.directory == str(plain.resolve())
     assert checkout.commit is None
     with pytest.raises(TemplateSourceError, match="plain directory: it has no revision 'main'"):
-        checkout_template(str(tmp_path / "plain"), "main", "stack", str(tmp_path / "cache"))
+        checkout_locally(str(tmp_path / "plain"), "main", "stack", str(tmp_path / "cache"))
 
 
 # --------------------------------------------------------------------------------------- archives

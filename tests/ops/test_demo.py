@@ -1,6 +1,11 @@
-"""`manage.py load_demo`: a usable demonstration world, loaded any number of times with the same result."""
+"""`manage.py load_demo`: a usable demonstration world, loaded any number of times with the same result,
+that reaches no network (issue 16, finding 14)."""
 
+import json
+import subprocess
+import sys
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.apps import apps
@@ -9,12 +14,21 @@ from django.core.management import call_command
 from rest_framework.authtoken.models import Token
 
 from policies_app import access
-from policies_app.models import ApprovalPolicy, Deployment, Environment, Project
+from policies_app.models import ApprovalPolicy, Deployment, Environment, Evaluation, Project, Template
 from policies_app.projects.tree import effective_policies, tree_for
+from tests.processes import ROOT, platform_environment
 
 pytestmark = pytest.mark.django_db
 
 User = get_user_model()
+
+
+@pytest.fixture(autouse=True)
+def platform_files(settings, tmp_path):
+    """The demo uploads its templates' archive and evaluates it: in the test's own folders."""
+    settings.MEDIA_ROOT = str(tmp_path / "media")
+    settings.TEMPLATE_CHECKOUT_DIR = str(tmp_path / "cache" / "templates")
+    settings.IAC_PARSE_CACHE_DIR = str(tmp_path / "cache" / "parse")
 
 
 @pytest.fixture
@@ -108,3 +122,44 @@ def test_the_demo_queue_has_a_deployment_pending_for_the_right_reasons(load_demo
     assert over_budget.status == "denied"
     alice = User.objects.get(username="alice")
     assert access.visible_deployments(alice).filter(status="pending_approval").exists()
+
+
+def configuration_seen(deployment: Deployment) -> dict:
+    evaluation = Evaluation.objects.filter(deployment=deployment).latest("pk")
+    return json.loads(evaluation.input_json)["configuration"]
+
+
+def test_the_demo_templates_are_an_uploaded_archive_and_their_configuration_is_evaluated(load_demo):
+    load_demo()
+    assert [(t.repository, bool(t.archive)) for t in Template.objects.all()] == [("", True)] * 3
+    pending = Deployment.objects.get(idempotency_key="demo-pending-deletes")
+    configuration = configuration_seen(pending)
+    assert configuration["diagnostics"] == []
+    assert [r["address"] for r in configuration["resources"]] == [
+        "aws_instance.legacy",
+        "aws_s3_bucket.reports",
+    ]
+    assert configuration["outputs"]["reports_bucket"]["value"] == "payments-eu-reports"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_loading_the_demo_as_bin_run_platform_does_runs_no_git_at_all(tmp_path):
+    """Finding 14: the demo named a template repository on a public Git host, so a fresh platform fetched
+    from the internet by itself. GIT_TRACE makes every git command the process starts write to a file."""
+    trace = tmp_path / "git-trace.log"
+    data = tmp_path / "var"
+    done = subprocess.run(
+        [sys.executable, "manage.py", "load_demo"],
+        cwd=ROOT,
+        env=platform_environment(data, GIT_TRACE=str(trace)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Demo data is loaded." in done.stdout
+    assert not trace.exists(), trace.read_text()
+    assert not Template.objects.exclude(repository="").exists()
+    assert not (Path(data) / "cache" / "templates" / ".repos").exists()
+    pending = Deployment.objects.get(idempotency_key="demo-pending-deletes")
+    assert configuration_seen(pending)["diagnostics"] == []

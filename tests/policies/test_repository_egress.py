@@ -14,7 +14,7 @@ from django.contrib.auth.models import Permission
 
 from policies_app.errors import Invalid
 from policies_app.guards.egress import REFUSED
-from policies_app.guards.local_roots import REFUSED as LOCAL_REFUSED
+from policies_app.iac.file_sandbox import LOCAL_SOURCE_REFUSED as LOCAL_REFUSED
 from policies_app.models import ApprovalPolicy, PolicyRepository
 from policies_app.policies.git import sources
 from policies_app.projects import iac_templates

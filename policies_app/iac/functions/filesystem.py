@@ -1,10 +1,12 @@
 """Filesystem functions: abspath basename dirname pathexpand file fileexists fileset filebase64
 templatefile filemd5 filesha1 filesha256 filesha512 filebase64sha256 filebase64sha512.
 
-Reading is confined to the template's source (the checkout holding the root module and the local
-modules it calls, and the module cache under it): a configuration under evaluation must not be able to
-read the server's files (``file("/etc/passwd")``, ``file("../../secrets")``, a symlink out).
-Relative paths resolve against the working directory, as terraform resolves them.
+Reading is confined to the template's source root (the checkout of its commit or its extracted archive,
+holding the root module and the local modules it calls, and the module cache under it), after symbolic
+links are resolved (iac/file_sandbox.py): a configuration under evaluation must not be able to read the
+server's files (``file("/etc/passwd")``, ``file("../../secrets")``, a symlink out). Relative paths
+resolve against the working directory, as terraform resolves them. Messages name a path as the
+template wrote it, or relative to the source root; never the server's path.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import posixpath
 import re
 from typing import Any
 
+from policies_app.iac.file_sandbox import OutsideTheSource, confine, is_inside, shown_path
 from policies_app.iac.functions.base import (
     ArgumentError,
     FunctionContext,
@@ -28,30 +31,26 @@ from policies_app.iac.values import UNKNOWN, TfSet, contains_unknown
 _MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
 def resolve_path(ctx: FunctionContext, path: str) -> str:
-    """The real absolute path, or ArgumentError when it leaves the template's source."""
-    if "\x00" in path:
-        raise ArgumentError("a path may not contain NUL characters")
-    joined = os.path.join(ctx.cwd, os.path.expanduser(path) if path.startswith("~") else path)
-    real = os.path.realpath(joined)
-    if not _inside(real, os.path.realpath(ctx.source_root)):
-        raise ArgumentError(
-            f'the path "{path}" is outside the template\'s source directory and may not be read'
-        )
-    return real
+    """The real absolute path, or ArgumentError when it leaves the template's source root."""
+    try:
+        # "~" is the home of whoever runs the evaluation: a server path, so outside like any other.
+        return confine(ctx.source_root, ctx.cwd, os.path.expanduser(path) if path.startswith("~") else path)
+    except OutsideTheSource as refused:
+        raise ArgumentError(str(refused)) from None
+
+
+def _shown(ctx: FunctionContext, path: str) -> str:
+    return shown_path(path, ctx.source_root)
 
 
 def _read(ctx: FunctionContext, path: Any) -> bytes:
     text = want_string(path, "the path")
     real = resolve_path(ctx, text)
     if not os.path.isfile(real):
-        raise ArgumentError(f'no file exists at "{text}"')
+        raise ArgumentError(f"no file exists at {_shown(ctx, text)}")
     if os.path.getsize(real) > _MAX_FILE_BYTES:
-        raise ArgumentError(f'the file "{text}" is larger than {_MAX_FILE_BYTES} bytes')
+        raise ArgumentError(f"the file {_shown(ctx, text)} is larger than {_MAX_FILE_BYTES} bytes")
     with open(real, "rb") as handle:
         return handle.read()
 
@@ -62,7 +61,7 @@ def _read_text(ctx: FunctionContext, path: Any) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ArgumentError(
-            f'contents of "{path}" are not valid UTF-8; use the filebase64 function to obtain the '
+            f"contents of {_shown(ctx, path)} are not valid UTF-8; use the filebase64 function to obtain the "
             "Base64 encoded contents or the other file functions (e.g. filemd5, filesha256) to obtain "
             "file hashing results instead"
         ) from None
@@ -105,7 +104,8 @@ def fileexists(ctx: FunctionContext, path: Any) -> bool:
         return False
     if not os.path.isfile(real):
         raise ArgumentError(
-            f'"{text}" is not a regular file, but {"a directory" if os.path.isdir(real) else "special"}'
+            f"{_shown(ctx, text)} is not a regular file, but "
+            f"{'a directory' if os.path.isdir(real) else 'special'}"
         )
     return True
 
@@ -187,27 +187,36 @@ def fileset(ctx: FunctionContext, path: Any, pattern: Any) -> TfSet:
     parts = full_pattern.split("/")
     literal = next((i for i, part in enumerate(parts) if _GLOB_META & set(part)), len(parts))
     walk_root = "/".join(parts[:literal]) or "/"
-    root = os.path.realpath(ctx.source_root)
-    if not _inside(os.path.realpath(walk_root), root):
-        raise ArgumentError(f'the pattern "{glob}" reaches outside the template\'s source directory')
+    root = ctx.source_root
+    if not is_inside(walk_root, root):
+        raise ArgumentError(f'the pattern "{glob}" reaches outside the template\'s files')
     max_depth = None if "**" in full_pattern else len(parts) - literal - 1
-    matcher = re.compile(_glob_to_regex(full_pattern))
+    try:
+        matcher = re.compile(_glob_to_regex(full_pattern))
+    except ArgumentError:  # its message would quote the pattern joined to the server's directory
+        raise ArgumentError(f'failed to glob pattern "{glob}": syntax error in pattern') from None
     found: list[str] = []
     if literal == len(parts):  # no wildcard at all: the pattern names one file
         candidates = [full_pattern] if os.path.isfile(full_pattern) else []
     else:
         candidates = []
+        walked: set[str] = set()  # real directories: a symlink back up the tree is walked once, not forever
         for directory, dirnames, filenames in os.walk(walk_root, followlinks=True):
             depth = 0 if directory == walk_root else os.path.relpath(directory, walk_root).count(os.sep) + 1
             keep = max_depth is None or depth < max_depth
+            walked.add(os.path.realpath(directory))
             dirnames[:] = sorted(
-                d for d in dirnames if keep and _inside(os.path.realpath(os.path.join(directory, d)), root)
+                d
+                for d in dirnames
+                if keep
+                and is_inside(os.path.join(directory, d), root)
+                and os.path.realpath(os.path.join(directory, d)) not in walked
             )
             candidates.extend(os.path.join(directory, name) for name in filenames)
     for candidate in candidates:
         if not matcher.fullmatch(candidate.replace(os.sep, "/")):
             continue
-        if os.path.isfile(candidate) and _inside(os.path.realpath(candidate), root):
+        if os.path.isfile(candidate) and is_inside(candidate, root):
             found.append(os.path.relpath(candidate, base).replace(os.sep, "/"))
     return TfSet(found)
 

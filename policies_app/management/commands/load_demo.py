@@ -2,12 +2,21 @@
 in the style of env0's examples, environments, API tokens and a few deployments waiting for a verdict.
 
 Idempotent: everything is looked up before it is created, and nothing that exists is changed, so a second
-run (or a run over a world someone has since edited) changes nothing."""
+run (or a run over a world someone has since edited) changes nothing. The one exception: a template that
+still names the remote repository earlier demos used gets the demo archive instead, so that the demo
+never reaches the network.
 
+The templates' files are an archive this command makes and uploads (as a template manager would): a
+fresh platform evaluates its demo without fetching anything."""
+
+import gzip
+import io
+import tarfile
 from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management.base import BaseCommand
 from django.db import transaction
 from rest_framework.authtoken.models import Token
@@ -16,6 +25,7 @@ from policies_app.choices import Role, TemplateType, TriggerName
 from policies_app.deployments.lifecycle import trigger_deployment
 from policies_app.models import ApprovalPolicy, Environment, Project, ProjectMembership, Team, Template
 from policies_app.policies.authoring import create_policy
+from policies_app.projects.iac_templates import upload_archive
 
 DEMO_PASSWORD = "demo-password"
 
@@ -57,7 +67,68 @@ TEMPLATES = [
     ("payments-terragrunt", TemplateType.TERRAGRUNT, "live/payments"),
     ("services-k8s", TemplateType.K8S, "k8s/services"),
 ]
-REPOSITORY = "https://github.com/example/infrastructure"
+# What earlier demos named as the templates' repository (a public Git host): replaced by the archive.
+FORMER_REPOSITORY = "https://github.com/example/infrastructure"
+ARCHIVE_NAME = "demo-infrastructure.tar.gz"
+# The files of every demo template, one folder per template path.
+ARCHIVE_FILES = {
+    "network/main.tf": """variable "instance_type" {
+  type    = string
+  default = "t3.micro"
+}
+
+resource "aws_s3_bucket" "reports" {
+  bucket = "payments-eu-reports"
+}
+
+resource "aws_instance" "legacy" {
+  ami           = "ami-0123456789abcdef0"
+  instance_type = var.instance_type
+}
+
+output "reports_bucket" {
+  value = aws_s3_bucket.reports.bucket
+}
+""",
+    "live/payments/terragrunt.hcl": """terraform {
+  source = "../../network"
+}
+
+inputs = {
+  instance_type = "t3.small"
+}
+""",
+    "k8s/services/deployment.yaml": """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: reports
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: reports}
+  template:
+    metadata:
+      labels: {app: reports}
+    spec:
+      containers:
+        - name: reports
+          image: registry.example.com/reports:1.0
+""",
+}
+
+
+def demo_archive() -> bytes:
+    """The demo templates' files as a .tar.gz, the same bytes at every run (no timestamps)."""
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as compressed:
+        with tarfile.open(fileobj=compressed, mode="w") as archive:
+            for name, text in sorted(ARCHIVE_FILES.items()):
+                content = text.encode()
+                member = tarfile.TarInfo(name)
+                member.size, member.mode, member.mtime = len(content), 0o644, 0
+                archive.addfile(member, io.BytesIO(content))
+    return buffer.getvalue()
+
 
 TWO_APPROVERS = """package env0
 
@@ -230,7 +301,7 @@ class Command(BaseCommand):
             teams = self.teams(users)
             projects = self.projects()
             self.memberships(projects, teams, users)
-            templates = self.templates()
+            templates = self.templates(users["admin"])
             self.policies(projects, templates, users["admin"])
             environments = self.environments(projects, templates)
             tokens = {name: Token.objects.get_or_create(user=user)[0].key for name, user in users.items()}
@@ -281,13 +352,16 @@ class Command(BaseCommand):
             who = {"team": teams[name]} if kind == "team" else {"user": users[name]}
             ProjectMembership.objects.get_or_create(project=projects[path], **who, defaults={"role": role})
 
-    def templates(self) -> dict[str, Template]:
+    def templates(self, manager: Any) -> dict[str, Template]:
         templates = {}
         for name, template_type, path in TEMPLATES:
-            template, _ = Template.objects.get_or_create(
-                name=name,
-                defaults={"type": template_type, "repository": REPOSITORY, "path": path, "revision": "main"},
+            template, created = Template.objects.get_or_create(
+                name=name, defaults={"type": template_type, "path": path, "revision": "main"}
             )
+            if created or (template.repository == FORMER_REPOSITORY and not template.archive):
+                template.repository = ""
+                template.save(update_fields=["repository"])
+                upload_archive(manager, template, SimpleUploadedFile(ARCHIVE_NAME, demo_archive()))
             templates[name] = template
         return templates
 

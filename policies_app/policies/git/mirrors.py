@@ -37,8 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from policies_app.guards.local_roots import REFUSED as LOCAL_REFUSED
-from policies_app.guards.local_roots import is_local_location, local_repository_path
+from policies_app.iac.file_sandbox import LOCAL_SOURCE_REFUSED, NO_LOCAL_SOURCES, LocalRoots, local_location
 
 _URL = re.compile(r"^(?:https?|ssh|git|file)://[^\s]+$", re.IGNORECASE)
 _SCP_LIKE = re.compile(r"^[\w.+-]+@[\w.-]+:[^\s]+$")  # git@github.com:org/repo.git
@@ -93,7 +92,7 @@ class TreeEntry:
     symlink: bool
 
 
-def validated_repository_url(url: str, local_roots: Sequence[str] = ()) -> str:
+def validated_repository_url(url: str, local_roots: LocalRoots = NO_LOCAL_SOURCES) -> str:
     """The URL as it will be used; GitSourceError(field="url") when it is not one we can fetch from. A
     local path or file:// URL is one only under ``local_roots``; whether it exists is never said."""
     url = (url or "").strip()
@@ -101,9 +100,9 @@ def validated_repository_url(url: str, local_roots: Sequence[str] = ()) -> str:
         raise GitSourceError("A git URL (https://, ssh://, git@host:path) is required.")
     if _PASSWORD_IN_URL.match(url):
         raise GitSourceError("Do not put a password in the URL; give it as the repository's password.")
-    if is_local_location(url):
-        if local_repository_path(url, local_roots) is None:
-            raise GitSourceError(LOCAL_REFUSED)
+    if url.startswith("/") or url.lower().startswith("file:"):
+        if local_roots.refusal(local_location(url) or "") is not None:
+            raise GitSourceError(LOCAL_SOURCE_REFUSED)
         return url
     if _URL.match(url) or _SCP_LIKE.match(url):
         return url
@@ -136,7 +135,7 @@ class GitMirror:
         cache_dir: str,
         timeout_s: float = 120,
         *,
-        local_roots: Sequence[str] = (),
+        local_roots: LocalRoots = NO_LOCAL_SOURCES,
         route: Callable[[str], Any] | None = None,
     ) -> None:
         self.url = validated_repository_url(url, local_roots)
@@ -195,7 +194,7 @@ class GitMirror:
 
     def _remote_route(self, what: str) -> tuple[list[str], Sequence[str]]:
         """Checked now, before the command that reaches the remote: git's arguments and ssh's options."""
-        if self.route is None or is_local_location(self.url):
+        if self.route is None or local_location(self.url) is not None:
             return [], ()
         try:
             route = self.route(self.url)

@@ -26,7 +26,7 @@ from django.utils import timezone
 from policies_app import access, audit
 from policies_app.choices import RegoVersion
 from policies_app.errors import Invalid
-from policies_app.guards import egress
+from policies_app.guards import egress, file_sandbox
 from policies_app.models import ApprovalPolicy, PolicyRepository, PolicyRevision
 from policies_app.policies.authoring import require_author, require_name_free, store_revision
 from policies_app.policies.content import PolicyContent, validated_content
@@ -102,7 +102,7 @@ def checked_repository_url(url: str) -> str:
     """A repository URL as it will be used: a remote whose host the egress guard allows now, or a local
     path under LOCAL_REPOSITORY_ROOTS. Invalid naming ``url`` otherwise (and never whether a path exists)."""
     try:
-        url = validated_repository_url(url, settings.LOCAL_REPOSITORY_ROOTS)
+        url = validated_repository_url(url, file_sandbox.local_roots())
         if egress.is_network_git_url(url):
             egress.check_git_url(url)
     except (GitSourceError, egress.EgressRefused) as problem:
@@ -119,7 +119,7 @@ def _mirror(repository: PolicyRepository, timeout_s: float) -> GitMirror:
         credentials,
         settings.POLICY_REPOSITORY_CACHE_DIR,
         timeout_s,
-        local_roots=settings.LOCAL_REPOSITORY_ROOTS,
+        local_roots=file_sandbox.local_roots(),
         route=egress.git_route,
     )
 
