@@ -22,8 +22,8 @@ HTTP goes through urllib3 (a pool per request, pinned to the checked address, wi
 and ``assert_hostname`` set to the name). Git cannot be given a socket, so ``git_route`` tells git how
 to reach the checked address itself: curl's resolve list for http(s), ssh's ``HostName`` for ssh.
 
-(A little over 400 lines on purpose: the address rules, the HTTP client and the git route are one check
-read together; split, a caller could take one half without the other.)
+Why this module is long: the address rules, the HTTP client and the git route are one check read
+together; split, a caller could take one half without the other.
 """
 
 from __future__ import annotations

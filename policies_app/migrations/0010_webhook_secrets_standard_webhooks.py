@@ -16,7 +16,7 @@ def to_standard_form(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("policies_app", "0008_deployment_template_commit")]
+    dependencies = [("policies_app", "0009_invitation_outbox_replay_enqueued_at")]
 
     operations = [
         migrations.AlterField(model_name="webhook", name="secret", field=models.CharField(max_length=300)),
