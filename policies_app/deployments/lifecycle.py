@@ -26,7 +26,7 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from policies_app import access
+from policies_app import access, audit
 from policies_app.choices import (
     ALLOWED_TRANSITIONS,
     FINAL_STATUSES,
@@ -226,6 +226,13 @@ def trigger_deployment(
                 queued_behind_id=release,
             )
             record_event(deployment, EventKind.TRIGGERED, deployer, f"{type} triggered by {trigger_name}")
+            audit.record(
+                deployer,
+                "deployment.triggered",
+                deployment,
+                after={"type": type, "trigger": trigger_name, "revision": revision},
+                project=environment.project,
+            )
             _supersede_older(
                 deployment, [(pk, status) for pk, status in earlier if status in SUPERSEDABLE_STATUSES]
             )
@@ -326,6 +333,13 @@ def _record_verdict(
                 detail = verdict.error or ", ".join(verdict.messages.get(verdict.decision, []))
                 events.append(DeploymentEvent(deployment=deployment, kind=event, detail=detail[:10_000]))
         DeploymentEvent.objects.bulk_create(events)
+        # The platform decides, not a person: no actor.
+        audit.record(
+            None,
+            f"deployment.decision.{verdict.decision}",
+            deployment,
+            after={"request_type": verdict.request_type, "failed_closed": bool(verdict.error)},
+        )
 
 
 def _failed_closed_verdict(deployment: Deployment, resume: bool, problem: Exception) -> Verdict:
@@ -443,6 +457,7 @@ def complete_deployment(
             current = Deployment.objects.values_list("status", flat=True).get(pk=deployment.pk)
             raise Conflict(f"The deployment is {current}, not approved.", code="not_pending")
         record_event(deployment, EventKind.COMPLETED, user, status)
+        audit.record(user, "deployment.completed", deployment, after={"status": status})
         if state is not None:
             store_state(deployment.environment, state, user=user, deployment=deployment, force=True)
     deployment.refresh_from_db()
@@ -458,14 +473,25 @@ def sweep_waiting_deployments(now: datetime | None = None) -> dict[str, list[int
         status=DeploymentStatus.PENDING_APPROVAL, expires_at__lte=now
     ).values_list("pk", "pending_since")
     for deployment_id, pending_since in due[: settings.EVALUATION_RESEND_BATCH]:
-        if move_deployment(
-            deployment_id, DeploymentStatus.PENDING_APPROVAL, DeploymentStatus.EXPIRED, evaluation_due_at=None
-        ):
-            waited = now - pending_since if pending_since else timedelta(0)
+        with transaction.atomic():
+            if not move_deployment(
+                deployment_id,
+                DeploymentStatus.PENDING_APPROVAL,
+                DeploymentStatus.EXPIRED,
+                evaluation_due_at=None,
+            ):
+                continue
+            hours = (now - pending_since if pending_since else timedelta(0)).total_seconds() / 3600
             record_event(
                 deployment_id,
                 EventKind.EXPIRED,
-                detail=f"Nobody approved or rejected it within {waited.total_seconds() / 3600:.1f} hours.",
+                detail=f"Nobody approved or rejected it within {hours:.1f} hours.",
+            )
+            expired_deployment = Deployment.objects.select_related("environment__project").get(
+                pk=deployment_id
+            )
+            audit.record(
+                None, "deployment.expired", expired_deployment, after={"waited_hours": round(hours, 1)}
             )
             expired.append(deployment_id)
     started = []

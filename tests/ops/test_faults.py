@@ -18,10 +18,9 @@ import urllib.request
 
 import pytest
 from django.db import connection
-from rest_framework.authtoken.models import Token
 
 from policies_app.models import Deployment, Environment
-from tests.builders import make_policy, make_user
+from tests.builders import api_key_for, make_policy, make_user
 from tests.processes import RedisServer, celery_beat, celery_worker, gunicorn, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -58,7 +57,7 @@ class Api:
 
     def call(self, user, method: str, path: str, body=None) -> tuple[int, dict]:
         if user.pk not in self.tokens:
-            self.tokens[user.pk] = Token.objects.get_or_create(user=user)[0].key
+            self.tokens[user.pk] = api_key_for(user)
         request = urllib.request.Request(
             self.base + path,
             data=None if body is None else json.dumps(body).encode(),
