@@ -4,8 +4,8 @@ cancellations, completions, expiries) records who did what to which target, and 
 after, in the transaction of the change.
 
 What the log keeps is decided here, once, whatever a use case hands in (``redacted``): no secret
-(values under a name that says password, secret, token, private key, credentials...; only whether one is
-set or changed) and no value of a variable marked sensitive. Targets are named as people name them: the
+(values under a name that says password, secret, token, private key, credentials...: only whether one is
+set or changed; nor the password part of a URL) and no value of a variable marked sensitive. Targets are named as people name them: the
 target's own name (on one line) and its kind in words ("approval policy", not ``approvalpolicy``)."""
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ _SECRET_NAME = re.compile(
     r"(?:^|_)(?:password|passwd|passphrase|secret|token|private_key|api_key|access_key|secret_key"
     r"|credentials?|authorization)$|^key$"
 )
+# A password in a URL's user part (https://user:password@host/...), wherever a URL is kept.
+_URL_PASSWORD = re.compile(r"\b([a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+@", re.IGNORECASE)
 _VARIABLE_KINDS = ("environment", "terraform")
 _ABSENT = object()
 
@@ -78,6 +80,8 @@ def _masked_variables(values: Any, sensitive: set[str]) -> Any:
 def redacted(value: Any, twin: Any = _ABSENT) -> Any:
     """``value`` as the log may keep it. ``twin``, the same place in the state before, lets a secret that
     changed say so (never what it was or became)."""
+    if isinstance(value, str):
+        return _URL_PASSWORD.sub(rf"\1{REDACTED}@", value)
     if isinstance(value, (list, tuple)):
         return [redacted(item) for item in value]
     if not isinstance(value, dict):

@@ -148,6 +148,7 @@ def test_the_log_keeps_no_secret_whatever_a_use_case_hands_it(world):
         "has_password": True,
         "name": "hook",
         "headers": [{"Authorization": "Bearer abc"}],
+        "repository": "https://deploy:ghp_pAsSwOrD@github.example.com/org/infra.git",
         "config": {"apiKey": "k-123", "ssh_private_key": "-----BEGIN OPENSSH PRIVATE KEY-----"},
         "environment_variables": {"REGION": "eu", "DB_URL": "postgres://u:pw@db/x"},
         "sensitive_variables": {"environment": ["DB_URL"]},
@@ -163,12 +164,14 @@ def test_the_log_keeps_no_secret_whatever_a_use_case_hands_it(world):
         "k-123",
         "BEGIN OPENSSH",
         "pw@db",
+        "ghp_pAsSwOrD",
     ):
         assert secret not in kept
     assert entry.before["secret"] == audit.REDACTED and entry.after["secret"] == audit.CHANGED
     assert entry.after["password"] == audit.CHANGED and entry.before["password"] == ""
     assert entry.after["has_password"] is True and entry.after["name"] == "hook"
     assert entry.after["environment_variables"] == {"REGION": "eu", "DB_URL": audit.REDACTED}
+    assert entry.after["repository"] == "https://deploy:********@github.example.com/org/infra.git"
 
 
 def test_repository_secrets_and_token_keys_stay_out_of_the_log(world):
