@@ -1,5 +1,5 @@
-"""Secrets at rest: the one way the platform keeps a secret it must read back (a repository's password or
-SSH key, a push-webhook secret, a project webhook's signing secret).
+"""Secrets at rest: the one way the platform keeps a secret it must read back (a policy repository's
+password, SSH key and push-webhook secret; a project webhook's signing secret is to be kept the same way).
 
 Values are encrypted with Fernet (AES-128-CBC with an HMAC-SHA256, from ``cryptography``) through
 ``MultiFernet`` over ``settings.SECRET_ENCRYPTION_KEYS``: the first key encrypts, every key decrypts, so a
