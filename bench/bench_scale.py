@@ -239,10 +239,10 @@ class Client:
 
 def token_headers(username: str) -> dict[str, str]:
     from django.contrib.auth.models import User
-    from rest_framework.authtoken.models import Token
 
-    token, _ = Token.objects.get_or_create(user=User.objects.get(username=username))
-    return {"Authorization": f"Token {token.key}"}
+    from tests.builders import api_key_for
+
+    return {"Authorization": f"Token {api_key_for(User.objects.get(username=username))}"}
 
 
 def session_headers(username: str) -> dict[str, str]:

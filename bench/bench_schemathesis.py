@@ -60,15 +60,15 @@ def main() -> None:
     import schemathesis
     from django.contrib.auth.models import User
     from django.core.management import call_command
-    from rest_framework.authtoken.models import Token
 
     from policies_app.models import ApprovalPolicy, Deployment, Environment, Project, Team, Template
+    from tests.builders import api_key_for
     from tests.http_api.api_fuzzing import fuzz
     from tests.processes import free_port, wait_until
 
     call_command("migrate", "--noinput", verbosity=0)
     call_command("load_demo", stdout=open(os.devnull, "w"))
-    token = Token.objects.get_or_create(user=User.objects.get(username="admin"))[0].key
+    token = api_key_for(User.objects.get(username="admin"))
     known_ids = {
         "projects": list(Project.objects.values_list("pk", flat=True)[:3]),
         "templates": list(Template.objects.values_list("pk", flat=True)[:2]),

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.core import checks
 
 
 class PoliciesAppConfig(AppConfig):
@@ -10,3 +11,7 @@ class PoliciesAppConfig(AppConfig):
         # Registers the Celery tasks in every process (web, worker, beat, management commands):
         # wakeups.wake finds them by name, so no service has to import the tasks module.
         from policies_app import tasks  # noqa: F401
+        from policies_app.guards import encryption, names
+
+        checks.register(encryption.check_keys)
+        names.refuse_control_characters_on_save()

@@ -4,6 +4,8 @@ With nothing configured the platform runs on SQLite with Celery tasks executed i
 sets DATABASE_URL (PostgreSQL) and CELERY_BROKER_URL (Redis) and runs worker processes.
 """
 
+import base64
+import hashlib
 import os
 from pathlib import Path
 
@@ -65,6 +67,15 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("DJANGO_SECRET_KEY is required when DJANGO_DEBUG is off")
     SECRET_KEY = "insecure-development-key-only-for-local-runs"
+# Secrets the platform stores and must read back (repository passwords and SSH keys, webhook secrets) are
+# encrypted with these Fernet keys (policies_app/guards/encryption.py): the first encrypts, every one
+# decrypts; `manage.py rotate_secret_keys` re-encrypts everything with the first. Production sets them (a
+# system check stops migrate without them); debug runs derive one from the secret key.
+SECRET_ENCRYPTION_KEYS = env_list("SECRET_ENCRYPTION_KEYS", [])
+if not SECRET_ENCRYPTION_KEYS and DEBUG:
+    SECRET_ENCRYPTION_KEYS = [
+        base64.urlsafe_b64encode(hashlib.sha256(f"secret-encryption:{SECRET_KEY}".encode()).digest()).decode()
+    ]
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
@@ -76,7 +87,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",

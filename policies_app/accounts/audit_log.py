@@ -1,7 +1,10 @@
 """Reading the audit log: who may see which entries, the filters, and the CSV and JSON exports.
 
 Organisation roles read every entry; a project admin reads the entries of the projects they administer
-(and below). Organisation-wide entries (policies, templates, teams, users) are for organisation roles."""
+(and below). Organisation-wide entries (policies, templates, teams, users) are for organisation roles.
+
+A CSV export is opened in spreadsheets, which run a cell that starts like a formula: such cells (any
+text a user chose, such as a project's name) are escaped as OWASP recommends (``spreadsheet_cell``)."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time
 from typing import Any
 
+from django.apps import apps
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -23,6 +27,8 @@ from policies_app.models import AuditEntry
 
 EXPORT_FIELDS = ("id", "created_at", "actor", "action", "target_type", "target_id", "target", "project")
 EXPORT_LIMIT = 100_000
+# What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection").
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,7 @@ def filtered(entries: QuerySet[AuditEntry], filters: AuditFilters) -> QuerySet[A
         else:
             entries = entries.filter(action=filters.action)
     if filters.target_type:
-        entries = entries.filter(target_type=filters.target_type)
+        entries = entries.filter(target_type=_target_type_named(filters.target_type))
     if filters.project is not None:
         entries = entries.filter(
             Q(project_id=filters.project) | Q(project__lineage__contains=f"/{filters.project}/")
@@ -71,6 +77,15 @@ def filtered(entries: QuerySet[AuditEntry], filters: AuditFilters) -> QuerySet[A
     if filters.text:
         entries = entries.filter(Q(target_repr__icontains=filters.text) | Q(action__icontains=filters.text))
     return entries
+
+
+def _target_type_named(name: str) -> str:
+    """Target types are kept in words ("approval policy"); a filter by the model's name (what the log
+    kept before) still finds them."""
+    for model in apps.get_models():
+        if model._meta.model_name == name.lower():
+            return str(model._meta.verbose_name)
+    return name
 
 
 def as_record(entry: AuditEntry) -> dict[str, Any]:
@@ -96,9 +111,16 @@ def export_json(entries: Iterable[AuditEntry]) -> Iterator[str]:
     yield "\n]\n"
 
 
+def spreadsheet_cell(value: Any) -> str:
+    """A cell no spreadsheet runs: one that would start a formula is prefixed with a quote (and every
+    cell is quoted by the writer, so a separator inside one cannot start another)."""
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(FORMULA_TRIGGERS) else text
+
+
 def export_csv(entries: Iterable[AuditEntry]) -> Iterator[str]:
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = csv.writer(buffer, quoting=csv.QUOTE_ALL)
 
     def flush() -> str:
         text = buffer.getvalue()
@@ -111,10 +133,11 @@ def export_csv(entries: Iterable[AuditEntry]) -> Iterator[str]:
     for entry in entries:
         record = as_record(entry)
         writer.writerow(
-            [
-                *(record[name] if record[name] is not None else "" for name in EXPORT_FIELDS),
-                json.dumps(entry.before, sort_keys=True) if entry.before is not None else "",
-                json.dumps(entry.after, sort_keys=True) if entry.after is not None else "",
-            ]
+            spreadsheet_cell(cell)
+            for cell in (
+                *(record[name] for name in EXPORT_FIELDS),
+                json.dumps(entry.before, sort_keys=True) if entry.before is not None else None,
+                json.dumps(entry.after, sort_keys=True) if entry.after is not None else None,
+            )
         )
         yield flush()

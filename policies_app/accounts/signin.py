@@ -1,9 +1,14 @@
 """Signing in with a password, throttled: after too many wrong passwords for one user name (or from one
 address) within a window, signing in is refused for the rest of the window, even with the right password.
-Counts live in the cache (Redis in production), so every web process sees the same ones."""
+Counts live in the cache (Redis in production), so every web process sees the same ones.
+
+Failures count against the user name as authentication resolves it: the sign-in form strips spaces and
+folds compatibility characters (NFKC), so ``"sam "`` and the full-width ``"ｓam"`` sign in as ``sam`` and
+must count as ``sam`` too, or each spelling would get its own allowance of guesses."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from django.conf import settings
@@ -21,7 +26,8 @@ ADDRESS_FACTOR = 5
 def _keys(username: str, address: str) -> list[tuple[str, int]]:
     limit = settings.LOGIN_FAILURE_LIMIT
     return [
-        (f"signin-failures:user:{username.lower()}", limit),
+        # Hashed: a key of bounded length and plain characters, whatever was typed.
+        (f"signin-failures:user:{hashlib.sha256(username.casefold().encode()).hexdigest()}", limit),
         (f"signin-failures:addr:{address}", limit * ADDRESS_FACTOR),
     ]
 
@@ -43,7 +49,8 @@ class ThrottledSignInMixin:
     request: Any
 
     def clean(self) -> dict:
-        username = self.data.get("username", "") or ""
+        # The name exactly as the form hands it to authentication (stripped, NFKC).
+        username = self.fields["username"].to_python(self.data.get("username", "") or "")
         address = client_address(self.request) if self.request is not None else ""
         if is_locked_out(username, address):
             minutes = max(1, settings.LOGIN_FAILURE_WINDOW_SECONDS // 60)

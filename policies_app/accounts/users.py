@@ -163,8 +163,12 @@ def change_user(
     email: str | None = None,
 ) -> Any:
     """Deactivate or reactivate an account, change its email, give or take its organisation role
-    (``""`` takes it away). Nobody deactivates or demotes themselves, so the organisation keeps an admin."""
+    (``""`` takes it away). Nobody deactivates or demotes themselves, so the organisation keeps an admin;
+    only a superuser changes a superuser (an organisation admin could otherwise lock out, or take over
+    by re-emailing and resetting the password of, the accounts above them)."""
     require_user_manager(actor)
+    if account.is_superuser and not actor.is_superuser:
+        raise Forbidden("Only a superuser may change a superuser's account.", code="superuser")
     demotes = organisation_role is not None and organisation_role != OrganisationRole.ADMIN
     if account.pk == actor.pk and (is_active is False or (demotes and not actor.is_superuser)):
         raise Forbidden("You may not deactivate or demote yourself.", code="self")

@@ -48,15 +48,16 @@ def count_unauthenticated(request: Any) -> None:
 
 
 class TokenAuthentication(authentication.TokenAuthentication):
-    """A user's named API tokens (tokens.py), and the older one-per-user tokens of DRF."""
+    """``Authorization: Token <key>``: a user's named API tokens, and the older one-per-user ones, both
+    found by hash (accounts/tokens.py)."""
 
     def authenticate_credentials(self, key: str) -> Any:
         from policies_app.accounts.tokens import user_for_key
 
         user = user_for_key(key)
-        if user is not None:
-            return (user, None)
-        return super().authenticate_credentials(key)
+        if user is None:
+            raise AuthenticationFailed("Invalid token.")
+        return (user, None)
 
     def authenticate(self, request: Any) -> Any:
         try:

@@ -56,7 +56,8 @@ def record_approval(
         else:
             lifecycle.record_event(locked, EventKind.APPROVED, user, comment)
             lifecycle.make_evaluation_due(locked.pk, resume=True)
-        audit.record(user, f"deployment.{decision}d", deployment, after={"comment": comment})
+        action = "deployment.rejected" if decision == ApprovalDecision.REJECT else "deployment.approved"
+        audit.record(user, action, deployment, after={"comment": comment})
     return approval
 
 

@@ -26,7 +26,7 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from policies_app import access, wakeups
+from policies_app import access, audit, wakeups
 from policies_app.choices import (
     ALLOWED_TRANSITIONS,
     FINAL_STATUSES,
@@ -215,6 +215,13 @@ def trigger_deployment(
                 queued_behind_id=release,
             )
             record_event(deployment, EventKind.TRIGGERED, deployer, f"{type} triggered by {trigger_name}")
+            audit.record(
+                deployer,
+                "deployment.triggered",
+                deployment,
+                after={"type": type, "trigger": trigger_name, "revision": revision},
+                project=environment.project,
+            )
             _supersede_older(
                 deployment, [(pk, status) for pk, status in earlier if status in SUPERSEDABLE_STATUSES]
             )
@@ -315,6 +322,13 @@ def _record_verdict(
                 detail = verdict.error or ", ".join(verdict.messages.get(verdict.decision, []))
                 events.append(DeploymentEvent(deployment=deployment, kind=event, detail=detail[:10_000]))
         DeploymentEvent.objects.bulk_create(events)
+        # The platform decides, not a person: no actor.
+        audit.record(
+            None,
+            f"deployment.decision.{verdict.decision}",
+            deployment,
+            after={"request_type": verdict.request_type, "failed_closed": bool(verdict.error)},
+        )
 
 
 def _failed_closed_verdict(deployment: Deployment, resume: bool, problem: Exception) -> Verdict:
@@ -391,6 +405,7 @@ def complete_deployment(
             current = Deployment.objects.values_list("status", flat=True).get(pk=deployment.pk)
             raise Conflict(f"The deployment is {current}, not approved.", code="not_pending")
         record_event(deployment, EventKind.COMPLETED, user, status)
+        audit.record(user, "deployment.completed", deployment, after={"status": status})
         if state is not None:
             store_state(deployment.environment, state, user=user, deployment=deployment, force=True)
     deployment.refresh_from_db()

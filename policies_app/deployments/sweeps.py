@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from policies_app import audit
 from policies_app.choices import WAITING_STATUSES, DeploymentStatus, EventKind
 from policies_app.deployments.lifecycle import (
     move_deployment,
@@ -62,14 +63,25 @@ def sweep_waiting_deployments(now: datetime | None = None) -> dict[str, list[int
         status=DeploymentStatus.PENDING_APPROVAL, expires_at__lte=now
     ).values_list("pk", "pending_since")
     for deployment_id, pending_since in due[: settings.EVALUATION_RESEND_BATCH]:
-        if move_deployment(
-            deployment_id, DeploymentStatus.PENDING_APPROVAL, DeploymentStatus.EXPIRED, evaluation_due_at=None
-        ):
-            waited = now - pending_since if pending_since else timedelta(0)
+        with transaction.atomic():
+            if not move_deployment(
+                deployment_id,
+                DeploymentStatus.PENDING_APPROVAL,
+                DeploymentStatus.EXPIRED,
+                evaluation_due_at=None,
+            ):
+                continue
+            hours = (now - pending_since if pending_since else timedelta(0)).total_seconds() / 3600
             record_event(
                 deployment_id,
                 EventKind.EXPIRED,
-                detail=f"Nobody approved or rejected it within {waited.total_seconds() / 3600:.1f} hours.",
+                detail=f"Nobody approved or rejected it within {hours:.1f} hours.",
+            )
+            expired_deployment = Deployment.objects.select_related("environment__project").get(
+                pk=deployment_id
+            )
+            audit.record(
+                None, "deployment.expired", expired_deployment, after={"waited_hours": round(hours, 1)}
             )
             expired.append(deployment_id)
     started = []

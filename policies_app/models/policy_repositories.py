@@ -1,10 +1,13 @@
 from django.db import models
 
+from policies_app.guards.encryption import EncryptedTextField
+
 
 class PolicyRepository(models.Model):
     """A git repository that policies are synced from, with the secrets that reach it.
 
-    The secrets are write-only: the API and the pages say whether one is set, never what it is.
+    The secrets are write-only: the API and the pages say whether one is set, never what it is; they are
+    encrypted at rest (guards/encryption.py).
     ``webhook_secret`` checks push webhooks: GitHub signs the body with it (X-Hub-Signature-256),
     GitLab sends it as a token (X-Gitlab-Token)."""
 
@@ -13,12 +16,12 @@ class PolicyRepository(models.Model):
         max_length=1000, help_text="https://…, ssh://…, git@host:owner/repo.git, or a local path."
     )
     username = models.CharField(max_length=200, blank=True, help_text="For https; with the password.")
-    password = models.TextField(blank=True, help_text="An https password or access token.")
-    ssh_private_key = models.TextField(blank=True)
-    ssh_known_hosts = models.TextField(
+    password = EncryptedTextField(blank=True, help_text="An https password or access token.")
+    ssh_private_key = EncryptedTextField(blank=True)
+    ssh_known_hosts = EncryptedTextField(
         blank=True, help_text="The server's host keys; empty: the key seen first is kept and required."
     )
-    webhook_secret = models.CharField(max_length=500, blank=True)
+    webhook_secret = EncryptedTextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

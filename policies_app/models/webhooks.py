@@ -2,6 +2,7 @@ from django.conf import settings
 from django.db import models
 
 from policies_app.choices import DeliveryStatus, WebhookFormat
+from policies_app.guards.encryption import EncryptedTextField
 
 
 class Webhook(models.Model):
@@ -13,9 +14,8 @@ class Webhook(models.Model):
     project = models.ForeignKey("Project", on_delete=models.CASCADE, related_name="webhooks")
     name = models.CharField(max_length=200)
     url = models.URLField(max_length=1000)
-    # Read and written only through ``signing_secret``. ``whsec_`` and base64 of the key; the length
-    # holds the key made from an older 200-character secret (migration 0009).
-    secret = models.CharField(max_length=300)
+    # ``whsec_`` and base64 of the key (Standard Webhooks), encrypted at rest.
+    secret = EncryptedTextField()
     format = models.CharField(max_length=10, choices=WebhookFormat.choices, default=WebhookFormat.JSON)
     # Deployment statuses to send; empty: every change of status.
     statuses = models.JSONField(default=list, blank=True)
@@ -33,15 +33,6 @@ class Webhook(models.Model):
 
     def __str__(self) -> str:
         return f"webhook {self.name} of {self.project}"
-
-    @property
-    def signing_secret(self) -> str:
-        """The one way to the secret: encrypting it at rest changes this property and nothing else."""
-        return self.secret
-
-    @signing_secret.setter
-    def signing_secret(self, value: str) -> None:
-        self.secret = value
 
 
 class WebhookDelivery(models.Model):

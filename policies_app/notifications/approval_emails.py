@@ -23,6 +23,7 @@ from policies_app import access, audit, wakeups
 from policies_app.choices import Capability, DeploymentStatus, EmailMode
 from policies_app.deployments.plan_summary import summarise_plan
 from policies_app.errors import Invalid
+from policies_app.guards.names import one_line
 from policies_app.models import ApprovalRequestEmail, Deployment, NotificationPreference
 from policies_app.projects.tree import ProjectTree
 
@@ -107,7 +108,9 @@ def describe_waiting(deployment: Deployment, full_name: str) -> DeploymentLines:
     if deployment.expires_at:
         lines.append(f"Expires unless decided by {deployment.expires_at:%Y-%m-%d %H:%M} UTC.")
     lines += ["", f"Review, approve or reject: {deployment_url(deployment.pk)}"]
-    subject = (
+    # One line whatever the names hold (names stored before they were checked may hold a newline, which
+    # would make the mail library refuse the message as a header injection).
+    subject = one_line(
         f"[Policy platform] {deployment.get_type_display()} #{deployment.pk} of "
         f"{full_name} / {deployment.environment.name} waits for your approval"
     )

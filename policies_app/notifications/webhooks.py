@@ -86,7 +86,7 @@ def refusal_to_use_secret(secret: str) -> str | None:
 def signature_headers(webhook: Webhook, message_id: str, body: str, at: datetime) -> dict[str, str]:
     """The Standard Webhooks headers for one attempt: the id stays the same across retries (receivers
     drop duplicates by it), the timestamp is the attempt's (receivers refuse old ones: no replay)."""
-    signature = standardwebhooks.Webhook(webhook.signing_secret).sign(message_id, at, body)
+    signature = standardwebhooks.Webhook(webhook.secret).sign(message_id, at, body)
     return {
         "webhook-id": message_id,
         "webhook-timestamp": str(int(at.timestamp())),
@@ -149,7 +149,7 @@ def _snapshot(webhook: Webhook) -> dict[str, Any]:
         "format": webhook.format,
         "statuses": webhook.statuses,
         "active": webhook.active,
-        "secret": hashlib.sha256(webhook.signing_secret.encode()).hexdigest()[:12],
+        "secret": hashlib.sha256(webhook.secret.encode()).hexdigest()[:12],
     }
 
 
@@ -178,7 +178,7 @@ def create_webhook(
             active=active,
             created_by=user,
         )
-        webhook.signing_secret = secret or new_secret()
+        webhook.secret = secret or new_secret()
         webhook.save()
         audit.record(user, "webhook.created", webhook, after=_snapshot(webhook), project=project)
     return webhook
@@ -198,7 +198,7 @@ def update_webhook(user: AbstractBaseUser, webhook: Webhook, **changes: Any) -> 
         webhook.name, webhook.url, webhook.format, webhook.statuses = name, url, format, statuses
         webhook.active = changes.get("active", webhook.active)
         if changes.get("secret"):
-            webhook.signing_secret = changes["secret"]
+            webhook.secret = changes["secret"]
         webhook.save()
         audit.record(
             user, "webhook.changed", webhook, before=before, after=_snapshot(webhook), project=webhook.project

@@ -6,11 +6,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
-from rest_framework.authtoken.models import Token
 
 from policies_app.accounts import tokens
 from policies_app.errors import Invalid
-from policies_app.models import ApiToken
+from policies_app.models import ApiToken, LegacyApiToken
 from policies_app.notifications import approval_emails
 from policies_app.web.admin_forms import NotificationForm, TokenForm
 from policies_app.web.common import act
@@ -28,7 +27,7 @@ def account(request: HttpRequest) -> HttpResponse:
                 token_form.add_error(name, problems)
         context = {
             "tokens": ApiToken.objects.filter(user=request.user),
-            "legacy_token": Token.objects.filter(user=request.user).first(),
+            "legacy_token": LegacyApiToken.objects.filter(user=request.user).first(),
             "token_form": token_form,
             "notification_form": NotificationForm(
                 initial={"email": approval_emails.email_mode(request.user)}

@@ -331,7 +331,7 @@ def _add_webhook(request: HttpRequest, project: Project) -> HttpResponse:
         request,
         f"Webhook {data['name']} is added; it is told of every deployment of {project.name} and below.",
     )
-    return _project_page(request, project, new_webhook_secret=webhook.signing_secret)
+    return _project_page(request, project, new_webhook_secret=webhook.secret)
 
 
 PROJECT_ACTIONS = {

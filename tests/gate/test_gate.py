@@ -15,12 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
-from rest_framework.authtoken.models import Token
 
 from policies_app.deployments.approvals import record_approval
 from policies_app.models import Deployment, EnvironmentState
 from policy_gate import gate
-from tests.builders import ONE_APPROVER, make_policy, plan_with
+from tests.builders import ONE_APPROVER, api_key_for, make_policy, plan_with
 
 GATE_SOURCE = Path(gate.__file__)
 
@@ -146,7 +145,7 @@ def pipeline(world, live_server, gate_copy, tmp_path):
     """Runs the gate the way a pipeline does, with Bob's real token against the live server."""
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(json.dumps(plan_with(("aws_s3_bucket.logs", ["create"]))))
-    token = Token.objects.create(user=world.bob).key
+    token = api_key_for(world.bob)
 
     def command(*args, token=token, with_plan=True):
         cmd = [sys.executable, "-I", str(gate_copy), *args, "--url", live_server.url, "--token", token]
@@ -379,7 +378,7 @@ def test_a_bad_token_exits_two_with_the_apis_message(world, pipeline):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_user_who_may_not_deploy_exits_two_with_the_apis_message(world, pipeline):
-    result = pipeline("deploy", "--wait", token=Token.objects.create(user=world.vera).key)
+    result = pipeline("deploy", "--wait", token=api_key_for(world.vera))
     assert result.returncode == 2
     assert "HTTP 403" in result.stderr
     assert not Deployment.objects.exists()

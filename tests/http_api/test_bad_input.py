@@ -7,9 +7,9 @@ from urllib.parse import urlparse
 
 import pytest
 from django.test import override_settings
-from rest_framework.authtoken.models import Token
 
 from policies_app.models import Deployment, EnvironmentState
+from tests.builders import api_key_for
 from tests.processes import gunicorn
 
 pytestmark = pytest.mark.django_db
@@ -149,7 +149,7 @@ def chunked_post(base: str, path: str, token: str, body: bytes, chunk: int = 100
 
 @pytest.mark.django_db(transaction=True)
 def test_gunicorn_reads_a_chunked_body_in_full_and_refuses_one_over_the_limit(world, tmp_path):
-    token = Token.objects.create(user=world.bob).key
+    token = api_key_for(world.bob)
     plan = {
         "format_version": "1.2",
         "resource_changes": [

@@ -8,11 +8,10 @@ import pytest
 import schemathesis
 from django.core import signals
 from django.db import close_old_connections
-from rest_framework.authtoken.models import Token
 
 from policies_app.deployments import lifecycle
 from policy_platform.wsgi import application
-from tests.builders import make_policy
+from tests.builders import api_key_for, make_policy
 from tests.http_api.api_fuzzing import fuzz
 
 pytestmark = pytest.mark.django_db
@@ -44,7 +43,7 @@ def test_no_request_to_any_operation_of_the_schema_is_a_server_error(
     response = api(world.admin).get("/api/schema/?format=json")
     assert response.status_code == 200
     schema = schemathesis.openapi.from_dict(response.json())
-    token = Token.objects.get_or_create(user=world.admin)[0].key
+    token = api_key_for(world.admin)
     known_ids = {
         "projects": [world.payments.pk],
         "templates": [world.template.pk],

@@ -234,7 +234,7 @@ def test_requests_are_signed_as_standard_webhooks_say_and_a_replay_is_refused(ga
     hook = webhooks.create_webhook(
         gated.admin, gated.payments, name="h", url=receiver.url, statuses=["pending_approval"]
     )
-    verifier = standardwebhooks.Webhook(hook.signing_secret)
+    verifier = standardwebhooks.Webhook(hook.secret)
     receiver.answers = [500]
     from policies_app.deployments import lifecycle
 

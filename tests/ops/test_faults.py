@@ -20,11 +20,10 @@ import urllib.request
 
 import pytest
 from django.db import connection
-from rest_framework.authtoken.models import Token
 
 from policies_app.models import ApprovalPolicy, Deployment, Environment, PolicyReplay
 from policies_app.policies.git import sources
-from tests.builders import make_policy, make_user
+from tests.builders import api_key_for, make_policy, make_user
 from tests.git_repos import GitRepo
 from tests.policies.test_replay import ACTIVE, DRAFT, recorded
 from tests.policies.test_sync import DATA, MAIN
@@ -64,7 +63,7 @@ class Api:
 
     def call(self, user, method: str, path: str, body=None) -> tuple[int, dict]:
         if user.pk not in self.tokens:
-            self.tokens[user.pk] = Token.objects.get_or_create(user=user)[0].key
+            self.tokens[user.pk] = api_key_for(user)
         request = urllib.request.Request(
             self.base + path,
             data=None if body is None else json.dumps(body).encode(),

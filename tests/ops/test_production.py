@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from django.conf import settings
 from django.db import connection
 from honcho.environ import parse_procfile
-from rest_framework.authtoken.models import Token
 
-from tests.builders import make_policy
+from tests.builders import api_key_for, make_policy
 from tests.processes import ROOT, RedisServer, database_url, free_port, wait_until
 
 PLATFORM = ROOT / "platform"
@@ -131,9 +131,12 @@ def test_run_production_refuses_to_start_without_postgresql_and_redis():
 class Api:
     def __init__(self, base: str) -> None:
         self.base = base
+        self.keys: dict[int, str] = {}
 
     def call(self, user, method: str, path: str, body=None) -> tuple[int, dict]:
-        token = Token.objects.get_or_create(user=user)[0].key
+        if user.pk not in self.keys:
+            self.keys[user.pk] = api_key_for(user)
+        token = self.keys[user.pk]
         request = urllib.request.Request(
             self.base + path,
             data=None if body is None else json.dumps(body).encode(),
@@ -162,6 +165,8 @@ def run_production(tmp_path: Path, broker_url: str) -> tuple[subprocess.Popen, s
         "PLATFORM_VAR_DIR": str(tmp_path),
         "DJANGO_DEBUG": "false",
         "DJANGO_SECRET_KEY": "a-secret-for-this-test-only",
+        # Production refuses to start without encryption keys; these are the test process's own.
+        "SECRET_ENCRYPTION_KEYS": ",".join(settings.SECRET_ENCRYPTION_KEYS),
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
         "HOST": "127.0.0.1",
         "PORT": str(port),

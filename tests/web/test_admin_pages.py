@@ -155,8 +155,8 @@ def test_an_admin_adds_a_webhook_and_sends_a_test_from_its_page(
         # The new webhook's secret is shown on this answer only (like a token's key): no redirect.
         assert added.status_code == 200
         hook = world.payments.webhooks.get()
-        assert hook.signing_secret in added.content.decode()
-        assert hook.signing_secret not in client.get(url).content.decode()
+        assert hook.secret in added.content.decode()
+        assert hook.secret not in client.get(url).content.decode()
         page = reverse("web:webhook-detail", args=[hook.pk])
         assert login(client, world.alice).get(page).status_code == 404
         assert login(client, world.charlie).get(page).status_code == 404

@@ -19,7 +19,7 @@ from django.core import mail
 from policies_app.deployments import approvals, lifecycle
 from policies_app.models import Approval, Deployment, Project, ProjectMembership
 from policy_gate import gate
-from tests.builders import ONE_APPROVER, make_policy
+from tests.builders import ONE_APPROVER, api_key_for, make_policy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -207,8 +207,6 @@ def test_a_destroy_asks_for_confirmation_and_the_keyboard_alone_gets_there(world
 
 
 def test_a_rejection_with_a_comment_shows_in_the_gates_output(world, page_for, site, tmp_path):
-    from rest_framework.authtoken.models import Token
-
     world.platform.approval_policies.add(make_policy("one approver", ONE_APPROVER))
     copy = tmp_path / "gate.py"
     shutil.copy(gate.__file__, copy)
@@ -228,7 +226,7 @@ def test_a_rejection_with_a_comment_shows_in_the_gates_output(world, page_for, s
             "--url",
             site,
             "--token",
-            Token.objects.create(user=world.bob).key,
+            api_key_for(world.bob),
             "--environment",
             str(world.environment.pk),
             "--plan",

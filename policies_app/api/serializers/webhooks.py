@@ -32,7 +32,7 @@ class WebhookSerializer(serializers.ModelSerializer):
 class WebhookCreatedSerializer(WebhookSerializer):
     """The answer to a create: the only time the secret is shown."""
 
-    secret = serializers.CharField(source="signing_secret", read_only=True)
+    secret = serializers.CharField(read_only=True)
 
 
 class WebhookDeliverySerializer(serializers.ModelSerializer):

@@ -6,6 +6,9 @@ run (or a run over a world someone has since edited) changes nothing. The one ex
 still names the remote repository earlier demos used gets the demo archive instead, so that the demo
 never reaches the network.
 
+Each user's token (named "demo") is stored as a hash like every token; its key is derived from the
+secret key, so that every run can print it again.
+
 The templates' files are an archive this command makes and uploads (as a template manager would): a
 fresh platform evaluates its demo without fetching anything."""
 
@@ -19,15 +22,25 @@ from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management.base import BaseCommand
 from django.db import transaction
-from rest_framework.authtoken.models import Token
+from django.utils.crypto import salted_hmac
 
+from policies_app.accounts import tokens
 from policies_app.choices import Role, TemplateType, TriggerName
 from policies_app.deployments.lifecycle import trigger_deployment
-from policies_app.models import ApprovalPolicy, Environment, Project, ProjectMembership, Team, Template
+from policies_app.models import (
+    ApiToken,
+    ApprovalPolicy,
+    Environment,
+    Project,
+    ProjectMembership,
+    Team,
+    Template,
+)
 from policies_app.policies.authoring import create_policy
 from policies_app.projects.iac_templates import upload_archive
 
 DEMO_PASSWORD = "demo-password"
+DEMO_TOKEN_NAME = "demo"
 
 
 @dataclass(frozen=True)
@@ -304,10 +317,10 @@ class Command(BaseCommand):
             templates = self.templates(users["admin"])
             self.policies(projects, templates, users["admin"])
             environments = self.environments(projects, templates)
-            tokens = {name: Token.objects.get_or_create(user=user)[0].key for name, user in users.items()}
+            keys = self.tokens(users)
         # Outside the transaction: each trigger commits, and its evaluation runs on commit.
         self.deployments(environments, users["bob"])
-        self.report(users, tokens)
+        self.report(users, keys)
 
     def users(self) -> dict[str, Any]:
         user_model = get_user_model()
@@ -327,6 +340,20 @@ class Command(BaseCommand):
                 user.save(update_fields=["password"])
             users[demo.username] = user
         return users
+
+    def tokens(self, users: dict[str, Any]) -> dict[str, str]:
+        """Each user's demo key, or why it cannot be shown (the token was revoked and made again since)."""
+        shown = {}
+        for name, user in users.items():
+            key = tokens.KEY_PREFIX + salted_hmac("demo-token", name, algorithm="sha256").hexdigest()
+            token, _ = ApiToken.objects.get_or_create(
+                user=user,
+                name=DEMO_TOKEN_NAME,
+                defaults={"prefix": tokens.key_prefix(key), "key_hash": tokens.key_hash(key)},
+            )
+            same = token.key_hash == tokens.key_hash(key)
+            shown[name] = key if same else "(replaced since: make a new one on the user's page)"
+        return shown
 
     def teams(self, users: dict[str, Any]) -> dict[str, Team]:
         teams = {}
@@ -409,8 +436,8 @@ class Command(BaseCommand):
                     f"Triggered deployment #{deployment.pk} of {environment}: {deployment.status}"
                 )
 
-    def report(self, users: dict[str, Any], tokens: dict[str, str]) -> None:
+    def report(self, users: dict[str, Any], keys: dict[str, str]) -> None:
         self.stdout.write(self.style.SUCCESS("Demo data is loaded."))
         self.stdout.write(f"Every demo user's password is {DEMO_PASSWORD!r} (unless changed since).")
         for demo in USERS:
-            self.stdout.write(f"  {demo.username:<7} token {tokens[demo.username]}  {demo.what}")
+            self.stdout.write(f"  {demo.username:<7} token {keys[demo.username]}  {demo.what}")
