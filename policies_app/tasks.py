@@ -9,8 +9,8 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from policies_app.accounts import users
-from policies_app.deployments.lifecycle import evaluate_deployment
 from policies_app.deployments.sweeps import resend_lost_evaluations, sweep_waiting_deployments
+from policies_app.deployments.verdicts import evaluate_deployment
 from policies_app.models import ApprovalPolicy
 from policies_app.notifications import approval_emails, webhooks
 from policies_app.policies.git.sources import (

@@ -38,7 +38,7 @@ def create_drf_token_table(user) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_an_older_token_is_migrated_to_a_hash_and_still_signs_its_user_in(world, tmp_path):
     create_drf_token_table(world.bob)
-    migration = importlib.import_module("policies_app.migrations.0009_secrets_encrypted_tokens_hashed")
+    migration = importlib.import_module("policies_app.migrations.0011_secrets_encrypted_tokens_hashed")
     with connection.schema_editor() as editor:
         migration.hash_drf_tokens(apps, editor)
     assert "authtoken_token" not in connection.introspection.table_names(), "the plaintext keys are gone"

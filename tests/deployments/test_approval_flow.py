@@ -421,7 +421,7 @@ def test_the_queue_lists_pending_deployments_of_an_environment(world, api):
 
 
 def test_a_deployment_left_evaluating_by_a_dead_worker_is_evaluated_when_the_task_comes_again(world, api):
-    from policies_app.deployments.lifecycle import evaluate_deployment
+    from policies_app.deployments.verdicts import evaluate_deployment
 
     body = trigger(api(world.bob), world.environment).json()
     # As a worker that died mid-evaluation leaves it: evaluating, the evaluation still due.

@@ -8,7 +8,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from policies_app.deployments import approvals, lifecycle, sweeps
+from policies_app.deployments import approvals, lifecycle, sweeps, verdicts
 from policies_app.errors import Conflict, Forbidden, Invalid
 from policies_app.models import AuditEntry, Deployment
 from policies_app.projects import projects
@@ -104,7 +104,7 @@ def test_a_held_deployment_is_not_evaluated_by_a_stray_task(gated, run):
     released = trigger(run, gated)
     run(approvals.record_approval, released, gated.alice, "approve")
     newer = trigger(run, gated)
-    lifecycle.evaluate_deployment(newer.pk)
+    verdicts.evaluate_deployment(newer.pk)
     newer.refresh_from_db()
     assert newer.status == "queued"
 

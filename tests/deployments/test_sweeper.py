@@ -7,7 +7,7 @@ from django.core.management import call_command
 from django.test import override_settings
 from django.utils import timezone
 
-from policies_app.deployments import approvals, lifecycle, sweeps
+from policies_app.deployments import approvals, lifecycle, sweeps, verdicts
 from policies_app.models import Deployment
 from tests.builders import make_policy
 
@@ -78,8 +78,8 @@ def test_an_approval_whose_reevaluation_was_lost_releases_the_deployment_without
 def test_a_duplicate_task_for_work_already_done_changes_nothing(world, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         deployment, _ = lifecycle.trigger_deployment(world.environment, world.bob)
-    lifecycle.evaluate_deployment(deployment.pk, resume=True)
-    lifecycle.evaluate_deployment(deployment.pk)
+    verdicts.evaluate_deployment(deployment.pk, resume=True)
+    verdicts.evaluate_deployment(deployment.pk)
     assert deployment.evaluations.count() == 1
 
 

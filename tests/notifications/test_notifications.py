@@ -11,7 +11,7 @@ from django.core import mail
 from django.test import override_settings
 from django.utils import timezone
 
-from policies_app.deployments import approvals, lifecycle
+from policies_app.deployments import approvals, lifecycle, verdicts
 from policies_app.errors import Forbidden, Invalid
 from policies_app.models import ApprovalRequestEmail, AuditEntry, ProjectMembership, WebhookDelivery
 from policies_app.notifications import approval_emails, webhooks
@@ -93,7 +93,7 @@ def test_a_deployment_decided_before_its_email_went_out_is_not_emailed(
     # The email task never runs (its message was lost); the deployment is rejected meanwhile.
     with django_capture_on_commit_callbacks(execute=False):
         deployment, _ = lifecycle.trigger_deployment(gated.environment, gated.bob)
-    lifecycle.evaluate_deployment(deployment.pk)
+    verdicts.evaluate_deployment(deployment.pk)
     approvals.record_approval(deployment, gated.alice, "reject", "no")
     ApprovalRequestEmail.objects.update(created_at=timezone.now() - timedelta(minutes=5))
     assert approval_emails.send_approval_emails() == 0
@@ -105,7 +105,7 @@ def test_emails_whose_task_was_lost_are_sent_by_the_sweep(gated, django_capture_
     with django_capture_on_commit_callbacks(execute=False):
         deployment, _ = lifecycle.trigger_deployment(gated.environment, gated.bob)
     with django_capture_on_commit_callbacks(execute=False):
-        lifecycle.evaluate_deployment(deployment.pk)
+        verdicts.evaluate_deployment(deployment.pk)
     assert not mail.outbox
     assert approval_emails.send_approval_emails() == 0, "too recent: its task may still come"
     ApprovalRequestEmail.objects.update(created_at=timezone.now() - timedelta(minutes=5))

@@ -22,7 +22,7 @@ import pytest
 from django.db import connection
 
 from policies_app.models import ApprovalPolicy, Deployment, Environment, PolicyReplay
-from policies_app.policies.git import sources
+from policies_app.policies.git import repositories, sources
 from tests.builders import api_key_for, make_policy, make_user
 from tests.git_repos import GitRepo
 from tests.policies.test_replay import ACTIVE, DRAFT, recorded
@@ -150,7 +150,9 @@ def test_a_broker_outage_while_starting_a_replay_and_a_push_sync_answers_success
     recorded(cost, world.environment, world.bob, list(range(30)))
     repo = GitRepo(tmp_path / "repo")
     repo.commit({"main.rego": MAIN, "data.json": DATA})
-    repository = sources.save_repository(None, world.admin, name="r", url=repo.url, webhook_secret="s3cret")
+    repository = repositories.save_repository(
+        None, world.admin, name="r", url=repo.url, webhook_secret="s3cret"
+    )
     synced = sources.create_synced_policy(
         name="limits", repository=repository, revision="main", user=world.admin
     )

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from policies_app.policies.git import sources
+from policies_app.policies.git import repositories, sources
 from tests.git_repos import GitRepo
 from tests.policies.test_sync import DATA, MAIN
 
@@ -26,7 +26,9 @@ SECRET = "webhook-secret"
 def followed(world, tmp_path):
     repo = GitRepo(tmp_path / "repo")
     repo.commit({"main.rego": MAIN, "data.json": DATA})
-    repository = sources.save_repository(None, world.admin, name="r", url=repo.url, webhook_secret=SECRET)
+    repository = repositories.save_repository(
+        None, world.admin, name="r", url=repo.url, webhook_secret=SECRET
+    )
     policy = sources.create_synced_policy(
         name="cost", repository=repository, revision="main", user=world.admin
     )

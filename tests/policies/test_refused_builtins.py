@@ -15,7 +15,7 @@ from policies_app import rego
 from policies_app.errors import Invalid
 from policies_app.models import ApprovalPolicy, Deployment, Evaluation, PolicyReplay
 from policies_app.policies import authoring
-from policies_app.policies.git import sources
+from policies_app.policies.git import repositories, sources
 from policies_app.tasks import sync_policy_repositories_task
 from tests.builders import make_user
 from tests.git_repos import GitRepo
@@ -131,7 +131,9 @@ def repo(tmp_path, repository_cache) -> GitRepo:
 
 @pytest.fixture
 def followed(world, author, repo):
-    repository = sources.save_repository(None, world.admin, name="r", url=repo.url, webhook_secret=SECRET)
+    repository = repositories.save_repository(
+        None, world.admin, name="r", url=repo.url, webhook_secret=SECRET
+    )
     return sources.create_synced_policy(name="cost", repository=repository, revision="main", user=author)
 
 
@@ -149,7 +151,7 @@ def assert_recorded_refusal(policy: ApprovalPolicy, commit: str, receiver: Recei
 
 def test_following_a_folder_whose_test_calls_http_send_is_refused(world, author, repo, receiver):
     pushed_sending_test(repo, receiver)
-    repository = sources.save_repository(None, world.admin, name="r", url=repo.url)
+    repository = repositories.save_repository(None, world.admin, name="r", url=repo.url)
     with pytest.raises(Invalid) as caught:
         sources.create_synced_policy(name="cost", repository=repository, revision="main", user=author)
     assert caught.value.errors["modules"][0].startswith(

@@ -7,7 +7,7 @@ import pytest
 
 from policies_app.errors import Invalid
 from policies_app.models import AuditEntry, PolicyRepository
-from policies_app.policies.git import sources
+from policies_app.policies.git import repositories, sources
 from tests.git_http import GitHttpServer
 from tests.git_repos import GitRepo
 from tests.policies.test_sync import DATA, MAIN
@@ -32,13 +32,13 @@ def served(tmp_path):
 
 def test_https_credentials_reach_the_server_and_a_wrong_one_is_a_credentials_error(world, served):
     repo, server, url = served
-    wrong = sources.save_repository(
+    wrong = repositories.save_repository(
         None, world.admin, name="wrong", url=url, username="deploy-bot", password="nope"
     )
     with pytest.raises(Invalid) as refused:
         sources.create_synced_policy(name="p", repository=wrong, user=world.admin)
     assert list(refused.value.errors) == ["credentials"]
-    right = sources.save_repository(
+    right = repositories.save_repository(
         None, world.admin, name="right", url=url, username="deploy-bot", password=TOKEN
     )
     policy = sources.create_synced_policy(name="p", repository=right, user=world.admin)
@@ -48,7 +48,7 @@ def test_https_credentials_reach_the_server_and_a_wrong_one_is_a_credentials_err
 
 def test_a_revoked_token_is_recorded_as_a_sync_error_without_the_token(world, served):
     repo, server, url = served
-    repository = sources.save_repository(
+    repository = repositories.save_repository(
         None, world.admin, name="r", url=url, username="deploy-bot", password=TOKEN
     )
     policy = sources.create_synced_policy(name="p", repository=repository, user=world.admin)
@@ -103,7 +103,7 @@ def test_a_bad_url_is_a_400_on_the_url_field(world, api):
 
 def test_creating_a_policy_from_a_missing_revision_through_the_api_is_a_400_on_revision(world, api, served):
     _, _, url = served
-    repository = sources.save_repository(
+    repository = repositories.save_repository(
         None, world.admin, name="r", url=url, username="deploy-bot", password=TOKEN
     )
     response = api(world.admin).post(

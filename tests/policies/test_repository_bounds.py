@@ -16,7 +16,7 @@ from django.db import connection
 from policies_app.errors import Invalid
 from policies_app.guards.yaml_limits import ALIAS_EXPANSION_BUDGET, load_bounded_yaml
 from policies_app.models import ApprovalPolicy, PolicyRevision
-from policies_app.policies.git import sources
+from policies_app.policies.git import repositories, sources
 from policies_app.policies.git.folders import (
     MAX_DECLARATIONS_BYTES,
     MAX_FOLDER_FILES,
@@ -142,7 +142,7 @@ def repo(tmp_path, repository_cache) -> GitRepo:
 
 @pytest.fixture
 def followed(world, repo):
-    repository = sources.save_repository(None, world.admin, name="r", url=repo.url)
+    repository = repositories.save_repository(None, world.admin, name="r", url=repo.url)
     return sources.create_synced_policy(name="cost", repository=repository, revision="main", user=world.admin)
 
 
@@ -165,7 +165,7 @@ def test_a_sync_that_brings_an_alias_bomb_is_a_recorded_failure_and_stores_nothi
 @pytest.mark.django_db
 def test_following_a_folder_with_an_alias_bomb_is_refused(world, repo):
     repo.commit({"data.json": None, "data.yaml": ALIAS_BOMB})
-    repository = sources.save_repository(None, world.admin, name="r", url=repo.url)
+    repository = repositories.save_repository(None, world.admin, name="r", url=repo.url)
     with pytest.raises(Invalid) as caught:
         sources.create_synced_policy(name="cost", repository=repository, revision="main", user=world.admin)
     assert "data.yaml:7: not valid YAML: its aliases expand it" in caught.value.errors["path"][0]
@@ -226,7 +226,7 @@ def test_a_celery_worker_interrupts_a_sync_at_its_time_limit_and_records_it(worl
     broker = os.environ.get("TEST_REDIS_URL")
     if not broker:
         pytest.skip("needs a Redis server: set TEST_REDIS_URL=redis://... (.ci/run does)")
-    repository = sources.save_repository(None, world.admin, name="r", url=repo.url)
+    repository = repositories.save_repository(None, world.admin, name="r", url=repo.url)
     policy = sources.create_synced_policy(
         name="cost", repository=repository, revision="main", user=world.admin
     )

@@ -16,7 +16,7 @@ from policies_app.errors import Invalid
 from policies_app.guards.egress import REFUSED
 from policies_app.iac.file_sandbox import LOCAL_SOURCE_REFUSED as LOCAL_REFUSED
 from policies_app.models import ApprovalPolicy, PolicyRepository
-from policies_app.policies.git import sources
+from policies_app.policies.git import repositories, sources
 from policies_app.projects import iac_templates
 from tests.builders import make_user
 from tests.git_http import GitHttpServer
@@ -104,9 +104,9 @@ def test_a_local_repository_is_allowed_only_under_a_listed_root(world, tmp_path,
         str(tmp_path / "allowed-not"),
     ):
         with pytest.raises(Invalid) as refused:
-            sources.save_repository(None, world.admin, name="r", url=outside)
+            repositories.save_repository(None, world.admin, name="r", url=outside)
         assert refused.value.errors == {"url": [LOCAL_REFUSED]}, outside
-    repository = sources.save_repository(None, world.admin, name="r", url=f"file://{repo.origin}")
+    repository = repositories.save_repository(None, world.admin, name="r", url=f"file://{repo.origin}")
     policy = sources.create_synced_policy(
         name="p", repository=repository, path="policies/p", user=world.admin
     )
@@ -138,7 +138,7 @@ def test_git_over_http_reaches_the_checked_address_and_is_checked_again_at_every
     # Only the guard's lookup knows this name: git itself could not resolve it. The sync works, so git
     # connected to the address the guard checked (curl's resolve list), not to an answer of its own.
     with resolving(monkeypatch, {"git.example.test": ["127.0.0.1"]}) as lookups:
-        repository = sources.save_repository(
+        repository = repositories.save_repository(
             None, world.admin, name="r", url=url, username="deploy-bot", password=TOKEN
         )
         policy = sources.create_synced_policy(name="p", repository=repository, user=world.admin)
@@ -173,7 +173,7 @@ def test_git_over_ssh_connects_to_the_checked_address(world, settings, monkeypat
     threading.Thread(target=accept, daemon=True).start()
     try:
         with resolving(monkeypatch, {"ssh.example.test": ["127.0.0.1"]}):
-            repository = sources.save_repository(
+            repository = repositories.save_repository(
                 None,
                 world.admin,
                 name="r",

@@ -18,12 +18,12 @@ from django.test import override_settings
 
 from policies_app.guards import encryption
 from policies_app.models import PolicyRepository
-from policies_app.policies.git import sources
+from policies_app.policies.git import repositories, sources
 from tests.git_http import GitHttpServer
 from tests.git_repos import GitRepo
 from tests.policies.test_sync import DATA, MAIN
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("loopback_allowed")]
 
 TOKEN = "s3cr3t-t0ken-value"
 SECRETS = {
@@ -53,8 +53,8 @@ def store_plaintext(repository: PolicyRepository) -> None:
 
 
 def make_repository(world) -> PolicyRepository:
-    return sources.save_repository(
-        None, world.admin, name="infra", url="https://git.example.com/infra.git", username="bot", **SECRETS
+    return repositories.save_repository(
+        None, world.admin, name="infra", url="https://127.0.0.1:9/infra.git", username="bot", **SECRETS
     )
 
 
@@ -65,14 +65,14 @@ def test_the_secrets_are_stored_encrypted_and_read_back_as_they_were(world):
         assert secret not in raw[name] and encryption.decrypt(raw[name]) == secret
     reloaded = PolicyRepository.objects.get(pk=repository.pk)
     assert {name: getattr(reloaded, name) for name in SECRETS} == SECRETS
-    sources.save_repository(reloaded, world.admin, password="")
+    repositories.save_repository(reloaded, world.admin, password="")
     assert stored(reloaded)["password"] == "", "no secret stays no secret"
 
 
 def test_plaintext_stored_before_is_encrypted_by_the_migration_and_decrypted_going_back(world):
     repository = make_repository(world)
     store_plaintext(repository)
-    migration = importlib.import_module("policies_app.migrations.0009_secrets_encrypted_tokens_hashed")
+    migration = importlib.import_module("policies_app.migrations.0011_secrets_encrypted_tokens_hashed")
     # The data steps use only the schema editor's connection (its SQL runs in the test's transaction).
     editor = SimpleNamespace(connection=connection)
     migration.encrypt_repository_secrets(apps, editor)
@@ -118,7 +118,7 @@ def test_git_never_gets_the_password_on_its_command_line_or_in_a_url(world, tmp_
     monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
     server = GitHttpServer(tmp_path / "repo", "deploy-bot", TOKEN)
     with server.serving() as base:
-        repository = sources.save_repository(
+        repository = repositories.save_repository(
             None, world.admin, name="r", url=f"{base}/origin.git", username="deploy-bot", password=TOKEN
         )
         policy = sources.create_synced_policy(name="p", repository=repository, user=world.admin)

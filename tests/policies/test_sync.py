@@ -8,7 +8,7 @@ import pytest
 
 from policies_app.errors import Invalid
 from policies_app.models import ApprovalPolicy, PolicyRepository
-from policies_app.policies.git import sources
+from policies_app.policies.git import repositories, sources
 from policies_app.tasks import sync_policy_repositories_task
 from tests.git_repos import GitRepo
 
@@ -61,7 +61,7 @@ def repo(tmp_path) -> GitRepo:
 
 
 def repository_for(repo: GitRepo, world, **secrets) -> PolicyRepository:
-    return sources.save_repository(None, world.admin, name="infra", url=repo.url, **secrets)
+    return repositories.save_repository(None, world.admin, name="infra", url=repo.url, **secrets)
 
 
 def follow(
@@ -253,16 +253,18 @@ def test_a_missing_folder_is_a_field_error(world, repo):
 
 def test_a_url_that_is_not_a_repository_is_refused_on_the_url_field(world, tmp_path):
     with pytest.raises(Invalid) as refused:
-        sources.save_repository(None, world.admin, name="bad", url="not a url")
+        repositories.save_repository(None, world.admin, name="bad", url="not a url")
     assert list(refused.value.errors) == ["url"]
     with pytest.raises(Invalid) as refused:
-        sources.save_repository(None, world.admin, name="bad", url="https://user:secret@example.com/x.git")
+        repositories.save_repository(
+            None, world.admin, name="bad", url="https://user:secret@example.com/x.git"
+        )
     assert "password" in refused.value.errors["url"][0]
 
 
 def test_an_unreachable_repository_is_a_field_error_on_creation(world, tmp_path):
     (tmp_path / "empty").mkdir()
-    repository = sources.save_repository(None, world.admin, name="nowhere", url=str(tmp_path / "empty"))
+    repository = repositories.save_repository(None, world.admin, name="nowhere", url=str(tmp_path / "empty"))
     with pytest.raises(Invalid) as refused:
         sources.create_synced_policy(name="p", repository=repository, revision="main", user=world.admin)
     assert list(refused.value.errors) == ["repository"]

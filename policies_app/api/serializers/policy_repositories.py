@@ -3,7 +3,7 @@
 from rest_framework import serializers
 
 from policies_app.models import PolicyRepository
-from policies_app.policies.git.sources import SECRET_FIELDS
+from policies_app.policies.git.repositories import SECRET_FIELDS
 
 
 class PolicyRepositorySerializer(serializers.ModelSerializer):

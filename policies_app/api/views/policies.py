@@ -28,7 +28,7 @@ from policies_app.choices import Enforcement
 from policies_app.errors import Invalid, NotFound
 from policies_app.models import PolicyReplay, PolicyRevision
 from policies_app.policies import authoring, catalog, engine, policy_tests, replay
-from policies_app.policies.git import push_webhooks, sources
+from policies_app.policies.git import push_webhooks, repositories, sources
 
 
 class PolicyViewSet(UpdateViewSet):
@@ -274,10 +274,12 @@ class PolicyRepositoryViewSet(UpdateViewSet):
     serializer_class = PolicyRepositorySerializer
 
     def get_queryset(self):
-        return sources.visible_repositories(self.request.user)
+        return repositories.visible_repositories(self.request.user)
 
     def perform_create(self, serializer):
-        serializer.instance = sources.save_repository(None, self.request.user, **serializer.validated_data)
+        serializer.instance = repositories.save_repository(
+            None, self.request.user, **serializer.validated_data
+        )
 
     def perform_update(self, serializer):
-        sources.save_repository(serializer.instance, self.request.user, **serializer.validated_data)
+        repositories.save_repository(serializer.instance, self.request.user, **serializer.validated_data)

@@ -1,5 +1,5 @@
-"""Policies whose source is a git repository: the repositories and their secrets, syncing a policy to
-a new revision (push webhooks, which wake a sync, are in push_webhooks.py).
+"""Policies whose source is a git repository: syncing a policy to a new revision (the repositories and
+their secrets are in repositories.py; push webhooks, which wake a sync, in push_webhooks.py).
 
 Syncing resolves the policy's revision (a branch, tag or commit) to a commit, reads the policy's
 folder at that commit (folders.py) and, when what the policy says changed, records a revision
@@ -20,10 +20,9 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import QuerySet
 from django.utils import timezone
 
-from policies_app import access, audit
+from policies_app import audit
 from policies_app.choices import RegoVersion
 from policies_app.errors import Invalid
 from policies_app.guards import egress, file_sandbox
@@ -44,70 +43,11 @@ from policies_app.policies.git.mirrors import (
     GitMirror,
     GitSourceError,
     validated_path,
-    validated_repository_url,
     validated_revision,
 )
 from policies_app.policies.git.sync_clock import SyncClock, SyncTookTooLong, unfinished_sync_message
 
 logger = logging.getLogger(__name__)
-
-SECRET_FIELDS = ("password", "ssh_private_key", "ssh_known_hosts", "webhook_secret")
-
-
-# ------------------------------------------------------------------------------------- repositories
-
-
-def save_repository(
-    repository: PolicyRepository | None, user: AbstractBaseUser | None, **fields: Any
-) -> PolicyRepository:
-    """Create a repository, or change one. A secret left out stays as it is; an empty one is removed."""
-    require_author(user)
-    repository = repository or PolicyRepository()
-    before = repository_summary(repository) if repository.pk else None
-    if "name" in fields:
-        name = (fields["name"] or "").strip()
-        if not name:
-            raise Invalid({"name": ["A name is required."]})
-        if PolicyRepository.objects.filter(name=name).exclude(pk=repository.pk).exists():
-            raise Invalid({"name": [f"A repository named {name!r} already exists."]})
-        repository.name = name
-    if "url" in fields or repository.pk is None:
-        repository.url = checked_repository_url(fields.get("url", ""))
-    for name in ("username", *SECRET_FIELDS):
-        if name in fields and fields[name] is not None:
-            setattr(repository, name, fields[name])
-    with transaction.atomic():
-        repository.save()
-        audit.record(
-            user,
-            "policy_repository.changed" if before else "policy_repository.created",
-            repository,
-            before=before,
-            after=repository_summary(repository),
-        )
-    return repository
-
-
-def repository_summary(repository: PolicyRepository) -> dict[str, Any]:
-    """What may be shown of a repository: never a secret, only whether it is set."""
-    return {
-        "name": repository.name,
-        "url": repository.url,
-        "username": repository.username,
-        **{f"has_{name}": bool(getattr(repository, name)) for name in SECRET_FIELDS},
-    }
-
-
-def checked_repository_url(url: str) -> str:
-    """A repository URL as it will be used: a remote whose host the egress guard allows now, or a local
-    path under LOCAL_REPOSITORY_ROOTS. Invalid naming ``url`` otherwise (and never whether a path exists)."""
-    try:
-        url = validated_repository_url(url, file_sandbox.local_roots())
-        if egress.is_network_git_url(url):
-            egress.check_git_url(url)
-    except (GitSourceError, egress.EgressRefused) as problem:
-        raise Invalid({"url": [str(problem)]}) from None
-    return url
 
 
 def _mirror(repository: PolicyRepository, timeout_s: float) -> GitMirror:
@@ -393,10 +333,3 @@ def sync_all_repository_policies() -> list[SyncOutcome]:
         except Exception:  # noqa: BLE001 - one broken folder must not stop the others
             logger.exception("syncing %s failed", ", ".join(policy.name for policy in policies))
     return outcomes
-
-
-def visible_repositories(user: AbstractBaseUser) -> QuerySet[PolicyRepository]:
-    """Repositories are organisation-wide, like policies: policy authors and organisation roles see them."""
-    if access.may_author_policies(user) or access.grants(user).sees_everything:
-        return PolicyRepository.objects.all()
-    return PolicyRepository.objects.none()
