@@ -43,6 +43,8 @@ from django.conf import settings
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import HTTPError
 
+from policies_app.iac.file_sandbox import SCP_LIKE
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -55,7 +57,6 @@ REFUSED = (
 # letters, digits, hyphens, underscores and dots, no final dot. An international name is given in its
 # ASCII (punycode) form.
 _HOST_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*$")
-_SCP_LIKE = re.compile(r"^(?P<user>[\w.+-]+)@(?P<host>[\w.-]+|\[[0-9a-fA-F:.]+\]):(?P<path>[^\s]+)$")
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 _IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
 
@@ -364,13 +365,13 @@ def is_network_git_url(url: str) -> bool:
     """Whether a git URL names a remote host (http, https, ssh, git, or the scp-like user@host:path)."""
     url = (url or "").strip()
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
-    return scheme in ("http", "https", "ssh", "git") or bool(_SCP_LIKE.match(url))
+    return scheme in ("http", "https", "ssh", "git") or bool(SCP_LIKE.match(url))
 
 
 def _git_host(url: str) -> tuple[str, str, int]:
     """The scheme, host and port of a network git URL."""
     url = url.strip()
-    scp = _SCP_LIKE.match(url) if "://" not in url else None
+    scp = SCP_LIKE.match(url) if "://" not in url else None
     if scp:
         return "ssh", *_host_and_port("ssh", scp["host"].strip("[]"), None)
     try:

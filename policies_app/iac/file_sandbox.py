@@ -140,15 +140,16 @@ def relative_document(document: dict[str, Any], root: str, *others: tuple[str, s
     return {**document, "diagnostics": diagnostics}
 
 
-# A remote git location: a URL of a network transport, or scp-like ``user@host:path``.
+# A remote git location: a URL of a network transport, or scp-like ``user@host:path`` (the host a name or
+# a bracketed IPv6 address). The one spelling of it: the egress guard and the git mirrors read it too.
 _REMOTE_URL = re.compile(r"^(?:https?|ssh|git|git\+ssh|ssh\+git)://", re.IGNORECASE)
-_SCP_LIKE = re.compile(r"^[\w.+-]+@[\w.-]+:")
+SCP_LIKE = re.compile(r"^(?P<user>[\w.+-]+)@(?P<host>[\w.-]+|\[[0-9a-fA-F:.]+\]):(?P<path>[^\s]+)$")
 
 
 def local_location(repository: str) -> str | None:
     """The path on this server that ``repository`` names (a path or a ``file://`` URL), or None when it
     is a remote URL."""
-    if _REMOTE_URL.match(repository) or _SCP_LIKE.match(repository):
+    if _REMOTE_URL.match(repository) or SCP_LIKE.match(repository):
         return None
     if repository[:5].lower() == "file:":
         parts = urlsplit(repository)

@@ -123,7 +123,7 @@ def test_revising_a_policy_with_such_a_test_is_refused_and_keeps_the_revision_in
 
 
 @pytest.fixture
-def repo(tmp_path, repository_cache) -> GitRepo:
+def repo(tmp_path, repository_cache, local_repositories_allowed) -> GitRepo:
     repo = GitRepo(tmp_path / "repo")
     repo.commit({"main.rego": MAIN, "main_test.rego": MAIN_TEST, "data.json": DATA})
     return repo

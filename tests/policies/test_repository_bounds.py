@@ -134,7 +134,7 @@ def test_a_policies_hcl_too_large_to_parse_quickly_is_refused():
 
 
 @pytest.fixture
-def repo(tmp_path, repository_cache) -> GitRepo:
+def repo(tmp_path, repository_cache, local_repositories_allowed) -> GitRepo:
     repo = GitRepo(tmp_path / "repo")
     repo.commit({"main.rego": MAIN, "main_test.rego": MAIN_TEST, "data.json": DATA})
     return repo
@@ -231,7 +231,11 @@ def test_a_celery_worker_interrupts_a_sync_at_its_time_limit_and_records_it(worl
         name="cost", repository=repository, revision="main", user=world.admin
     )
     repo.commit({"slow_test.rego": SLOW_TEST})
-    limits = {"POLICY_SYNC_TIME_LIMIT_SECONDS": "8", "POLICY_REPOSITORY_CACHE_DIR": str(tmp_path / "cache")}
+    limits = {
+        "POLICY_SYNC_TIME_LIMIT_SECONDS": "8",
+        "POLICY_REPOSITORY_CACHE_DIR": str(tmp_path / "cache"),
+        "LOCAL_REPOSITORY_ROOTS": str(tmp_path),
+    }
     with celery_worker(tmp_path, broker, pool="prefork", **limits):
         queued = subprocess.run(
             [

@@ -20,12 +20,11 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Permission
 from django.db import connection
-from rest_framework.authtoken.models import Token
 
 from policies_app.choices import OrganisationRole
 from policies_app.iac.file_sandbox import LOCAL_SOURCE_REFUSED
 from policies_app.models import Environment, OrganisationMembership, Template
-from tests.builders import ONE_APPROVER, make_policy, make_user
+from tests.builders import ONE_APPROVER, api_key_for, make_policy, make_user
 from tests.processes import ROOT, gunicorn, wait_until
 
 
@@ -44,7 +43,7 @@ class Caller:
     """One user's token against the real server."""
 
     def __init__(self, base: str, user) -> None:
-        self.base, self.token = base, Token.objects.get_or_create(user=user)[0].key
+        self.base, self.token = base, api_key_for(user)
 
     def request(
         self, method: str, path: str, body: Any = None, archive: bytes | None = None
@@ -185,7 +184,8 @@ def test_finding_10_a_local_path_as_template_repository_is_refused_alike_whether
     (var / "secrets").mkdir(parents=True)
     olga = make_user("olga")
     OrganisationMembership.objects.create(user=olga, role=OrganisationRole.ADMIN)
-    with gunicorn(tmp_path, PLATFORM_VAR_DIR=str(var)) as base:
+    # The remote template below is on loopback, which the egress guard allows only when told to.
+    with gunicorn(tmp_path, PLATFORM_VAR_DIR=str(var), EGRESS_ALLOWED_NETWORKS="127.0.0.1/32") as base:
         caller = Caller(base, olga)
         answers = {}
         for number, repository in enumerate(
@@ -210,14 +210,14 @@ def test_finding_10_a_local_path_as_template_repository_is_refused_alike_whether
         status, created = caller.request(
             "POST",
             "/api/v1/templates/",
-            {"name": "remote", "type": "terraform", "repository": "https://git.example.com/infra.git"},
+            {"name": "remote", "type": "terraform", "repository": "https://127.0.0.1:9/infra.git"},
         )
         assert status == 201, created
         status, refused = caller.request(
             "PATCH", f"/api/v1/templates/{created['id']}/", {"repository": "/etc", "path": "../../etc"}
         )
         assert status == 400 and set(refused) == {"repository", "path"}
-    assert Template.objects.get(pk=created["id"]).repository == "https://git.example.com/infra.git"
+    assert Template.objects.get(pk=created["id"]).repository == "https://127.0.0.1:9/infra.git"
 
 
 TEMPLATE = """

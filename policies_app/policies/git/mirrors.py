@@ -37,10 +37,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from policies_app.iac.file_sandbox import LOCAL_SOURCE_REFUSED, NO_LOCAL_SOURCES, LocalRoots, local_location
+from policies_app.iac.file_sandbox import (
+    LOCAL_SOURCE_REFUSED,
+    NO_LOCAL_SOURCES,
+    SCP_LIKE,
+    LocalRoots,
+    local_location,
+)
 
 _URL = re.compile(r"^(?:https?|ssh|git|file)://[^\s]+$", re.IGNORECASE)
-_SCP_LIKE = re.compile(r"^[\w.+-]+@[\w.-]+:[^\s]+$")  # git@github.com:org/repo.git
 _PASSWORD_IN_URL = re.compile(r"^[a-z]+://[^/@\s]*:[^/@\s]*@", re.IGNORECASE)
 _FULL_COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 _HEX = re.compile(r"^[0-9a-fA-F]{4,64}$")
@@ -104,7 +109,7 @@ def validated_repository_url(url: str, local_roots: LocalRoots = NO_LOCAL_SOURCE
         if local_roots.refusal(local_location(url) or "") is not None:
             raise GitSourceError(LOCAL_SOURCE_REFUSED)
         return url
-    if _URL.match(url) or _SCP_LIKE.match(url):
+    if _URL.match(url) or SCP_LIKE.match(url):
         return url
     raise GitSourceError(f"{url!r} is not a git URL (https://, ssh://, git@host:path).")
 
