@@ -4,7 +4,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from policies_app.models import Deployment, DeploymentEvent
+from policies_app.models import Deployment, DeploymentEvent, Environment
 from tests.builders import make_policy, plan_with
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("commits_run_on_commit_callbacks")]
@@ -350,6 +350,27 @@ def test_the_input_of_the_latest_evaluation_is_served_in_env0_shape(world, api):
     assert document["plan"]["resource_changes"][0]["address"] == "aws_s3_bucket.logs"
 
 
+DESTROY_NEEDS_ONE_APPROVAL = """
+package env0
+
+pending contains "a destroy waits for an approver" if input.deploymentRequest.type == "destroy"
+allow contains "destroy approved" if input.deploymentRequest.type == "destroyResume"
+"""
+
+
+def test_approving_a_destroy_resumes_it_as_a_destroy(world, api):
+    attach(world.platform, make_policy("destroys wait", DESTROY_NEEDS_ONE_APPROVAL))
+    plan = plan_with(("aws_s3_bucket.logs", ["delete"]))
+    body = trigger(api(world.bob), world.environment, type="destroy", plan=plan).json()
+    assert body["status"] == "pending_approval"
+    approved = api(world.alice).post(f"/api/v1/deployments/{body['id']}/approve/", {}, format="json").json()
+    assert approved["status"] == "approved"
+    assert approved["messages"]["allow"] == ["destroy approved"]
+    assert [e["request_type"] for e in approved["evaluations"]] == ["destroy", "destroyResume"]
+    document = api(world.vera).get(f"/api/v1/deployments/{body['id']}/input/").json()
+    assert document["deploymentRequest"]["type"] == "destroyResume"
+
+
 def test_a_repeated_idempotency_key_returns_the_first_deployment(world, api):
     client = api(world.bob)
     first = trigger(client, world.environment, idempotency_key="pipeline-42")
@@ -358,6 +379,35 @@ def test_a_repeated_idempotency_key_returns_the_first_deployment(world, api):
     assert again.status_code == 200
     assert again.json()["id"] == first.json()["id"]
     assert Deployment.objects.count() == 1
+
+
+def test_one_idempotency_key_for_staging_then_prod_gives_prod_its_own_evaluated_deployment(world, api):
+    # The README's pipeline passes $CI_PIPELINE_ID as the key to every environment it deploys.
+    # Staging (in Payments) approves plans automatically; prod (in Payments EU) waits for two approvers.
+    staging = Environment.objects.create(
+        name="staging", project=world.payments, template=world.template, approve_plans_automatically=True
+    )
+    attach(world.payments_eu, make_policy("prod needs two approvers", TWO_APPROVERS))
+    client = api(world.bob)
+    first = trigger(client, staging, revision="main", idempotency_key="pipeline-42")
+    assert (first.status_code, first.json()["status"]) == (201, "approved")
+    prod = trigger(client, world.environment, revision="main", idempotency_key="pipeline-42")
+    assert prod.status_code == 201
+    body = prod.json()
+    assert body["id"] != first.json()["id"]
+    assert body["environment"] == world.environment.pk
+    assert body["status"] == "pending_approval"
+    assert body["messages"]["pending"] == ["waiting for two approvers"]
+    assert [e["request_type"] for e in body["evaluations"]] == ["deploy"]
+    # The same key again, per environment, still answers with each environment's own deployment.
+    assert (
+        trigger(client, staging, revision="main", idempotency_key="pipeline-42").json()["id"]
+        == first.json()["id"]
+    )
+    assert (
+        trigger(client, world.environment, revision="main", idempotency_key="pipeline-42").json()["id"]
+        == body["id"]
+    )
 
 
 def test_the_pipeline_completes_a_released_deployment_with_its_state(world, api):

@@ -88,6 +88,27 @@ def test_the_queued_deployment_is_evaluated_once_the_release_completes_fails_or_
     assert newer.events.filter(kind="started").exists()
 
 
+def test_a_newer_deployment_supersedes_an_older_one_queued_behind_a_release(world, run):
+    # Automatic approval: whatever is evaluated is released at once, so a queued deployment left in line
+    # would be released beside the newer one, with its outdated plan.
+    world.environment.approve_plans_automatically = True
+    world.environment.save()
+    released = trigger(run, world, revision="a")
+    assert released.status == "approved"
+    older = trigger(run, world, revision="b")
+    assert older.status == "queued"
+    newer = trigger(run, world, revision="c")
+    older.refresh_from_db()
+    assert (older.status, older.superseded_by_id) == ("superseded", newer.pk)
+    assert (newer.status, newer.queued_behind_id) == ("queued", released.pk)
+
+    run(lifecycle.complete_deployment, released, world.bob, "succeeded")
+    statuses = dict(
+        Deployment.objects.filter(environment=world.environment).values_list("revision", "status")
+    )
+    assert statuses == {"a": "succeeded", "b": "superseded", "c": "approved"}
+
+
 def test_the_sweep_starts_a_held_deployment_whose_release_ended_without_starting_it(gated, run):
     released = trigger(run, gated)
     run(approvals.record_approval, released, gated.alice, "approve")
