@@ -97,8 +97,33 @@ def write_config(project: Path, modules: list[str], tests: list[str]) -> None:
         f"only_mutate ={lines(modules)}\n"
         f"also_copy ={lines(['policy_platform/', 'policy_gate/', 'templates/', 'bench/', 'manage.py'])}\n"
         f"pytest_add_cli_args_test_selection ={lines(tests)}\n"
-        f"pytest_add_cli_args ={lines(['-p', 'bench.mutation_plugin', '--no-migrations', *deselect])}\n"
+        f"pytest_add_cli_args ={lines(['-p', 'bench.mutation_plugin', '--reuse-db', *deselect])}\n"
     )
+
+
+MAKE_TEMPLATE_DB = """
+import django
+django.setup()
+
+from django.db import connection
+connection.settings_dict["TEST"]["NAME"] = TEMPLATE
+connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False, keepdb=False)
+connection.cursor().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+connection.close()
+"""
+
+
+def make_template_database(project: Path, environment: dict[str, str]) -> Path:
+    """The test database, migrated once, that each mutant's process copies (bench/mutation_plugin.py)."""
+    template = project.parent / "databases" / "template.sqlite3"
+    template.parent.mkdir()
+    subprocess.run(
+        [sys.executable, "-c", f"TEMPLATE = {str(template)!r}\n{MAKE_TEMPLATE_DB}"],
+        cwd=project,
+        env={**environment, "DJANGO_SETTINGS_MODULE": "policy_platform.settings"},
+        check=True,
+    )
+    return template
 
 
 def mutant_patterns(modules: list[str]) -> list[str]:
@@ -172,6 +197,7 @@ def main() -> int:
         if key not in ("DATABASE_URL", "TEST_REDIS_URL", "CELERY_BROKER_URL", "PYTEST_ADDOPTS")
     }
     environment["PLATFORM_VAR_DIR"] = str(work / "var")
+    environment["MUTATION_TEMPLATE_DB"] = str(make_template_database(project, environment))
     log = work / "mutmut.log"
     started = time.monotonic()
     with log.open("w") as output:

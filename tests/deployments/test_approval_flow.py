@@ -256,24 +256,6 @@ def test_a_policy_turns_automatic_approval_off_and_the_api_says_so(world, api):
     assert trigger(api(world.bob), world.environment).json()["status"] == "pending_approval"
 
 
-def test_it_refuses_self_approval(world, api):
-    world.platform.memberships.filter(user=world.bob).update(role="approver")
-    body = trigger(api(world.bob), world.environment).json()
-    response = api(world.bob).post(f"/api/v1/deployments/{body['id']}/approve/", {}, format="json")
-    assert response.status_code == 403
-    assert "own deployment" in response.json()["detail"]
-    assert Deployment.objects.get(pk=body["id"]).approvals.count() == 0
-
-
-def test_a_project_may_allow_self_approval(world, api):
-    world.platform.memberships.filter(user=world.bob).update(role="approver")
-    world.payments.allow_self_approval = True
-    world.payments.save()
-    body = trigger(api(world.bob), world.environment).json()
-    response = api(world.bob).post(f"/api/v1/deployments/{body['id']}/approve/", {}, format="json")
-    assert response.json()["status"] == "approved"
-
-
 def test_a_reject_by_an_approver_rejects_the_deployment(world, api):
     attach(world.platform, make_policy("two approvers", TWO_APPROVERS))
     body = trigger(api(world.bob), world.environment).json()

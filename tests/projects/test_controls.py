@@ -5,59 +5,13 @@ Pat administers Payments (under Platform) and a root project Sandbox; Adam admin
 
 import pytest
 
-from policies_app.models import Deployment, Project, ProjectMembership, Template
+from policies_app.models import Deployment, Project
 from policies_app.projects import projects
-from tests.builders import make_policy, make_user, plan_with
+from tests.builders import make_policy, plan_with
 
 pytestmark = pytest.mark.django_db
 
-COST_LIMIT = """package env0
-
-deny contains "monthly cost over budget" if input.costEstimation.monthlyCostDiff > 1000
-
-allow contains "within budget" if input.costEstimation.monthlyCostDiff <= 1000
-"""
-NO_DELETES_OFF_MAIN = """package env0
-
-deny contains "deletes a database off main" if {
-	input.deploymentRequest.revision != "main"
-	some change in input.plan.resource_changes
-	"delete" in change.change.actions
-}
-"""
 SECRET_DATA = 'package env0\n\npending contains "ask" if data.settings.apikey == "s3cr3t"\n'
-
-
-@pytest.fixture
-def org(world):
-    pat = make_user("pat")
-    adam = make_user("adam")
-    sandbox = Project.objects.create(name="Sandbox")
-    ProjectMembership.objects.create(project=world.payments, user=pat, role="admin")
-    ProjectMembership.objects.create(project=sandbox, user=pat, role="admin")
-    ProjectMembership.objects.create(project=world.platform, user=adam, role="admin")
-    ProjectMembership.objects.create(project=sandbox, user=adam, role="admin")
-    cost = make_policy("cost limit", COST_LIMIT)
-    world.platform.approval_policies.add(cost)
-    world.template.approval_policies.add(make_policy("no deletes off main", NO_DELETES_OFF_MAIN))
-    bare = Template.objects.create(name="bare", type="terraform")
-    world.pat, world.adam, world.sandbox, world.cost, world.bare = pat, adam, sandbox, cost, bare
-    return world
-
-
-@pytest.fixture
-def trigger(api, django_capture_on_commit_callbacks):
-    """Trigger as Bob and return the deployment once its evaluation (run on commit) is recorded."""
-
-    def trigger(org, **body):
-        with django_capture_on_commit_callbacks(execute=True):
-            response = api(org.bob).post(
-                f"/api/v1/environments/{org.environment.pk}/deployments/", body, format="json"
-            )
-        assert response.status_code in (200, 201), response.json()
-        return api(org.bob).get(f"/api/v1/deployments/{response.json()['id']}/").json()
-
-    return trigger
 
 
 def test_a_project_admin_cannot_move_a_sub_project_out_from_under_the_policies_set_above_them(org, api):
@@ -147,49 +101,6 @@ def test_a_policy_the_admin_cannot_see_cannot_be_attached_and_stays_unreadable(o
     assert api(org.pat).get(f"/api/v1/policies/{hidden.pk}/").status_code == 404
     assert api(org.vera).get(f"/api/v1/policies/{hidden.pk}/").status_code == 404
     assert "s3cr3t" not in str(api(org.vera).get("/api/v1/policies/").json())
-
-
-def test_a_project_admin_cannot_allow_self_approval_for_their_own_project(org, api):
-    response = api(org.pat).patch(
-        f"/api/v1/projects/{org.payments.pk}/", {"allow_self_approval": True}, format="json"
-    )
-    assert response.status_code == 403
-    org.payments.refresh_from_db()
-    assert org.payments.allow_self_approval is False
-    # From above it may be allowed, and from below it may be switched off again (tightening).
-    assert (
-        api(org.adam)
-        .patch(f"/api/v1/projects/{org.payments.pk}/", {"allow_self_approval": True}, format="json")
-        .status_code
-        == 200
-    )
-    assert (
-        api(org.pat)
-        .patch(f"/api/v1/projects/{org.payments.pk}/", {"allow_self_approval": False}, format="json")
-        .status_code
-        == 200
-    )
-
-
-def test_a_deployer_who_is_a_project_admin_still_cannot_approve_their_own_deployment(org, api, trigger):
-    ProjectMembership.objects.create(project=org.payments, user=org.bob, role="admin")
-    refused = api(org.bob).patch(
-        f"/api/v1/projects/{org.payments.pk}/", {"allow_self_approval": True}, format="json"
-    )
-    assert refused.status_code == 403
-    deployment = trigger(org, revision="main", cost_estimation={"monthly_cost_diff": 10})
-    assert deployment["status"] == "approved"  # within budget: the cost policy allows
-    # Completed, so that the next deployment of the environment is evaluated at once.
-    api(org.bob).post(
-        f"/api/v1/deployments/{deployment['id']}/complete/", {"status": "succeeded"}, format="json"
-    )
-    pending = make_policy("always pending", 'package env0\n\npending contains "wait" if true\n')
-    org.platform.approval_policies.add(pending)
-    waiting = trigger(org, revision="main", idempotency_key="2")
-    assert waiting["status"] == "pending_approval"
-    response = api(org.bob).post(f"/api/v1/deployments/{waiting['id']}/approve/", {}, format="json")
-    assert response.status_code == 403
-    assert response.json()["code"] == "self_approval"
 
 
 def test_a_policy_attached_from_above_can_be_detached_only_from_above(org, api):
