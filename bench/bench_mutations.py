@@ -176,23 +176,10 @@ def diff_of(project: Path, name: str, module: str) -> str:
     )
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--smoke", action="store_true", help=f"a few mutants of {SMOKE_MODULE}, in seconds")
-    parser.add_argument("--module", action="append", help="only this module (repeatable)")
-    parser.add_argument("--workdir", type=Path, default=ROOT / "var" / "mutations")
-    parser.add_argument("--max-children", type=int, default=2)
-    parser.add_argument("--no-diffs", action="store_true", help="list surviving mutants by name only")
-    args = parser.parse_args()
-
-    modules = [SMOKE_MODULE] if args.smoke else (args.module or MODULES)
-    unknown = sorted(set(modules) - set(MODULES))
-    if unknown:
-        parser.error(f"not a module of the run: {', '.join(unknown)} (choose from {', '.join(MODULES)})")
-    tests = SMOKE_TESTS if args.smoke else FAST_TESTS
-    patterns = [SMOKE_MUTANTS] if args.smoke else mutant_patterns(modules)
-
-    work = args.workdir.resolve()
+def run_mutmut(
+    work: Path, modules: list[str], tests: list[str], patterns: list[str], args: argparse.Namespace
+) -> tuple[int, float]:
+    """A fresh copy of the checkout, mutmut's configuration, then the run; its exit code and duration."""
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     project = copy_checkout(work)
@@ -205,9 +192,8 @@ def main() -> int:
     environment["PLATFORM_VAR_DIR"] = str(work / "var")
     if not args.smoke:  # the smoke's tests use no database
         environment["MUTATION_TEMPLATE_DB"] = str(make_template_database(project, environment))
-    log = work / "mutmut.log"
     started = time.monotonic()
-    with log.open("w") as output:
+    with (work / "mutmut.log").open("w") as output:
         run = subprocess.run(
             [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children), *patterns],
             cwd=project,
@@ -216,14 +202,46 @@ def main() -> int:
             stderr=subprocess.STDOUT,
             check=False,
         )
-    seconds = time.monotonic() - started
+    return run.returncode, time.monotonic() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help=f"a few mutants of {SMOKE_MODULE}, in seconds")
+    parser.add_argument("--module", action="append", help="only this module (repeatable)")
+    parser.add_argument("--workdir", type=Path, default=ROOT / "var" / "mutations")
+    parser.add_argument("--max-children", type=int, default=2)
+    parser.add_argument("--no-diffs", action="store_true", help="list surviving mutants by name only")
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="only print what the run in --workdir has found so far (it may still run)",
+    )
+    args = parser.parse_args()
+
+    modules = [SMOKE_MODULE] if args.smoke else (args.module or MODULES)
+    unknown = sorted(set(modules) - set(MODULES))
+    if unknown:
+        parser.error(f"not a module of the run: {', '.join(unknown)} (choose from {', '.join(MODULES)})")
+    tests = SMOKE_TESTS if args.smoke else FAST_TESTS
+    patterns = [SMOKE_MUTANTS] if args.smoke else mutant_patterns(modules)
+
+    work = args.workdir.resolve()
+    project = work / "project"
+    seconds = 0.0
+    if not args.report:
+        returncode, seconds = run_mutmut(work, modules, tests, patterns, args)
+        if returncode != 0:
+            print((work / "mutmut.log").read_text()[-5000:])
+            print(f"mutmut failed (exit {returncode}); its output is in {work / 'mutmut.log'}")
+            return 1
     by_module = results(project, modules, patterns)
-    if run.returncode != 0 or not any(by_module.values()):
-        print(log.read_text()[-5000:])
-        print(f"mutmut failed (exit {run.returncode}); its output is in {log}")
+    if not any(by_module.values()):
+        print(f"No mutant found in {work}")
         return 1
 
-    print(f"Mutation run over {len(modules)} module(s) in {seconds:.0f} s (work in {work})")
+    took = f"in {seconds:.0f} s" if seconds else "(figures so far)"
+    print(f"Mutation run over {len(modules)} module(s) {took} (work in {work})")
     print(f"{'module':45} {'mutants':>8} {'killed':>7} {'survived':>9} {'other':>6}")
     totals: Counter = Counter()
     for module, statuses in by_module.items():
@@ -238,7 +256,7 @@ def main() -> int:
     if set(others) - {"survived"}:
         print("Other outcomes:", ", ".join(f"{status}: {count}" for status, count in sorted(others.items())))
     for module, statuses in by_module.items():
-        survivors = sorted(name for name, status in statuses.items() if status != "killed")
+        survivors = sorted(name for name, status in statuses.items() if status not in ("killed", "not run"))
         if not survivors:
             continue
         print(f"\nSurviving in {module}:")
