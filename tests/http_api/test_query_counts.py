@@ -65,7 +65,8 @@ def watched(world) -> tuple[Deployment, Webhook]:
 
 def grow(world, rows: int, start: int) -> None:
     """Add ``rows`` of everything: nested projects with policies, environments, deployments with
-    evaluations and approvals, teams and templates, members, webhook deliveries, tokens, users."""
+    evaluations and approvals, teams and templates, members, webhook deliveries, tokens, users, and
+    revisions of the policy whose pages are counted."""
     deployment, webhook = watched(world)
     for number in range(start, start + rows):
         approver = make_user(f"approver{number}")
@@ -242,6 +243,22 @@ def test_every_endpoint_has_a_pinned_count_and_every_count_an_endpoint():
         assert {name for name in ENDPOINTS if pinned_count(name) is None} == set(), (
             f"endpoints without a count for {connection.vendor}: run with UPDATE_QUERY_COUNTS=1"
         )
+
+
+def test_a_count_kept_per_vendor_is_read_and_rewritten_for_this_database_only(tmp_path, monkeypatch):
+    counts = tmp_path / "query_counts.json"
+    other = "postgresql" if connection.vendor != "postgresql" else "sqlite"
+    counts.write_text(json.dumps({"same": 3, "differs": {connection.vendor: 4, other: 5}}))
+    monkeypatch.setattr(f"{__name__}.COUNTS_FILE", counts)
+    assert (pinned_count("same"), pinned_count("differs"), pinned_count("new")) == (3, 4, None)
+    pin_count("differs", 6)
+    pin_count("same", 7)
+    pin_count("new", 1)
+    assert json.loads(counts.read_text()) == {
+        "differs": {connection.vendor: 6, other: 5},
+        "new": 1,
+        "same": 7,
+    }
 
 
 @pytest.mark.parametrize("name", sorted(ENDPOINTS))
