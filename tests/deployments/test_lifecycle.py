@@ -130,6 +130,22 @@ def test_a_held_deployment_is_not_evaluated_by_a_stray_task(gated, run):
     assert newer.status == "queued"
 
 
+def test_a_resume_that_fails_is_recorded_as_a_failed_resume_and_releases_nothing(gated, run, monkeypatch):
+    waiting = trigger(run, gated)
+
+    def broken_judge(*args, **kwargs):
+        raise RuntimeError("the template could not be read")
+
+    monkeypatch.setattr(lifecycle, "judge", broken_judge)
+    run(approvals.record_approval, waiting, gated.alice, "approve")
+    waiting.refresh_from_db()
+    assert (waiting.status, waiting.decision, waiting.released_at) == ("error", "error", None)
+    assert waiting.error == "The evaluation failed: RuntimeError: the template could not be read"
+    failed = waiting.evaluations.order_by("-id").first()
+    assert (failed.request_type, failed.decision, failed.engine) == ("deployResume", "error", "none")
+    assert waiting.events.filter(kind="error", detail=waiting.error).exists()
+
+
 @override_settings(DEPLOYMENT_PENDING_EXPIRY_HOURS=5)
 def test_a_waiting_deployment_expires_after_the_default_time(gated, run):
     waiting = trigger(run, gated)
