@@ -81,6 +81,13 @@ def test_a_project_admin_cannot_allow_self_approval_for_their_own_project(org, a
     )
 
 
+def test_the_admin_of_a_root_project_may_allow_self_approval_on_it(org):
+    from policies_app.projects import projects
+
+    projects.update_project(org.pat, org.sandbox, allow_self_approval=True)
+    assert Project.objects.get(pk=org.sandbox.pk).allow_self_approval is True
+
+
 # --- the pages and the queue --------------------------------------------------------------------------
 
 

@@ -134,3 +134,18 @@ def test_the_use_case_refuses_the_move_without_going_through_http(org):
     assert refusal.value.code == "drops_controls"
     projects.update_project(org.adam, org.payments, parent=org.sandbox)
     assert Project.objects.get(pk=org.payments_eu.pk).lineage == f"/{org.sandbox.pk}/{org.payments.pk}/"
+
+
+def test_the_use_case_refuses_attaching_a_policy_the_admin_cannot_see_by_its_field(org):
+    from policies_app.errors import Invalid
+
+    hidden = make_policy("hidden", SECRET_DATA, data={"settings": {"apikey": "s3cr3t"}})
+    with pytest.raises(Invalid) as refusal:
+        projects.update_project(org.pat, org.payments, approval_policies=[hidden])
+    assert refusal.value.errors == {
+        "approval_policies": [f'Invalid pk "{hidden.pk}" - object does not exist.']
+    }
+    with pytest.raises(Invalid):
+        projects.create_project(org.pat, name="New", parent=org.payments, approval_policies=[hidden])
+    assert list(org.payments.approval_policies.all()) == []
+    assert not Project.objects.filter(name="New").exists()

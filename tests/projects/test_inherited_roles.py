@@ -59,6 +59,8 @@ def test_a_role_holds_one_two_and_three_levels_below_and_nowhere_above_or_beside
     for project in [deep.platform, *below, deep.retail]:
         project.refresh_from_db()
         assert access.grants(dana).capabilities(project) == EXPECTED[role], project.name
+        for capability in C.values:
+            assert access.can(dana, capability, project) == (capability in EXPECTED[role])
 
 
 @pytest.mark.parametrize("role", sorted(EXPECTED))
@@ -118,3 +120,16 @@ def test_deployments_three_levels_below_an_approver_wait_for_them_and_they_may_a
     assert Deployment.objects.get(pk=cards.pk).approvals.filter(user=dana).exists()
     with pytest.raises(Forbidden):
         approvals.record_approval(shop, dana, "approve")
+
+
+def test_a_role_given_or_taken_within_a_request_is_seen_by_the_rest_of_that_request(deep):
+    """Within a request grants are loaded once; giving or taking a role forgets them."""
+    from policies_app.projects import projects
+
+    dana = make_user("dana")
+    with access.grants_cached():
+        assert not access.can(dana, C.DEPLOY, deep.cards)
+        membership = projects.grant_role(deep.admin, deep.payments, "deployer", member=dana)
+        assert access.can(dana, C.DEPLOY, deep.cards)
+        projects.revoke_role(deep.admin, membership)
+        assert not access.can(dana, C.READ, deep.cards)

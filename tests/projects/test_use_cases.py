@@ -177,3 +177,14 @@ def test_a_tree_loaded_without_its_policies_refuses_to_say_which_apply(world):
     with pytest.raises(LookupError):
         light.effective_policies(world.environment)
     assert [p.name for p in tree_for(world.payments_eu).effective_policies(world.environment)] == ["cost"]
+
+
+def test_a_policy_attached_at_several_ancestors_is_inherited_once_from_the_nearest(world):
+    from policies_app.projects.tree import tree_for
+    from tests.builders import make_policy
+
+    policy = make_policy("cost", 'package env0\n\ndeny contains "no" if true\n')
+    world.platform.approval_policies.add(policy)
+    world.payments.approval_policies.add(policy)
+    inherited = tree_for(world.payments_eu).inherited_policies(world.payments_eu)
+    assert [(each.policy.name, each.source.name) for each in inherited] == [("cost", "Payments")]
