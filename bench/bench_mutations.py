@@ -179,21 +179,38 @@ def diff_of(project: Path, name: str, module: str) -> str:
 def run_mutmut(
     work: Path, modules: list[str], tests: list[str], patterns: list[str], args: argparse.Namespace
 ) -> tuple[int, float]:
-    """A fresh copy of the checkout, mutmut's configuration, then the run; its exit code and duration."""
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    project = copy_checkout(work)
-    write_config(project, modules, tests)
+    """A fresh copy of the checkout, mutmut's configuration, then the run; its exit code and duration.
+    Resumed, the copy of an interrupted run is kept and mutmut tests only the mutants it has no result for."""
     environment = {
         key: value
         for key, value in os.environ.items()
         if key not in ("DATABASE_URL", "TEST_REDIS_URL", "CELERY_BROKER_URL", "PYTEST_ADDOPTS")
     }
     environment["PLATFORM_VAR_DIR"] = str(work / "var")
-    if not args.smoke:  # the smoke's tests use no database
-        environment["MUTATION_TEMPLATE_DB"] = str(make_template_database(project, environment))
+    project = work / "project"
+    template = work / "databases" / "template.sqlite3"
+    if not (args.resume and project.exists()):
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        project = copy_checkout(work)
+        write_config(project, modules, tests)
+        if not args.smoke:  # the smoke's tests use no database
+            template = make_template_database(project, environment)
+    else:
+        # mutmut runs again every mutant it is given by name: name only those without a result yet.
+        unfinished = [
+            name
+            for statuses in results(project, modules, patterns).values()
+            for name, status in statuses.items()
+            if status == "not run"
+        ]
+        if not unfinished:
+            return 0, 0.0
+        patterns = unfinished
+    if template.exists():
+        environment["MUTATION_TEMPLATE_DB"] = str(template)
     started = time.monotonic()
-    with (work / "mutmut.log").open("w") as output:
+    with (work / "mutmut.log").open("a" if args.resume else "w") as output:
         run = subprocess.run(
             [sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children), *patterns],
             cwd=project,
@@ -209,9 +226,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help=f"a few mutants of {SMOKE_MODULE}, in seconds")
     parser.add_argument("--module", action="append", help="only this module (repeatable)")
+    parser.add_argument(
+        "--tests", nargs="+", help=f"the tests to run instead of {', '.join(FAST_TESTS[:2])}..."
+    )
     parser.add_argument("--workdir", type=Path, default=ROOT / "var" / "mutations")
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--no-diffs", action="store_true", help="list surviving mutants by name only")
+    parser.add_argument(
+        "--resume", action="store_true", help="go on with the run in --workdir (its copy, its results so far)"
+    )
     parser.add_argument(
         "--report",
         action="store_true",
@@ -223,7 +246,7 @@ def main() -> int:
     unknown = sorted(set(modules) - set(MODULES))
     if unknown:
         parser.error(f"not a module of the run: {', '.join(unknown)} (choose from {', '.join(MODULES)})")
-    tests = SMOKE_TESTS if args.smoke else FAST_TESTS
+    tests = SMOKE_TESTS if args.smoke else (args.tests or FAST_TESTS)
     patterns = [SMOKE_MUTANTS] if args.smoke else mutant_patterns(modules)
 
     work = args.workdir.resolve()
