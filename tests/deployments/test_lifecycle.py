@@ -205,3 +205,46 @@ def test_a_completed_deployment_cannot_be_cancelled(gated, run):
     run(lifecycle.complete_deployment, released, gated.bob, "succeeded")
     with pytest.raises(Conflict):
         approvals.cancel_deployment(released, gated.bob)
+
+
+def test_a_cancel_says_who_and_from_what_clears_due_work_and_a_second_one_is_a_conflict(gated, run):
+    waiting = trigger(run, gated)
+    run(approvals.cancel_deployment, waiting, gated.bob)
+    assert waiting.events.get(kind="cancelled").actor == gated.bob
+    assert AuditEntry.objects.get(action="deployment.cancelled").before == {"status": "pending_approval"}
+    with pytest.raises(Conflict) as refused:
+        approvals.cancel_deployment(waiting, gated.bob)
+    assert refused.value.code == "not_pending"
+    assert refused.value.message.startswith("The deployment is cancelled; only ")
+    queued = Deployment.objects.create(
+        environment=gated.environment, deployer=gated.bob, status="queued", evaluation_due_at=timezone.now()
+    )
+    run(approvals.cancel_deployment, queued, gated.bob)
+    queued.refresh_from_db()
+    assert (queued.status, queued.evaluation_due_at) == ("cancelled", None)
+
+
+@override_settings(DEPLOYMENT_PENDING_EXPIRY_HOURS=5)
+def test_an_expired_deployment_says_how_long_it_waited_and_owes_no_evaluation(gated, run):
+    waiting = trigger(run, gated)
+    # An approval's re-evaluation is still due when the deployment expires.
+    Deployment.objects.filter(pk=waiting.pk).update(evaluation_due_at=timezone.now())
+    run(lifecycle.sweep_waiting_deployments, waiting.pending_since + timedelta(hours=6))
+    waiting.refresh_from_db()
+    assert (waiting.status, waiting.evaluation_due_at) == ("expired", None)
+    assert waiting.events.get(kind="expired").detail == "Nobody approved or rejected it within 6.0 hours."
+
+
+def test_the_sweep_starts_the_held_deployments_of_every_environment(gated, run):
+    from policies_app.models import Environment
+
+    other = Environment.objects.create(name="staging", project=gated.payments_eu, template=gated.template)
+    held = []
+    for environment in (gated.environment, other):
+        released, _ = run(lifecycle.trigger_deployment, environment, gated.bob)
+        run(approvals.record_approval, released, gated.alice, "approve")
+        newer, _ = run(lifecycle.trigger_deployment, environment, gated.bob)
+        held.append(newer.pk)
+        # The release ends by a path that did not start the next.
+        Deployment.objects.filter(pk=released.pk).update(status="succeeded")
+    assert sorted(run(lifecycle.sweep_waiting_deployments)["started"]) == sorted(held)

@@ -103,3 +103,19 @@ def test_own_deployments_wait_for_me_where_the_project_lets_deployers_approve_th
     own = make(world, deployer=world.alice)
     Project.objects.filter(pk=world.payments.pk).update(allow_self_approval=True)
     assert own.pk in waiting_ids(world.alice)
+
+
+def test_an_approver_is_told_why_they_may_not_decide_on_their_own_deployment(world):
+    from policies_app.deployments.approvals import Actions, available_actions
+    from policies_app.projects.tree import tree_for
+
+    tree = tree_for(world.payments_eu, with_policies=False)
+    own = make(world, deployer=world.alice)
+    assert available_actions(world.alice, own, tree, set()) == Actions(
+        may_decide=False, may_cancel=True, why_not_decide="You may not approve or reject your own deployment."
+    )
+    # A deployer who holds no approver role is given no reason; another approver may decide.
+    assert available_actions(world.bob, own, tree, set()) == Actions(False, False, "")
+    assert available_actions(world.sam, own, tree, set()) == Actions(True, False, "")
+    released = make(world, status="approved", deployer=world.alice)
+    assert available_actions(world.alice, released, tree, set()) == Actions(False, True, "")

@@ -191,6 +191,16 @@ def test_sensitive_terraform_variables_are_masked_by_their_own_list(
     assert SECRET not in json.dumps(shown_input)
 
 
+def test_an_input_that_is_not_an_object_or_has_no_variables_is_shown_as_it_is():
+    from policies_app.projects.environments import masked_input
+
+    sensitive = {"environment": ["DB_PASSWORD"]}
+    assert masked_input(None, sensitive) is None
+    assert masked_input({"plan": {}}, sensitive) == {"plan": {}}
+    unmasked = {"variables": {"environment": {"DB_PASSWORD": SECRET}}}
+    assert masked_input(unmasked, {}) == unmasked
+
+
 def test_an_outsider_lists_no_teams_and_no_templates(world, api):
     assert api(world.charlie).get("/api/v1/teams/").json()["results"] == []
     assert api(world.charlie).get("/api/v1/templates/").json()["results"] == []

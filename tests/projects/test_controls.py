@@ -5,7 +5,7 @@ Pat administers Payments (under Platform) and a root project Sandbox; Adam admin
 
 import pytest
 
-from policies_app.models import Deployment, Project
+from policies_app.models import Deployment, Environment, Project
 from policies_app.projects import projects
 from tests.builders import make_policy, plan_with
 
@@ -149,3 +149,52 @@ def test_the_use_case_refuses_attaching_a_policy_the_admin_cannot_see_by_its_fie
         projects.create_project(org.pat, name="New", parent=org.payments, approval_policies=[hidden])
     assert list(org.payments.approval_policies.all()) == []
     assert not Project.objects.filter(name="New").exists()
+
+
+def test_a_move_that_keeps_one_policy_from_above_and_drops_another_is_refused(org):
+    from policies_app.errors import Forbidden
+
+    second = make_policy("platform review", 'package env0\n\npending contains "review" if true\n')
+    org.platform.approval_policies.add(second)
+    # Sandbox has the cost limit too: the move keeps it and drops only the review (attached after it).
+    org.sandbox.approval_policies.add(org.cost)
+    with pytest.raises(Forbidden) as refusal:
+        projects.update_project(org.pat, org.payments_eu, parent=org.sandbox)
+    assert refusal.value.code == "drops_controls"
+    assert "Platform" in refusal.value.message
+    assert Project.objects.get(pk=org.payments_eu.pk).parent_id == org.payments.pk
+
+
+def test_moving_an_environment_under_a_project_that_allows_self_approval_needs_admin_of_every_project(org):
+    from policies_app.errors import Forbidden
+    from policies_app.projects import environments
+
+    lenient = Project.objects.create(name="Lenient", parent=org.payments, allow_self_approval=True)
+    with pytest.raises(Forbidden) as refusal:
+        environments.update_environment(org.pat, org.environment, project=lenient)
+    assert refusal.value.code == "drops_controls"
+    assert "approve their own deployments" in refusal.value.message
+    environments.update_environment(org.adam, org.environment, project=lenient)
+    assert Environment.objects.get(pk=org.environment.pk).project_id == lenient.pk
+
+
+def test_a_project_admin_may_change_an_environment_that_already_approves_automatically(org):
+    from policies_app.projects import environments
+
+    Environment.objects.filter(pk=org.environment.pk).update(approve_plans_automatically=True)
+    org.environment.refresh_from_db()
+    environments.update_environment(org.pat, org.environment, name="production")
+    changed = Environment.objects.get(pk=org.environment.pk)
+    assert (changed.name, changed.approve_plans_automatically) == ("production", True)
+
+
+def test_the_use_case_names_the_template_policies_a_template_swap_would_drop(org):
+    from policies_app.errors import Forbidden
+    from policies_app.projects import environments
+
+    with pytest.raises(Forbidden) as refusal:
+        environments.update_environment(org.pat, org.environment, template=org.bare)
+    assert refusal.value.code == "drops_controls"
+    assert refusal.value.message == (
+        "This change drops policies of the environment's template; only organisation admins may do that."
+    )
