@@ -4,7 +4,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from policies_app.models import Deployment, DeploymentEvent, Environment
+from policies_app.models import Deployment, DeploymentEvent, Environment, Evaluation
 from tests.builders import make_policy, plan_with
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("commits_run_on_commit_callbacks")]
@@ -239,6 +239,43 @@ def test_without_policies_one_approval_by_an_approver_releases(world, api):
     assert body["status"] == "pending_approval"
     approved = api(world.alice).post(f"/api/v1/deployments/{body['id']}/approve/", {}, format="json").json()
     assert approved["status"] == "approved"
+
+
+def test_without_policies_the_decision_says_why_in_each_case(world, api):
+    body = trigger(api(world.bob), world.environment).json()
+    assert body["messages"]["pending"] == [
+        "No approval policy applies; waiting for one approval by an approver."
+    ]
+    approved = api(world.alice).post(f"/api/v1/deployments/{body['id']}/approve/", {}, format="json").json()
+    assert approved["messages"]["allow"] == ["No approval policy applies; approved by an approver."]
+    api(world.bob).post(f"/api/v1/deployments/{body['id']}/complete/", {"status": "succeeded"}, format="json")
+    world.environment.approve_plans_automatically = True
+    world.environment.save()
+    automatic = trigger(api(world.bob), world.environment).json()
+    assert automatic["messages"]["allow"] == [
+        "No approval policy applies and the environment approves plans automatically."
+    ]
+    assert set(Evaluation.objects.values_list("engine", flat=True)) == {"none"}
+
+
+def test_each_policy_s_outcome_is_recorded_with_the_revision_that_decided(world, api):
+    policy = make_policy("two approvers", TWO_APPROVERS)
+    attach(world.platform, policy)
+    body = trigger(api(world.bob), world.environment).json()
+    [evaluation] = Evaluation.objects.filter(deployment_id=body["id"])
+    assert evaluation.outcomes == [
+        {
+            "policy_id": policy.pk,
+            "policy": "two approvers",
+            "revision": 1,
+            "decision": "pending",
+            "deny": [],
+            "pending": ["waiting for two approvers"],
+            "warn": [],
+            "allow": [],
+            "error": None,
+        }
+    ]
 
 
 def test_a_policy_turns_automatic_approval_off_and_the_api_says_so(world, api):
