@@ -161,7 +161,9 @@ def test_a_move_that_keeps_one_policy_from_above_and_drops_another_is_refused(or
     with pytest.raises(Forbidden) as refusal:
         projects.update_project(org.pat, org.payments_eu, parent=org.sandbox)
     assert refusal.value.code == "drops_controls"
-    assert "Platform" in refusal.value.message
+    assert refusal.value.message == (
+        "This change drops a policy attached to project Platform; only admins of that project may do that."
+    )
     assert Project.objects.get(pk=org.payments_eu.pk).parent_id == org.payments.pk
 
 
@@ -197,4 +199,17 @@ def test_the_use_case_names_the_template_policies_a_template_swap_would_drop(org
     assert refusal.value.code == "drops_controls"
     assert refusal.value.message == (
         "This change drops policies of the environment's template; only organisation admins may do that."
+    )
+
+
+def test_the_refusal_of_automatic_approval_names_the_root_whose_admins_may_allow_it(org):
+    from policies_app.errors import Forbidden
+    from policies_app.projects import environments
+
+    with pytest.raises(Forbidden) as refusal:
+        environments.update_environment(org.pat, org.environment, approve_plans_automatically=True)
+    assert refusal.value.code == "drops_controls"
+    assert refusal.value.message == (
+        "This change approves plans automatically; only admins of every project above it "
+        "(admins of Platform) or organisation admins may do that."
     )
