@@ -2,7 +2,9 @@
 mutants the fast tests killed and how many survived, then lists the survivors (a survivor in a rule is a
 missing test).
 
-    .venv/bin/python bench/bench_mutations.py                 # every module below (an hour or more)
+    .venv/bin/python bench/bench_mutations.py                 # every module below (1,871 mutants: hours)
+    .venv/bin/python bench/bench_mutations.py --resume        # go on with an interrupted run
+    .venv/bin/python bench/bench_mutations.py --report        # what a run has found so far
     .venv/bin/python bench/bench_mutations.py --module policies_app/access.py
     .venv/bin/python bench/bench_mutations.py --smoke         # one module, a few mutants, in seconds
 
