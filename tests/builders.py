@@ -129,3 +129,38 @@ class World:
             template,
             environment,
         )
+
+
+# Controls set above a project admin (tests/projects/test_controls.py, tests/deployments/test_self_approval.py).
+COST_LIMIT = """package env0
+
+deny contains "monthly cost over budget" if input.costEstimation.monthlyCostDiff > 1000
+
+allow contains "within budget" if input.costEstimation.monthlyCostDiff <= 1000
+"""
+NO_DELETES_OFF_MAIN = """package env0
+
+deny contains "deletes a database off main" if {
+	input.deploymentRequest.revision != "main"
+	some change in input.plan.resource_changes
+	"delete" in change.change.actions
+}
+"""
+
+
+def with_controls(world: World) -> World:
+    """Pat administers Payments (under Platform) and a root project Sandbox; Adam administers Platform and
+    Sandbox. A cost limit is attached to Platform, a policy refusing deletes off main to the template."""
+    pat = make_user("pat")
+    adam = make_user("adam")
+    sandbox = Project.objects.create(name="Sandbox")
+    ProjectMembership.objects.create(project=world.payments, user=pat, role="admin")
+    ProjectMembership.objects.create(project=sandbox, user=pat, role="admin")
+    ProjectMembership.objects.create(project=world.platform, user=adam, role="admin")
+    ProjectMembership.objects.create(project=sandbox, user=adam, role="admin")
+    cost = make_policy("cost limit", COST_LIMIT)
+    world.platform.approval_policies.add(cost)
+    world.template.approval_policies.add(make_policy("no deletes off main", NO_DELETES_OFF_MAIN))
+    bare = Template.objects.create(name="bare", type="terraform")
+    world.pat, world.adam, world.sandbox, world.cost, world.bare = pat, adam, sandbox, cost, bare
+    return world

@@ -107,3 +107,27 @@ def local_repositories_allowed(settings, tmp_path):
     repositories live in the test's own folder, which is listed (nothing else is)."""
     settings.LOCAL_REPOSITORY_ROOTS = [str(tmp_path)]
     return settings.LOCAL_REPOSITORY_ROOTS
+
+
+@pytest.fixture
+def org(world):
+    """The world with controls set above a project admin (tests/builders.py, with_controls)."""
+    from tests.builders import with_controls
+
+    return with_controls(world)
+
+
+@pytest.fixture
+def trigger(api, django_capture_on_commit_callbacks):
+    """In the ``org`` world: trigger as Bob over the API and return the deployment once its evaluation
+    (run on commit) is recorded."""
+
+    def trigger(org, **body):
+        with django_capture_on_commit_callbacks(execute=True):
+            response = api(org.bob).post(
+                f"/api/v1/environments/{org.environment.pk}/deployments/", body, format="json"
+            )
+        assert response.status_code in (200, 201), response.json()
+        return api(org.bob).get(f"/api/v1/deployments/{response.json()['id']}/").json()
+
+    return trigger

@@ -4,7 +4,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from policies_app.models import Deployment, DeploymentEvent
+from policies_app.models import Deployment, DeploymentEvent, Environment, Evaluation
 from tests.builders import make_policy, plan_with
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("commits_run_on_commit_callbacks")]
@@ -241,6 +241,43 @@ def test_without_policies_one_approval_by_an_approver_releases(world, api):
     assert approved["status"] == "approved"
 
 
+def test_without_policies_the_decision_says_why_in_each_case(world, api):
+    body = trigger(api(world.bob), world.environment).json()
+    assert body["messages"]["pending"] == [
+        "No approval policy applies; waiting for one approval by an approver."
+    ]
+    approved = api(world.alice).post(f"/api/v1/deployments/{body['id']}/approve/", {}, format="json").json()
+    assert approved["messages"]["allow"] == ["No approval policy applies; approved by an approver."]
+    api(world.bob).post(f"/api/v1/deployments/{body['id']}/complete/", {"status": "succeeded"}, format="json")
+    world.environment.approve_plans_automatically = True
+    world.environment.save()
+    automatic = trigger(api(world.bob), world.environment).json()
+    assert automatic["messages"]["allow"] == [
+        "No approval policy applies and the environment approves plans automatically."
+    ]
+    assert set(Evaluation.objects.values_list("engine", flat=True)) == {"none"}
+
+
+def test_each_policy_s_outcome_is_recorded_with_the_revision_that_decided(world, api):
+    policy = make_policy("two approvers", TWO_APPROVERS)
+    attach(world.platform, policy)
+    body = trigger(api(world.bob), world.environment).json()
+    [evaluation] = Evaluation.objects.filter(deployment_id=body["id"])
+    assert evaluation.outcomes == [
+        {
+            "policy_id": policy.pk,
+            "policy": "two approvers",
+            "revision": 1,
+            "decision": "pending",
+            "deny": [],
+            "pending": ["waiting for two approvers"],
+            "warn": [],
+            "allow": [],
+            "error": None,
+        }
+    ]
+
+
 def test_a_policy_turns_automatic_approval_off_and_the_api_says_so(world, api):
     world.environment.approve_plans_automatically = True
     world.environment.save()
@@ -254,24 +291,6 @@ def test_a_policy_turns_automatic_approval_off_and_the_api_says_so(world, api):
     assert shown["approve_plans_automatically"] is False
     assert shown["approval_policies_apply"] is True
     assert trigger(api(world.bob), world.environment).json()["status"] == "pending_approval"
-
-
-def test_it_refuses_self_approval(world, api):
-    world.platform.memberships.filter(user=world.bob).update(role="approver")
-    body = trigger(api(world.bob), world.environment).json()
-    response = api(world.bob).post(f"/api/v1/deployments/{body['id']}/approve/", {}, format="json")
-    assert response.status_code == 403
-    assert "own deployment" in response.json()["detail"]
-    assert Deployment.objects.get(pk=body["id"]).approvals.count() == 0
-
-
-def test_a_project_may_allow_self_approval(world, api):
-    world.platform.memberships.filter(user=world.bob).update(role="approver")
-    world.payments.allow_self_approval = True
-    world.payments.save()
-    body = trigger(api(world.bob), world.environment).json()
-    response = api(world.bob).post(f"/api/v1/deployments/{body['id']}/approve/", {}, format="json")
-    assert response.json()["status"] == "approved"
 
 
 def test_a_reject_by_an_approver_rejects_the_deployment(world, api):
@@ -350,6 +369,27 @@ def test_the_input_of_the_latest_evaluation_is_served_in_env0_shape(world, api):
     assert document["plan"]["resource_changes"][0]["address"] == "aws_s3_bucket.logs"
 
 
+DESTROY_NEEDS_ONE_APPROVAL = """
+package env0
+
+pending contains "a destroy waits for an approver" if input.deploymentRequest.type == "destroy"
+allow contains "destroy approved" if input.deploymentRequest.type == "destroyResume"
+"""
+
+
+def test_approving_a_destroy_resumes_it_as_a_destroy(world, api):
+    attach(world.platform, make_policy("destroys wait", DESTROY_NEEDS_ONE_APPROVAL))
+    plan = plan_with(("aws_s3_bucket.logs", ["delete"]))
+    body = trigger(api(world.bob), world.environment, type="destroy", plan=plan).json()
+    assert body["status"] == "pending_approval"
+    approved = api(world.alice).post(f"/api/v1/deployments/{body['id']}/approve/", {}, format="json").json()
+    assert approved["status"] == "approved"
+    assert approved["messages"]["allow"] == ["destroy approved"]
+    assert [e["request_type"] for e in approved["evaluations"]] == ["destroy", "destroyResume"]
+    document = api(world.vera).get(f"/api/v1/deployments/{body['id']}/input/").json()
+    assert document["deploymentRequest"]["type"] == "destroyResume"
+
+
 def test_a_repeated_idempotency_key_returns_the_first_deployment(world, api):
     client = api(world.bob)
     first = trigger(client, world.environment, idempotency_key="pipeline-42")
@@ -358,6 +398,35 @@ def test_a_repeated_idempotency_key_returns_the_first_deployment(world, api):
     assert again.status_code == 200
     assert again.json()["id"] == first.json()["id"]
     assert Deployment.objects.count() == 1
+
+
+def test_one_idempotency_key_for_staging_then_prod_gives_prod_its_own_evaluated_deployment(world, api):
+    # The README's pipeline passes $CI_PIPELINE_ID as the key to every environment it deploys.
+    # Staging (in Payments) approves plans automatically; prod (in Payments EU) waits for two approvers.
+    staging = Environment.objects.create(
+        name="staging", project=world.payments, template=world.template, approve_plans_automatically=True
+    )
+    attach(world.payments_eu, make_policy("prod needs two approvers", TWO_APPROVERS))
+    client = api(world.bob)
+    first = trigger(client, staging, revision="main", idempotency_key="pipeline-42")
+    assert (first.status_code, first.json()["status"]) == (201, "approved")
+    prod = trigger(client, world.environment, revision="main", idempotency_key="pipeline-42")
+    assert prod.status_code == 201
+    body = prod.json()
+    assert body["id"] != first.json()["id"]
+    assert body["environment"] == world.environment.pk
+    assert body["status"] == "pending_approval"
+    assert body["messages"]["pending"] == ["waiting for two approvers"]
+    assert [e["request_type"] for e in body["evaluations"]] == ["deploy"]
+    # The same key again, per environment, still answers with each environment's own deployment.
+    assert (
+        trigger(client, staging, revision="main", idempotency_key="pipeline-42").json()["id"]
+        == first.json()["id"]
+    )
+    assert (
+        trigger(client, world.environment, revision="main", idempotency_key="pipeline-42").json()["id"]
+        == body["id"]
+    )
 
 
 def test_the_pipeline_completes_a_released_deployment_with_its_state(world, api):

@@ -38,12 +38,6 @@ def test_waiting_for_me_is_what_i_may_approve_now(world):
     assert waiting_ids(world.charlie) == set()
 
 
-def test_own_deployments_wait_for_me_where_the_project_lets_deployers_approve_them(world):
-    own = make(world, deployer=world.alice)
-    Project.objects.filter(pk=world.payments.pk).update(allow_self_approval=True)
-    assert own.pk in waiting_ids(world.alice)
-
-
 def test_an_approver_of_a_sub_project_waits_only_for_its_deployments(world):
     dana = make_user("dana")
     ProjectMembership.objects.create(project=world.payments_eu, user=dana, role="approver")

@@ -88,6 +88,27 @@ def test_the_queued_deployment_is_evaluated_once_the_release_completes_fails_or_
     assert newer.events.filter(kind="started").exists()
 
 
+def test_a_newer_deployment_supersedes_an_older_one_queued_behind_a_release(world, run):
+    # Automatic approval: whatever is evaluated is released at once, so a queued deployment left in line
+    # would be released beside the newer one, with its outdated plan.
+    world.environment.approve_plans_automatically = True
+    world.environment.save()
+    released = trigger(run, world, revision="a")
+    assert released.status == "approved"
+    older = trigger(run, world, revision="b")
+    assert older.status == "queued"
+    newer = trigger(run, world, revision="c")
+    older.refresh_from_db()
+    assert (older.status, older.superseded_by_id) == ("superseded", newer.pk)
+    assert (newer.status, newer.queued_behind_id) == ("queued", released.pk)
+
+    run(lifecycle.complete_deployment, released, world.bob, "succeeded")
+    statuses = dict(
+        Deployment.objects.filter(environment=world.environment).values_list("revision", "status")
+    )
+    assert statuses == {"a": "succeeded", "b": "superseded", "c": "approved"}
+
+
 def test_the_sweep_starts_a_held_deployment_whose_release_ended_without_starting_it(gated, run):
     released = trigger(run, gated)
     run(approvals.record_approval, released, gated.alice, "approve")
@@ -107,6 +128,22 @@ def test_a_held_deployment_is_not_evaluated_by_a_stray_task(gated, run):
     verdicts.evaluate_deployment(newer.pk)
     newer.refresh_from_db()
     assert newer.status == "queued"
+
+
+def test_a_resume_that_fails_is_recorded_as_a_failed_resume_and_releases_nothing(gated, run, monkeypatch):
+    waiting = trigger(run, gated)
+
+    def broken_judge(*args, **kwargs):
+        raise RuntimeError("the template could not be read")
+
+    monkeypatch.setattr(lifecycle, "judge", broken_judge)
+    run(approvals.record_approval, waiting, gated.alice, "approve")
+    waiting.refresh_from_db()
+    assert (waiting.status, waiting.decision, waiting.released_at) == ("error", "error", None)
+    assert waiting.error == "The evaluation failed: RuntimeError: the template could not be read"
+    failed = waiting.evaluations.order_by("-id").first()
+    assert (failed.request_type, failed.decision, failed.engine) == ("deployResume", "error", "none")
+    assert waiting.events.filter(kind="error", detail=waiting.error).exists()
 
 
 @override_settings(DEPLOYMENT_PENDING_EXPIRY_HOURS=5)
@@ -168,3 +205,46 @@ def test_a_completed_deployment_cannot_be_cancelled(gated, run):
     run(lifecycle.complete_deployment, released, gated.bob, "succeeded")
     with pytest.raises(Conflict):
         approvals.cancel_deployment(released, gated.bob)
+
+
+def test_a_cancel_says_who_and_from_what_clears_due_work_and_a_second_one_is_a_conflict(gated, run):
+    waiting = trigger(run, gated)
+    run(approvals.cancel_deployment, waiting, gated.bob)
+    assert waiting.events.get(kind="cancelled").actor == gated.bob
+    assert AuditEntry.objects.get(action="deployment.cancelled").before == {"status": "pending_approval"}
+    with pytest.raises(Conflict) as refused:
+        approvals.cancel_deployment(waiting, gated.bob)
+    assert refused.value.code == "not_pending"
+    assert refused.value.message.startswith("The deployment is cancelled; only ")
+    queued = Deployment.objects.create(
+        environment=gated.environment, deployer=gated.bob, status="queued", evaluation_due_at=timezone.now()
+    )
+    run(approvals.cancel_deployment, queued, gated.bob)
+    queued.refresh_from_db()
+    assert (queued.status, queued.evaluation_due_at) == ("cancelled", None)
+
+
+@override_settings(DEPLOYMENT_PENDING_EXPIRY_HOURS=5)
+def test_an_expired_deployment_says_how_long_it_waited_and_owes_no_evaluation(gated, run):
+    waiting = trigger(run, gated)
+    # An approval's re-evaluation is still due when the deployment expires.
+    Deployment.objects.filter(pk=waiting.pk).update(evaluation_due_at=timezone.now())
+    run(lifecycle.sweep_waiting_deployments, waiting.pending_since + timedelta(hours=6))
+    waiting.refresh_from_db()
+    assert (waiting.status, waiting.evaluation_due_at) == ("expired", None)
+    assert waiting.events.get(kind="expired").detail == "Nobody approved or rejected it within 6.0 hours."
+
+
+def test_the_sweep_starts_the_held_deployments_of_every_environment(gated, run):
+    from policies_app.models import Environment
+
+    other = Environment.objects.create(name="staging", project=gated.payments_eu, template=gated.template)
+    held = []
+    for environment in (gated.environment, other):
+        released, _ = run(lifecycle.trigger_deployment, environment, gated.bob)
+        run(approvals.record_approval, released, gated.alice, "approve")
+        newer, _ = run(lifecycle.trigger_deployment, environment, gated.bob)
+        held.append(newer.pk)
+        # The release ends by a path that did not start the next.
+        Deployment.objects.filter(pk=released.pk).update(status="succeeded")
+    assert sorted(run(lifecycle.sweep_waiting_deployments)["started"]) == sorted(held)

@@ -48,6 +48,17 @@ def test_a_recently_sent_or_running_evaluation_is_left_alone(world):
     assert sweeps.resend_lost_evaluations() == []
 
 
+def test_only_waiting_deployments_with_an_evaluation_due_are_sent_again_and_each_once(world):
+    lost(world, status="approved")
+    lost(world, status="cancelled")
+    waiting_for_a_person = lost(world, status="pending_approval")
+    Deployment.objects.filter(pk=waiting_for_a_person.pk).update(evaluation_due_at=None)
+    due = lost(world, status="pending_approval")
+    assert lifecycle.resend_lost_evaluations() == [due.pk]
+    # Sent again just now: the next sweep leaves it to the worker.
+    assert lifecycle.resend_lost_evaluations() == []
+
+
 @override_settings(EVALUATION_LEASE_SECONDS=60)
 def test_an_evaluation_held_past_its_lease_is_sent_again(world):
     stuck = lost(world, status="evaluating", minutes_ago=10, started=timezone.now() - timedelta(minutes=9))

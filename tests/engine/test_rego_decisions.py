@@ -3,7 +3,7 @@
 import pytest
 
 from policies_app.rego import combine_decisions, normalise_rule_value
-from policies_app.rego.decisions import policy_decision
+from policies_app.rego.decisions import MessageLimits, limit_messages, policy_decision, truncate_message
 
 
 @pytest.mark.parametrize(
@@ -81,3 +81,28 @@ def test_it_writes_non_string_messages_as_json():
     assert normalise_rule_value([{"b": 1, "a": [1, 2]}, 3, None]) == ['{"a": [1, 2], "b": 1}', "3", "null"]
     assert normalise_rule_value(42) == ["42"]
     assert normalise_rule_value({frozenset({"y", "x"})}) == ['["x", "y"]']
+
+
+def test_a_set_of_mixed_values_is_sorted_by_its_json_text():
+    # Python cannot compare 1 with "a": the set is sorted by each element's JSON text instead.
+    assert normalise_rule_value([{1, "a"}]) == ['["a", 1]']
+
+
+def test_an_object_with_non_string_keys_is_written_with_json_keys():
+    # regorus hands back Rego objects whose keys are arrays as dicts with tuple keys.
+    assert normalise_rule_value([{("a", 1): True}]) == ['{"[\\"a\\", 1]": true}']
+
+
+def test_non_ascii_text_in_a_json_message_stays_readable():
+    assert normalise_rule_value([{"owner": "équipe café"}]) == ['{"owner": "équipe café"}']
+
+
+def test_a_message_of_exactly_the_limit_is_kept_whole():
+    assert truncate_message("abc", 3) == "abc"
+    assert truncate_message("abcd", 3) == "abc… [truncated: 4 characters]"
+
+
+def test_limits_take_a_policys_messages_with_rules_missing_as_empty():
+    kept, used = limit_messages({"warn": ["w1"]}, MessageLimits(), 10)
+    assert kept == {"deny": [], "pending": [], "warn": ["w1"], "allow": []}
+    assert used == 1

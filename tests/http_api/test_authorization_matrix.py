@@ -7,7 +7,9 @@ The routes come from the schema itself, so a new route without expectations here
   deployer  Bob, deployer on Platform             viewer    Vera, viewer on Platform
   outsider  Charlie, no role anywhere
 Objects: the environment "prod" (Platform / Payments / Payments EU), a deployment of it pending approval
-(triggered by Bob), one approved (for complete), a policy attached to Platform, the template "network",
+(triggered by Bob), another pending one triggered by Dave, a deployer who is none of the personas (for
+approve and reject: so that Bob is refused for his role, not because it is his own deployment), one approved
+(for complete), a policy attached to Platform, the template "network",
 the team "security team" (approvers on Platform), a webhook of Payments, Bob's API token, the user Sam
 (for the user routes), a member of Payments EU and a policy attached to it from Payments, a policy
 attached to the template.
@@ -233,6 +235,11 @@ def objects(world) -> dict:
     Evaluation.objects.create(
         deployment=pending, request_type="deploy", input_json="{}", decision="pending", engine="x"
     )
+    dave = make_user("dave")
+    ProjectMembership.objects.create(project=world.platform, user=dave, role="deployer")
+    daves = Deployment.objects.create(
+        environment=world.environment, deployer=dave, status="pending_approval", decision="pending"
+    )
     approved = Deployment.objects.create(environment=world.environment, deployer=world.bob, status="approved")
     replay = PolicyReplay.objects.create(revision=policy.latest_revision, limit=5, status="done")
     repository = PolicyRepository.objects.create(name="policies", url="https://example.com/policies.git")
@@ -265,6 +272,7 @@ def objects(world) -> dict:
         "environment": world.environment.pk,
         "deployment": pending.pk,
         "approved": approved.pk,
+        "someone_elses": daves.pk,
         "replay": replay.pk,
         "repository": repository.pk,
         "webhook": webhook.pk,
@@ -302,7 +310,12 @@ def test_each_persona_is_allowed_forbidden_or_not_found_as_expected(world, metho
     expectations, body = MATRIX[(method, path)]
     ids = objects(world)
     resource = path.split("/")[3]
-    target = ids["approved"] if path.endswith("/complete/") else ids.get(OBJECT_OF_PATH.get(resource))
+    if path.endswith("/complete/"):
+        target = ids["approved"]
+    elif path.endswith(("/approve/", "/reject/")):
+        target = ids["someone_elses"]
+    else:
+        target = ids.get(OBJECT_OF_PATH.get(resource))
     policy_id = ids["template_policy_id"] if resource == "templates" else ids["policy_id"]
     url = (
         path.replace("{id}", str(target))

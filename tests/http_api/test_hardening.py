@@ -158,6 +158,49 @@ def test_policies_get_sensitive_values_but_the_input_and_pages_show_them_masked(
         assert SECRET not in body, page
 
 
+def test_sensitive_terraform_variables_are_masked_by_their_own_list(
+    world, api, django_capture_on_commit_callbacks
+):
+    """Each kind of variable has its own list of sensitive names: a terraform variable is masked when the
+    terraform list names it, whatever the environment list says (and the other way round)."""
+    response = api(world.admin).patch(
+        f"/api/v1/environments/{world.environment.pk}/",
+        {
+            "environment_variables": {"DB_PASSWORD": SECRET, "db_password": "eu-west-1"},
+            "terraform_variables": {"db_password": SECRET, "DB_PASSWORD": "not-a-secret", "size": "small"},
+            "sensitive_variables": {"environment": ["DB_PASSWORD"], "terraform": ["db_password"]},
+        },
+        format="json",
+    )
+    assert response.status_code == 200, response.json()
+    expected = {
+        "environment": {"DB_PASSWORD": MASK, "db_password": "eu-west-1"},
+        "terraform": {"db_password": MASK, "DB_PASSWORD": "not-a-secret", "size": "small"},
+    }
+    shown = api(world.vera).get(f"/api/v1/environments/{world.environment.pk}/").json()
+    assert (shown["environment_variables"], shown["terraform_variables"]) == (
+        expected["environment"],
+        expected["terraform"],
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        created = api(world.bob).post(
+            f"/api/v1/environments/{world.environment.pk}/deployments/", {}, format="json"
+        )
+    shown_input = api(world.vera).get(f"/api/v1/deployments/{created.json()['id']}/input/").json()
+    assert {kind: shown_input["variables"][kind] for kind in expected} == expected
+    assert SECRET not in json.dumps(shown_input)
+
+
+def test_an_input_that_is_not_an_object_or_has_no_variables_is_shown_as_it_is():
+    from policies_app.projects.environments import masked_input
+
+    sensitive = {"environment": ["DB_PASSWORD"]}
+    assert masked_input(None, sensitive) is None
+    assert masked_input({"plan": {}}, sensitive) == {"plan": {}}
+    unmasked = {"variables": {"environment": {"DB_PASSWORD": SECRET}}}
+    assert masked_input(unmasked, {}) == unmasked
+
+
 def test_an_outsider_lists_no_teams_and_no_templates(world, api):
     assert api(world.charlie).get("/api/v1/teams/").json()["results"] == []
     assert api(world.charlie).get("/api/v1/templates/").json()["results"] == []

@@ -9,6 +9,7 @@ from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 
 from policies_app.deployments.lifecycle import trigger_deployment
+from policies_app.errors import Conflict
 from policies_app.models import Deployment, Evaluation
 from policies_app.policies import authoring, catalog
 from tests.builders import make_policy, make_user
@@ -119,6 +120,43 @@ def test_a_revision_whose_tests_fail_is_recorded_but_evaluations_keep_the_active
     deployment.refresh_from_db()
     assert deployment.decision == "deny", "r1 (active) denies; r2 would have allowed"
     assert list(deployment.policy_revisions.values_list("number", flat=True)) == [1]
+
+
+BROKEN_TESTS = "package env0_test\n\ntest_expensive_is_denied if { no_such_function(1) }\n"
+
+
+def test_a_revision_whose_tests_could_not_run_is_recorded_but_never_activated(
+    world, django_capture_on_commit_callbacks
+):
+    policy = with_tests()
+    world.platform.approval_policies.add(policy)
+    allowing = POLICY.replace("> 100", "> 1000")
+    revision = authoring.revise_policy(
+        policy,
+        modules=[
+            {"filename": "main.rego", "source": allowing},
+            {"filename": "main_test.rego", "source": BROKEN_TESTS},
+        ],
+        user=world.admin,
+    )
+    assert (revision.number, revision.tests_status) == (2, "error")
+    policy.refresh_from_db()
+    assert policy.active_revision.number == 1
+    assert authoring.activation_refusal(revision).startswith("its tests could not run: main_test.rego:3")
+    with pytest.raises(Conflict) as refused:
+        authoring.publish_revision(policy, revision, world.admin)
+    assert refused.value.code == "tests_failed"
+    policy.refresh_from_db()
+    assert policy.active_revision.number == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        deployment, _ = trigger_deployment(world.environment, world.bob, plan=None, monthly_cost_diff=500)
+    deployment.refresh_from_db()
+    assert deployment.decision == "deny", "r1 (active) denies; r2 would have allowed"
+
+
+def test_a_new_policy_whose_tests_could_not_run_has_no_active_revision(world):
+    policy = with_tests(tests=BROKEN_TESTS)
+    assert policy.active_revision is None and policy.latest_revision.tests_status == "error"
 
 
 def test_a_new_policy_whose_tests_fail_has_no_active_revision(world):

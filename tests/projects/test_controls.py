@@ -5,59 +5,13 @@ Pat administers Payments (under Platform) and a root project Sandbox; Adam admin
 
 import pytest
 
-from policies_app.models import Deployment, Project, ProjectMembership, Template
+from policies_app.models import Deployment, Environment, Project
 from policies_app.projects import projects
-from tests.builders import make_policy, make_user, plan_with
+from tests.builders import make_policy, plan_with
 
 pytestmark = pytest.mark.django_db
 
-COST_LIMIT = """package env0
-
-deny contains "monthly cost over budget" if input.costEstimation.monthlyCostDiff > 1000
-
-allow contains "within budget" if input.costEstimation.monthlyCostDiff <= 1000
-"""
-NO_DELETES_OFF_MAIN = """package env0
-
-deny contains "deletes a database off main" if {
-	input.deploymentRequest.revision != "main"
-	some change in input.plan.resource_changes
-	"delete" in change.change.actions
-}
-"""
 SECRET_DATA = 'package env0\n\npending contains "ask" if data.settings.apikey == "s3cr3t"\n'
-
-
-@pytest.fixture
-def org(world):
-    pat = make_user("pat")
-    adam = make_user("adam")
-    sandbox = Project.objects.create(name="Sandbox")
-    ProjectMembership.objects.create(project=world.payments, user=pat, role="admin")
-    ProjectMembership.objects.create(project=sandbox, user=pat, role="admin")
-    ProjectMembership.objects.create(project=world.platform, user=adam, role="admin")
-    ProjectMembership.objects.create(project=sandbox, user=adam, role="admin")
-    cost = make_policy("cost limit", COST_LIMIT)
-    world.platform.approval_policies.add(cost)
-    world.template.approval_policies.add(make_policy("no deletes off main", NO_DELETES_OFF_MAIN))
-    bare = Template.objects.create(name="bare", type="terraform")
-    world.pat, world.adam, world.sandbox, world.cost, world.bare = pat, adam, sandbox, cost, bare
-    return world
-
-
-@pytest.fixture
-def trigger(api, django_capture_on_commit_callbacks):
-    """Trigger as Bob and return the deployment once its evaluation (run on commit) is recorded."""
-
-    def trigger(org, **body):
-        with django_capture_on_commit_callbacks(execute=True):
-            response = api(org.bob).post(
-                f"/api/v1/environments/{org.environment.pk}/deployments/", body, format="json"
-            )
-        assert response.status_code in (200, 201), response.json()
-        return api(org.bob).get(f"/api/v1/deployments/{response.json()['id']}/").json()
-
-    return trigger
 
 
 def test_a_project_admin_cannot_move_a_sub_project_out_from_under_the_policies_set_above_them(org, api):
@@ -149,49 +103,6 @@ def test_a_policy_the_admin_cannot_see_cannot_be_attached_and_stays_unreadable(o
     assert "s3cr3t" not in str(api(org.vera).get("/api/v1/policies/").json())
 
 
-def test_a_project_admin_cannot_allow_self_approval_for_their_own_project(org, api):
-    response = api(org.pat).patch(
-        f"/api/v1/projects/{org.payments.pk}/", {"allow_self_approval": True}, format="json"
-    )
-    assert response.status_code == 403
-    org.payments.refresh_from_db()
-    assert org.payments.allow_self_approval is False
-    # From above it may be allowed, and from below it may be switched off again (tightening).
-    assert (
-        api(org.adam)
-        .patch(f"/api/v1/projects/{org.payments.pk}/", {"allow_self_approval": True}, format="json")
-        .status_code
-        == 200
-    )
-    assert (
-        api(org.pat)
-        .patch(f"/api/v1/projects/{org.payments.pk}/", {"allow_self_approval": False}, format="json")
-        .status_code
-        == 200
-    )
-
-
-def test_a_deployer_who_is_a_project_admin_still_cannot_approve_their_own_deployment(org, api, trigger):
-    ProjectMembership.objects.create(project=org.payments, user=org.bob, role="admin")
-    refused = api(org.bob).patch(
-        f"/api/v1/projects/{org.payments.pk}/", {"allow_self_approval": True}, format="json"
-    )
-    assert refused.status_code == 403
-    deployment = trigger(org, revision="main", cost_estimation={"monthly_cost_diff": 10})
-    assert deployment["status"] == "approved"  # within budget: the cost policy allows
-    # Completed, so that the next deployment of the environment is evaluated at once.
-    api(org.bob).post(
-        f"/api/v1/deployments/{deployment['id']}/complete/", {"status": "succeeded"}, format="json"
-    )
-    pending = make_policy("always pending", 'package env0\n\npending contains "wait" if true\n')
-    org.platform.approval_policies.add(pending)
-    waiting = trigger(org, revision="main", idempotency_key="2")
-    assert waiting["status"] == "pending_approval"
-    response = api(org.bob).post(f"/api/v1/deployments/{waiting['id']}/approve/", {}, format="json")
-    assert response.status_code == 403
-    assert response.json()["code"] == "self_approval"
-
-
 def test_a_policy_attached_from_above_can_be_detached_only_from_above(org, api):
     extra = make_policy("payments review", 'package env0\n\npending contains "review" if true\n')
     org.environment.template.approval_policies.add(extra)  # so that Adam sees it
@@ -223,3 +134,82 @@ def test_the_use_case_refuses_the_move_without_going_through_http(org):
     assert refusal.value.code == "drops_controls"
     projects.update_project(org.adam, org.payments, parent=org.sandbox)
     assert Project.objects.get(pk=org.payments_eu.pk).lineage == f"/{org.sandbox.pk}/{org.payments.pk}/"
+
+
+def test_the_use_case_refuses_attaching_a_policy_the_admin_cannot_see_by_its_field(org):
+    from policies_app.errors import Invalid
+
+    hidden = make_policy("hidden", SECRET_DATA, data={"settings": {"apikey": "s3cr3t"}})
+    with pytest.raises(Invalid) as refusal:
+        projects.update_project(org.pat, org.payments, approval_policies=[hidden])
+    assert refusal.value.errors == {
+        "approval_policies": [f'Invalid pk "{hidden.pk}" - object does not exist.']
+    }
+    with pytest.raises(Invalid):
+        projects.create_project(org.pat, name="New", parent=org.payments, approval_policies=[hidden])
+    assert list(org.payments.approval_policies.all()) == []
+    assert not Project.objects.filter(name="New").exists()
+
+
+def test_a_move_that_keeps_one_policy_from_above_and_drops_another_is_refused(org):
+    from policies_app.errors import Forbidden
+
+    second = make_policy("platform review", 'package env0\n\npending contains "review" if true\n')
+    org.platform.approval_policies.add(second)
+    # Sandbox has the cost limit too: the move keeps it and drops only the review (attached after it).
+    org.sandbox.approval_policies.add(org.cost)
+    with pytest.raises(Forbidden) as refusal:
+        projects.update_project(org.pat, org.payments_eu, parent=org.sandbox)
+    assert refusal.value.code == "drops_controls"
+    assert refusal.value.message == (
+        "This change drops a policy attached to project Platform; only admins of that project may do that."
+    )
+    assert Project.objects.get(pk=org.payments_eu.pk).parent_id == org.payments.pk
+
+
+def test_moving_an_environment_under_a_project_that_allows_self_approval_needs_admin_of_every_project(org):
+    from policies_app.errors import Forbidden
+    from policies_app.projects import environments
+
+    lenient = Project.objects.create(name="Lenient", parent=org.payments, allow_self_approval=True)
+    with pytest.raises(Forbidden) as refusal:
+        environments.update_environment(org.pat, org.environment, project=lenient)
+    assert refusal.value.code == "drops_controls"
+    assert "approve their own deployments" in refusal.value.message
+    environments.update_environment(org.adam, org.environment, project=lenient)
+    assert Environment.objects.get(pk=org.environment.pk).project_id == lenient.pk
+
+
+def test_a_project_admin_may_change_an_environment_that_already_approves_automatically(org):
+    from policies_app.projects import environments
+
+    Environment.objects.filter(pk=org.environment.pk).update(approve_plans_automatically=True)
+    org.environment.refresh_from_db()
+    environments.update_environment(org.pat, org.environment, name="production")
+    changed = Environment.objects.get(pk=org.environment.pk)
+    assert (changed.name, changed.approve_plans_automatically) == ("production", True)
+
+
+def test_the_use_case_names_the_template_policies_a_template_swap_would_drop(org):
+    from policies_app.errors import Forbidden
+    from policies_app.projects import environments
+
+    with pytest.raises(Forbidden) as refusal:
+        environments.update_environment(org.pat, org.environment, template=org.bare)
+    assert refusal.value.code == "drops_controls"
+    assert refusal.value.message == (
+        "This change drops policies of the environment's template; only organisation admins may do that."
+    )
+
+
+def test_the_refusal_of_automatic_approval_names_the_root_whose_admins_may_allow_it(org):
+    from policies_app.errors import Forbidden
+    from policies_app.projects import environments
+
+    with pytest.raises(Forbidden) as refusal:
+        environments.update_environment(org.pat, org.environment, approve_plans_automatically=True)
+    assert refusal.value.code == "drops_controls"
+    assert refusal.value.message == (
+        "This change approves plans automatically; only admins of every project above it "
+        "(admins of Platform) or organisation admins may do that."
+    )

@@ -177,3 +177,47 @@ def test_a_tree_loaded_without_its_policies_refuses_to_say_which_apply(world):
     with pytest.raises(LookupError):
         light.effective_policies(world.environment)
     assert [p.name for p in tree_for(world.payments_eu).effective_policies(world.environment)] == ["cost"]
+
+
+def test_a_policy_attached_at_several_ancestors_is_inherited_once_from_the_nearest(world):
+    from policies_app.projects.tree import tree_for
+    from tests.builders import make_policy
+
+    policy = make_policy("cost", 'package env0\n\ndeny contains "no" if true\n')
+    world.platform.approval_policies.add(policy)
+    world.payments.approval_policies.add(policy)
+    inherited = tree_for(world.payments_eu).inherited_policies(world.payments_eu)
+    assert [(each.policy.name, each.source.name) for each in inherited] == [("cost", "Payments")]
+
+
+def test_each_user_sees_their_own_teams_and_those_holding_roles_where_they_see(world):
+    from django.contrib.auth.models import AnonymousUser, Permission
+
+    from policies_app import access
+    from policies_app.models import Team
+
+    outsiders = Team.objects.create(name="outsiders")
+    outsiders.members.add(world.charlie)
+    world.platform.memberships.create(team=world.security, role="approver")
+    elsewhere = Team.objects.create(name="elsewhere team")
+    ProjectMembership.objects.create(
+        project=Project.objects.create(name="Elsewhere"), team=elsewhere, role="viewer"
+    )
+
+    def names(user):
+        return set(access.visible_teams(user).values_list("name", flat=True))
+
+    assert names(world.vera) == {"security team"}
+    assert names(world.alice) == {"security team", "approvers team"}
+    assert names(world.charlie) == {"outsiders"}
+    assert names(AnonymousUser()) == set()
+    every = {"security team", "approvers team", "outsiders", "elsewhere team"}
+    assert names(world.admin) == every
+    # The Django model permissions given in the admin: teams seen, templates managed.
+    team_manager, template_manager = make_user("tess"), make_user("tom")
+    team_manager.user_permissions.add(Permission.objects.get(codename="change_team"))
+    template_manager.user_permissions.add(Permission.objects.get(codename="change_template"))
+    User = type(world.admin)
+    assert names(User.objects.get(pk=team_manager.pk)) == every  # a fresh instance: permissions are cached
+    assert access.may_manage_templates(User.objects.get(pk=template_manager.pk))
+    assert not access.may_manage_templates(world.alice)

@@ -304,14 +304,6 @@ def test_approving_twice_shows_the_services_refusal(client, world):
     assert Approval.objects.count() == 1
 
 
-def test_approving_ones_own_deployment_is_forbidden_with_the_reason(client, world):
-    deployment = make_deployment(world, deployer=world.alice)
-    response = decide(client_for(client, world.alice), deployment, "approve")
-    assert response.status_code == 403
-    assert "own deployment" in response.context["error"]
-    assert not Approval.objects.exists()
-
-
 # --- cancel --------------------------------------------------------------------------------------------
 
 
