@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from policies_app.iac.values import UNKNOWN, Sensitive, TfMap, TfSet, contains_unknown
+from policies_app.iac.values import UNKNOWN, Sensitive, TfMap, TfSet, contains_unknown, is_unknown
 
 
 class TypeSyntaxError(ValueError):
@@ -234,7 +234,7 @@ class _TypeParser:
                     f'the {value} type constructor requires one argument specifying the element type, as in "{value}(string)"'
                 )
             element = self._plain_type()
-            self.expect(")")
+            self._close_call()
             return {"list": ListType, "set": SetType, "map": MapType}[value](element)
         if value == "tuple":
             self.expect("(")
@@ -245,7 +245,7 @@ class _TypeParser:
                 if not self.accept(","):
                     self.expect("]")
                     break
-            self.expect(")")
+            self._close_call()
             return TupleType(tuple(elements))
         if value == "object":
             return self._object()
@@ -255,11 +255,18 @@ class _TypeParser:
             self.expect("(")
             inner = self._plain_type()
             marker = OptionalAttribute()
-            if self.accept(","):
+            if self.accept(",") and self.peek() != ("punct", ")"):
                 marker = OptionalAttribute(True, _LiteralParser(self).value())
-            self.expect(")")
+            self._close_call()
             return ("optional", (inner, marker))
         raise TypeSyntaxError(f'the keyword "{value}" is not a valid type')
+
+    def _close_call(self) -> None:
+        """The ``)`` closing a type constructor's arguments, after an optional trailing comma: HCL
+        reads ``list(string,)`` and ``optional(list(string), )`` as calls like any other, and a call's
+        arguments may end with a comma (the second is an optional attribute without a default)."""
+        self.accept(",")
+        self.expect(")")
 
     def _plain_type(self) -> TypeConstraint:
         result = self.parse_type()
@@ -287,7 +294,7 @@ class _TypeParser:
             else:
                 attributes[name] = result
             self.accept(",")
-        self.expect(")")
+        self._close_call()
         for name, marker in list(optional.items()):
             if marker.has_default and marker.default is not None:
                 try:
@@ -406,7 +413,7 @@ def parse_number(text: str) -> int | float:
 
 
 def to_number(value: Any) -> Any:
-    if value is UNKNOWN:
+    if is_unknown(value):
         return UNKNOWN
     if _is_number(value):
         return normalize_number(value)
@@ -418,7 +425,7 @@ def to_number(value: Any) -> Any:
 
 
 def to_string(value: Any) -> Any:
-    if value is UNKNOWN:
+    if is_unknown(value):
         return UNKNOWN
     if isinstance(value, str):
         return value
@@ -432,7 +439,7 @@ def to_string(value: Any) -> Any:
 
 
 def to_bool(value: Any) -> Any:
-    if value is UNKNOWN:
+    if is_unknown(value):
         return UNKNOWN
     if isinstance(value, bool):
         return value
@@ -454,7 +461,7 @@ def type_name(value: Any) -> str:
     """The kind of a value in Terraform's words, for error messages."""
     if value is None:
         return "null"
-    if value is UNKNOWN:
+    if is_unknown(value):
         return "unknown"
     primitive = primitive_kind(value)
     if primitive is not None:
@@ -500,7 +507,7 @@ def equal_with_unknowns(left: Any, right: Any) -> Any:
     length, attribute names) are unequal; otherwise elements are compared in order (map and object
     keys sorted), and the first that is unknown makes the whole unknown.
     """
-    if left is UNKNOWN or right is UNKNOWN:
+    if is_unknown(left) or is_unknown(right):
         return UNKNOWN
     if left is None or right is None:
         return left is None and right is None
@@ -513,7 +520,7 @@ def equal_with_unknowns(left: Any, right: Any) -> Any:
 
 def _same_shape(left: Any, right: Any) -> bool:
     """Whether the two could be of one type: an unknown part fits any."""
-    if left is UNKNOWN or right is UNKNOWN or left is None or right is None:
+    if is_unknown(left) or is_unknown(right) or left is None or right is None:
         return True
     kind = primitive_kind(left)
     if kind is not None:
@@ -564,7 +571,7 @@ def primitive_kind(value: Any) -> str | None:
 
 def infer_type(value: Any) -> TypeConstraint:
     """The most specific type of a value; null and unknown give ``any``."""
-    if value is None or value is UNKNOWN:
+    if value is None or is_unknown(value):
         return ANY
     if isinstance(value, bool):
         return BOOL
@@ -648,7 +655,7 @@ def _describe(t: TypeConstraint) -> str:
 
 
 def _convert(value: Any, t: TypeConstraint, path: str) -> Any:
-    if value is UNKNOWN or value is None or isinstance(t, AnyType):
+    if is_unknown(value) or value is None or isinstance(t, AnyType):
         return value
     if value.__class__ is Sensitive:  # a converted element keeps its mark (tolist, tomap)
         return Sensitive(_convert(value.value, t, path))

@@ -30,7 +30,7 @@ from policies_app.iac.type_constraints import (
     unify,
     values_equal,
 )
-from policies_app.iac.values import UNKNOWN, TfMap, TfSet, contains_unknown
+from policies_app.iac.values import UNKNOWN, TfMap, TfSet, contains_unknown, is_unknown
 
 
 def _list_not_set(value: Any, what: str = "argument") -> list[Any]:
@@ -52,7 +52,7 @@ def _unified(values: list[Any], what: str = "elements") -> list[Any]:
 
 @register("length", 1, unknowns="handled", marks="elements")
 def length(value: Any) -> Any:
-    if value is UNKNOWN:
+    if is_unknown(value):
         return UNKNOWN
     if isinstance(value, str):
         return len(graphemes(value))
@@ -68,14 +68,14 @@ def length(value: Any) -> Any:
 
 @register("keys", 1, unknowns="handled", marks="elements")
 def keys(value: Any) -> Any:
-    if value is UNKNOWN:
+    if is_unknown(value):
         return UNKNOWN
     return sorted(want_mapping(value))
 
 
 @register("values", 1, unknowns="handled", marks="elements")
 def values(value: Any) -> Any:
-    if value is UNKNOWN:
+    if is_unknown(value):
         return UNKNOWN
     mapping = want_mapping(value)
     return [mapping[k] for k in sorted(mapping)]
@@ -83,7 +83,7 @@ def values(value: Any) -> Any:
 
 @register("concat", 1, None, unknowns="handled", marks="elements")
 def concat(*lists: Any) -> Any:
-    if any(v is UNKNOWN for v in lists):
+    if any(is_unknown(v) for v in lists):
         return UNKNOWN
     result: list[Any] = []
     for position, items in enumerate(lists):
@@ -93,7 +93,7 @@ def concat(*lists: Any) -> Any:
 
 @register("merge", 0, None, unknowns="handled", marks="elements")
 def merge(*maps: Any) -> Any:
-    if any(v is UNKNOWN for v in maps):
+    if any(is_unknown(v) for v in maps):
         return UNKNOWN
     result: dict[str, Any] = {}
     for position, mapping in enumerate(maps):
@@ -109,7 +109,7 @@ def merge(*maps: Any) -> Any:
 
 @register("element", 2, unknowns="handled", marks="elements")
 def element(items: Any, index: Any) -> Any:
-    if items is UNKNOWN or index is UNKNOWN:
+    if is_unknown(items) or is_unknown(index):
         return UNKNOWN
     sequence = _list_not_set(items, "the first argument")
     i = want_int(index, "the index")
@@ -124,7 +124,7 @@ def element(items: Any, index: Any) -> Any:
 
 @register("lookup", 2, 3, unknowns="handled", marks="elements")
 def lookup(mapping: Any, key: Any, *default: Any) -> Any:
-    if mapping is UNKNOWN or key is UNKNOWN:
+    if is_unknown(mapping) or is_unknown(key):
         return UNKNOWN
     table = want_mapping(mapping, "the first argument")
     name = want_string(key, "the key")
@@ -145,12 +145,12 @@ def lookup(mapping: Any, key: Any, *default: Any) -> Any:
 def coalesce(*args: Any, declared_types: list[Any]) -> Any:
     # The result has the type all arguments unify to, a typed null's included: coalesce(var.port,
     # 5432) with var.port a null string is "5432".
-    inferred = [infer_type(a) for a in args if a is not UNKNOWN and a is not None]
+    inferred = [infer_type(a) for a in args if not is_unknown(a) and a is not None]
     common = unify(inferred + [t for t in declared_types if t is not None and t is not ANY])
     if common is None:
         raise ArgumentError("all arguments must have the same type")
     for arg in args:
-        if arg is UNKNOWN:
+        if is_unknown(arg):
             return UNKNOWN
         if arg is None:
             continue
@@ -166,7 +166,7 @@ def coalesce(*args: Any, declared_types: list[Any]) -> Any:
 @register("coalescelist", 1, None, unknowns="handled", wants_declared_types=True)
 def coalescelist(*lists: Any, declared_types: list[Any]) -> Any:
     for position, items in enumerate(lists):
-        if items is UNKNOWN:
+        if is_unknown(items):
             return UNKNOWN
         if items is None and declared_types[position] is not ANY:
             continue  # a list-typed null, such as a module's optional list attribute
@@ -187,7 +187,7 @@ def compact(items: Any) -> list[str]:
 @register("contains", 2, unknowns="handled")
 def contains(items: Any, value: Any) -> Any:
     # Found is found, whatever else the list holds; not found is unknown while some element is.
-    if items is UNKNOWN or value is UNKNOWN:
+    if is_unknown(items) or is_unknown(value):
         return UNKNOWN
     if value is None:
         raise ArgumentError("the value to look for must not be null")
@@ -196,7 +196,7 @@ def contains(items: Any, value: Any) -> Any:
         equal = equal_with_unknowns(item, value)
         if equal is True:
             return True
-        undecided = undecided or equal is UNKNOWN
+        undecided = undecided or is_unknown(equal)
     return UNKNOWN if undecided else False
 
 
@@ -217,7 +217,7 @@ def flatten(items: Any) -> Any:
 
     def walk(values: list[Any]) -> bool:
         for v in values:
-            if v is UNKNOWN:
+            if is_unknown(v):
                 return False
             if is_sequence(v):
                 if not walk(list(v)):
@@ -226,7 +226,7 @@ def flatten(items: Any) -> Any:
                 result.append(v)
         return True
 
-    if items is UNKNOWN:
+    if is_unknown(items):
         return UNKNOWN
     return result if walk(want_sequence(items)) else UNKNOWN
 
@@ -289,14 +289,14 @@ def range_(*args: Any) -> list[int | float]:
 
 @register("reverse", 1, unknowns="handled", marks="elements")
 def reverse(items: Any) -> Any:
-    if items is UNKNOWN:
+    if is_unknown(items):
         return UNKNOWN
     return list(reversed(want_sequence(items)))
 
 
 @register("slice", 3, unknowns="handled", marks="elements")
 def slice_(items: Any, start: Any, end: Any) -> Any:
-    if UNKNOWN in (items, start, end) or contains_unknown(start) or contains_unknown(end):
+    if is_unknown(items) or contains_unknown(start) or contains_unknown(end):
         return UNKNOWN
     sequence = _list_not_set(items, "the first argument")
     first, last = want_int(start, "start_index"), want_int(end, "end_index")
@@ -311,7 +311,7 @@ def slice_(items: Any, start: Any, end: Any) -> Any:
 
 @register("chunklist", 2, unknowns="handled", marks="elements")
 def chunklist(items: Any, size: Any) -> Any:
-    if items is UNKNOWN or contains_unknown(size):
+    if is_unknown(items) or contains_unknown(size):
         return UNKNOWN
     sequence = want_sequence(items)
     n = want_int(size, "the size")
@@ -324,7 +324,7 @@ def chunklist(items: Any, size: Any) -> Any:
 
 @register("sort", 1, unknowns="handled")
 def sort(items: Any) -> Any:
-    if items is UNKNOWN:
+    if is_unknown(items):
         return UNKNOWN
     sequence = want_sequence(items)
     if any(contains_unknown(item) for item in sequence):
@@ -351,27 +351,27 @@ def sum_(items: Any) -> int | float:
 
 
 def _bool_elements(items: Any) -> list[Any]:
-    return [v if v is None or v is UNKNOWN else want_bool(v) for v in want_sequence(items)]
+    return [v if v is None or is_unknown(v) else want_bool(v) for v in want_sequence(items)]
 
 
 @register("alltrue", 1, unknowns="handled")
 def alltrue(items: Any) -> Any:
-    if items is UNKNOWN:
+    if is_unknown(items):
         return UNKNOWN
     flags = _bool_elements(items)
     if any(v is False or v is None for v in flags):
         return False
-    return UNKNOWN if any(v is UNKNOWN for v in flags) else True
+    return UNKNOWN if any(is_unknown(v) for v in flags) else True
 
 
 @register("anytrue", 1, unknowns="handled")
 def anytrue(items: Any) -> Any:
-    if items is UNKNOWN:
+    if is_unknown(items):
         return UNKNOWN
     flags = _bool_elements(items)
     if any(v is True for v in flags):
         return True
-    return UNKNOWN if any(v is UNKNOWN for v in flags) else False
+    return UNKNOWN if any(is_unknown(v) for v in flags) else False
 
 
 @register("transpose", 1)
@@ -386,7 +386,7 @@ def transpose(mapping: Any) -> dict[str, list[str]]:
 
 @register("zipmap", 2, unknowns="handled", marks="elements")
 def zipmap(keys_: Any, values_: Any) -> Any:
-    if keys_ is UNKNOWN or values_ is UNKNOWN or contains_unknown(keys_):
+    if is_unknown(keys_) or is_unknown(values_) or contains_unknown(keys_):
         return UNKNOWN
     key_list, value_list = want_sequence(keys_), want_sequence(values_)
     if len(key_list) != len(value_list):
@@ -410,7 +410,7 @@ def _as_sets(args: tuple[Any, ...]) -> list[TfSet]:
 
 @register("setunion", 1, None, unknowns="handled")
 def setunion(*args: Any) -> Any:
-    if any(a is UNKNOWN for a in args):
+    if any(is_unknown(a) for a in args):
         return UNKNOWN
     return TfSet(v for s in _as_sets(args) for v in s)
 
@@ -432,7 +432,7 @@ _PRODUCT_LIMIT = 1_000_000  # terraform has no limit; an evaluation service need
 
 @register("setproduct", 1, None, unknowns="handled", marks="elements")
 def setproduct(*args: Any) -> Any:
-    if any(a is UNKNOWN for a in args):
+    if any(is_unknown(a) for a in args):
         return UNKNOWN
     if any(isinstance(a, TfSet) and contains_unknown(a) for a in args):
         return UNKNOWN  # the size of a set holding unknowns is not known yet
