@@ -15,10 +15,28 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+# The types themselves and their unification live in their own modules; they are re-exported here,
+# where every other module has always found them.
+from policies_app.iac.type_kinds import (
+    ANY,
+    BOOL,
+    NUMBER,
+    STRING,
+    AnyType,
+    ListType,
+    MapType,
+    ObjectType,
+    OptionalAttribute,
+    PrimitiveType,
+    SetType,
+    TupleType,
+    TypeConstraint,
+    object_type,
+)
+from policies_app.iac.type_unification import convertible, infer_type, unify
 from policies_app.iac.values import UNKNOWN, Sensitive, TfMap, TfSet, contains_unknown, is_unknown
 
 
@@ -28,107 +46,6 @@ class TypeSyntaxError(ValueError):
 
 class ConversionError(ValueError):
     """A value that cannot be converted to the type asked for."""
-
-
-# --- type constraints --------------------------------------------------------------------------------
-
-
-class TypeConstraint:
-    """Base of every type; ``str(t)`` gives the HCL spelling, used in error messages."""
-
-    __slots__ = ()
-
-
-@dataclass(frozen=True)
-class PrimitiveType(TypeConstraint):
-    name: str  # "string", "number" or "bool"
-
-    def __str__(self) -> str:
-        return self.name
-
-
-@dataclass(frozen=True)
-class AnyType(TypeConstraint):
-    """``any``: the type is decided by the value (cty's DynamicPseudoType)."""
-
-    def __str__(self) -> str:
-        return "any"
-
-
-@dataclass(frozen=True)
-class ListType(TypeConstraint):
-    element: TypeConstraint
-
-    def __str__(self) -> str:
-        return f"list({self.element})"
-
-
-@dataclass(frozen=True)
-class SetType(TypeConstraint):
-    element: TypeConstraint
-
-    def __str__(self) -> str:
-        return f"set({self.element})"
-
-
-@dataclass(frozen=True)
-class MapType(TypeConstraint):
-    element: TypeConstraint
-
-    def __str__(self) -> str:
-        return f"map({self.element})"
-
-
-@dataclass(frozen=True)
-class TupleType(TypeConstraint):
-    elements: tuple[TypeConstraint, ...]
-
-    def __str__(self) -> str:
-        return "tuple([" + ", ".join(str(e) for e in self.elements) + "])"
-
-
-@dataclass(frozen=True)
-class OptionalAttribute:
-    """How an ``optional(...)`` attribute is filled when absent or null; ``has_default`` tells a
-    missing default apart from an explicit ``null`` default (both give null)."""
-
-    has_default: bool = False
-    default: Any = field(default=None, hash=False)  # may be a list or dict: kept out of the hash
-
-
-@dataclass(frozen=True)
-class ObjectType(TypeConstraint):
-    attributes: tuple[tuple[str, TypeConstraint], ...]
-    optional: tuple[tuple[str, OptionalAttribute], ...] = field(default=())
-
-    @property
-    def attribute_types(self) -> dict[str, TypeConstraint]:
-        return dict(self.attributes)
-
-    @property
-    def optional_attributes(self) -> dict[str, OptionalAttribute]:
-        return dict(self.optional)
-
-    def __str__(self) -> str:
-        optional = self.optional_attributes
-
-        def spelled(name: str, t: TypeConstraint) -> str:
-            if name not in optional:
-                return str(t)
-            marker = optional[name]
-            return f"optional({t}, {marker.default!r})" if marker.has_default else f"optional({t})"
-
-        return "object({" + ", ".join(f"{k}={spelled(k, v)}" for k, v in self.attributes) + "})"
-
-
-STRING = PrimitiveType("string")
-NUMBER = PrimitiveType("number")
-BOOL = PrimitiveType("bool")
-ANY = AnyType()
-
-
-def object_type(attributes: dict[str, TypeConstraint], optional: dict[str, OptionalAttribute] | None = None):
-    return ObjectType(tuple(sorted(attributes.items())), tuple(sorted((optional or {}).items())))
 
 
 # --- parsing type expressions -------------------------------------------------------------------------
@@ -566,71 +483,6 @@ def primitive_kind(value: Any) -> str | None:
     return None
 
 
-# --- type inference and unification (what "any" becomes) ---------------------------------------------
-
-
-def infer_type(value: Any) -> TypeConstraint:
-    """The most specific type of a value; null and unknown give ``any``."""
-    if value is None or is_unknown(value):
-        return ANY
-    if isinstance(value, bool):
-        return BOOL
-    if _is_number(value):
-        return NUMBER
-    if isinstance(value, str):
-        return STRING
-    if isinstance(value, TfSet):
-        element = unify([infer_type(v) for v in value])
-        return SetType(element if element is not None else ANY)
-    if isinstance(value, (list, tuple)):
-        return TupleType(tuple(infer_type(v) for v in value))
-    if isinstance(value, dict):
-        return object_type({k: infer_type(v) for k, v in value.items()})
-    return ANY
-
-
-def unify(types: list[TypeConstraint]) -> TypeConstraint | None:
-    """One type that every given type converts to, as cty chooses it, or None when there is none."""
-    concrete = [t for t in types if not isinstance(t, AnyType)]
-    if not concrete:
-        return ANY
-    first = concrete[0]
-    if all(t == first for t in concrete):
-        return first
-    if all(isinstance(t, PrimitiveType) for t in concrete):
-        # Strings absorb numbers and bools; a number and a bool have nothing in common.
-        return STRING if STRING in concrete else None
-    if all(isinstance(t, (ListType, TupleType)) for t in concrete):
-        if all(isinstance(t, TupleType) for t in concrete) and len({len(t.elements) for t in concrete}) == 1:
-            columns = zip(*(t.elements for t in concrete), strict=True)
-            unified = [unify(list(column)) for column in columns]
-            return None if None in unified else TupleType(tuple(unified))
-        element = unify([e for t in concrete for e in _element_types(t)])
-        return None if element is None else ListType(element)
-    if all(isinstance(t, (SetType, ListType, TupleType)) for t in concrete):
-        # A set beside lists or tuples (cond ? var.names_set : []): they all convert to a set.
-        element = unify([e for t in concrete for e in _element_types(t)])
-        return None if element is None else SetType(element)
-    if all(isinstance(t, (MapType, ObjectType)) for t in concrete):
-        if all(isinstance(t, ObjectType) for t in concrete):
-            names = {tuple(k for k, _ in t.attributes) for t in concrete}
-            if len(names) == 1:
-                columns = {k: unify([t.attribute_types[k] for t in concrete]) for k in names.pop()}
-                if None not in columns.values():
-                    return object_type(columns)  # type: ignore[arg-type]
-        element = unify([e for t in concrete for e in _element_types(t)])
-        return None if element is None else MapType(element)
-    return None
-
-
-def _element_types(t: TypeConstraint) -> list[TypeConstraint]:
-    if isinstance(t, TupleType):
-        return list(t.elements)
-    if isinstance(t, ObjectType):
-        return [v for _, v in t.attributes]
-    return [t.element]  # type: ignore[attr-defined]
-
-
 # --- conversion ------------------------------------------------------------------------------------------
 
 
@@ -744,3 +596,37 @@ def _has_any(t: TypeConstraint) -> bool:
     if isinstance(t, ObjectType):
         return any(_has_any(a) for _, a in t.attributes)
     return False
+
+
+__all__ = [
+    "ANY",
+    "BOOL",
+    "NUMBER",
+    "STRING",
+    "AnyType",
+    "ConversionError",
+    "ListType",
+    "MapType",
+    "ObjectType",
+    "OptionalAttribute",
+    "PrimitiveType",
+    "SetType",
+    "TupleType",
+    "TypeConstraint",
+    "TypeSyntaxError",
+    "convert",
+    "convertible",
+    "equal_with_unknowns",
+    "format_number",
+    "infer_type",
+    "normalize_number",
+    "object_type",
+    "parse_type",
+    "primitive_kind",
+    "to_bool",
+    "to_number",
+    "to_string",
+    "type_name",
+    "unify",
+    "values_equal",
+]
