@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from policies_app.iac import syntax_nodes, type_constraints
 from policies_app.iac.functions import REGISTRY, FunctionError, UnsupportedFunction, call_function
+from policies_app.iac.type_unification import unknown_of_either
 from policies_app.iac.values import (
     UNKNOWN,
     Sensitive,
@@ -581,7 +582,11 @@ class Evaluator:
         if false_value.__class__ is Sensitive:
             false_value, marked = false_value.value, True
         if is_unknown(condition):
-            result = None if true_value is None and false_value is None else UNKNOWN
+            result = (
+                None
+                if true_value is None and false_value is None
+                else unknown_of_either(true_value, false_value)
+            )
             return mark(result) if marked else result
         if to_bool(condition, expr.condition.pos):
             chosen, error, other, other_expr = true_value, true_error, false_value, expr.false_expr
@@ -656,7 +661,7 @@ class Evaluator:
     def _unify(self, chosen: Any, other: Any, pos: syntax_nodes.Pos) -> Any:
         """Both results of a conditional share one type: a number or bool beside a string becomes a
         string, as Terraform's type unification does."""
-        if chosen is None or is_unknown(chosen) or other is None or is_unknown(other):
+        if chosen is None or is_unknown(chosen) or other is None or other is UNKNOWN:
             return chosen
         if contains_sensitive(chosen) or contains_sensitive(other):
             # Types are inferred without the marks; the chosen value keeps its own marks unless it has

@@ -36,8 +36,16 @@ from policies_app.iac.type_kinds import (
     TypeConstraint,
     object_type,
 )
-from policies_app.iac.type_unification import convertible, infer_type, unify
-from policies_app.iac.values import UNKNOWN, Sensitive, TfMap, TfSet, contains_unknown, is_unknown
+from policies_app.iac.type_unification import converted_unknown, convertible, has_any, infer_type, unify
+from policies_app.iac.values import (
+    UNKNOWN,
+    Sensitive,
+    TfMap,
+    TfSet,
+    contains_unknown,
+    definitely_not_null,
+    is_unknown,
+)
 
 
 class TypeSyntaxError(ValueError):
@@ -425,6 +433,9 @@ def equal_with_unknowns(left: Any, right: Any) -> Any:
     keys sorted), and the first that is unknown makes the whole unknown.
     """
     if is_unknown(left) or is_unknown(right):
+        # An unknown refined as not null is certainly not equal to null.
+        if (left is None and definitely_not_null(right)) or (right is None and definitely_not_null(left)):
+            return False
         return UNKNOWN
     if left is None or right is None:
         return left is None and right is None
@@ -507,8 +518,11 @@ def _describe(t: TypeConstraint) -> str:
 
 
 def _convert(value: Any, t: TypeConstraint, path: str) -> Any:
-    if is_unknown(value) or value is None or isinstance(t, AnyType):
+    if value is None or isinstance(t, AnyType):
         return value
+    if is_unknown(value):
+        # The plain unknown stays as it is (nothing known of it is lost); a refined one takes the type.
+        return value if value is UNKNOWN else converted_unknown(value, t)
     if value.__class__ is Sensitive:  # a converted element keeps its mark (tolist, tomap)
         return Sensitive(_convert(value.value, t, path))
     if isinstance(t, PrimitiveType):
@@ -544,7 +558,7 @@ def _convert(value: Any, t: TypeConstraint, path: str) -> Any:
         keys = sorted(value)  # maps iterate in key order in terraform
         converted = _convert_elements([value[k] for k in keys], t.element, path, keys)
         element = t.element
-        if _has_any(element):
+        if has_any(element):
             element = unify([infer_type(v) for v in converted]) or element
         return TfMap(zip(keys, converted, strict=True), element)
     if isinstance(t, ObjectType):
@@ -572,7 +586,7 @@ def _convert_elements(
         return f'{path}element "{keys[i]}": ' if keys is not None else f"{path}element {i}: "
 
     converted = [_convert(v, element, where(i)) for i, v in enumerate(items)]
-    if not _has_any(element):
+    if not has_any(element):
         return converted
     # A collection holds one element type. Where the constraint leaves it open ("any"), cty decides it by
     # unifying the converted elements, then converts them all to it: list(any) of ["a", 1] is strings, and
@@ -584,18 +598,6 @@ def _convert_elements(
     if isinstance(unified, AnyType):
         return converted
     return [_convert(v, unified, where(i)) for i, v in enumerate(converted)]
-
-
-def _has_any(t: TypeConstraint) -> bool:
-    if isinstance(t, AnyType):
-        return True
-    if isinstance(t, (ListType, SetType, MapType)):
-        return _has_any(t.element)
-    if isinstance(t, TupleType):
-        return any(_has_any(e) for e in t.elements)
-    if isinstance(t, ObjectType):
-        return any(_has_any(a) for _, a in t.attributes)
-    return False
 
 
 __all__ = [

@@ -28,7 +28,15 @@ from policies_app.iac.type_kinds import (
     TypeConstraint,
     object_type,
 )
-from policies_app.iac.values import Sensitive, TfMap, TfSet, UnknownValue
+from policies_app.iac.values import (
+    UNKNOWN,
+    Sensitive,
+    TfMap,
+    TfSet,
+    UnknownValue,
+    definitely_not_null,
+    length_bounds,
+)
 
 
 def infer_type(value: Any) -> TypeConstraint:
@@ -59,6 +67,63 @@ def infer_type(value: Any) -> TypeConstraint:
     if isinstance(value, dict):
         return object_type({k: infer_type(v) for k, v in value.items()})
     return ANY
+
+
+def unknown_of_either(first: Any, second: Any) -> UnknownValue:
+    """What HCL knows of a conditional's result before its condition is known: an unknown of the type
+    both results unify to (any when either is itself an unknown of any type), not null when neither
+    is, and, when both are collections of one type, no shorter than the shorter and no longer than the
+    longer (``cond ? ["a"] : ["b"]`` is a tuple of one element either way, so its length is known).
+    Refined only where the result is a collection or a structure: otherwise ``UNKNOWN``."""
+    types = [infer_type(first), infer_type(second)]
+    dynamic = any(
+        isinstance(t, AnyType) and v is not None for t, v in zip(types, (first, second), strict=True)
+    )
+    result_type = None if dynamic else unify(types)
+    if not isinstance(result_type, (ListType, SetType, MapType, TupleType, ObjectType)):
+        # What cty also knows of other results (not null, a number's range, a string's prefix) is not
+        # carried: an unknown of a primitive or of any type stays the plain one.
+        return UNKNOWN
+    length: tuple[int, int | None] = (0, None)
+    if isinstance(types[0], (ListType, SetType, MapType)) and types[0] == types[1]:
+        (first_low, first_high), (second_low, second_high) = length_bounds(first), length_bounds(second)
+        high = None if first_high is None or second_high is None else max(first_high, second_high)
+        length = (min(first_low, second_low), high)
+    not_null = definitely_not_null(first) and definitely_not_null(second)
+    return UnknownValue(result_type, not_null, length)
+
+
+def converted_unknown(value: UnknownValue, target: TypeConstraint) -> UnknownValue:
+    """An unknown converted to a type (cty's prepareUnknownResult): it has that type, and a collection
+    made of a tuple or an object keeps what is known of its length."""
+    source = value.type
+    length: tuple[int, int | None] = (0, None)
+    if isinstance(source, ObjectType) and isinstance(target, MapType):
+        length = (len(source.attributes), len(source.attributes))
+    elif isinstance(source, TupleType) and isinstance(target, ListType):
+        length = (len(source.elements), len(source.elements))
+    elif isinstance(source, TupleType) and isinstance(target, SetType):
+        count = len(source.elements)
+        length = (count, count) if count <= 1 else (1, count)  # equal elements merge
+    elif isinstance(source, (ListType, SetType, MapType)) and isinstance(
+        target, (ListType, SetType, MapType)
+    ):
+        low, high = value.length
+        length = (min(low, 1) if isinstance(target, SetType) else low, high)
+    return UnknownValue(None if has_any(target) else target, value.not_null, length)
+
+
+def has_any(t: TypeConstraint) -> bool:
+    """Whether ``any`` appears anywhere in the type (its value decides the rest)."""
+    if isinstance(t, AnyType):
+        return True
+    if isinstance(t, (ListType, SetType, MapType)):
+        return has_any(t.element)
+    if isinstance(t, TupleType):
+        return any(has_any(e) for e in t.elements)
+    if isinstance(t, ObjectType):
+        return any(has_any(a) for _, a in t.attributes)
+    return False
 
 
 def unify(types: list[TypeConstraint]) -> TypeConstraint | None:

@@ -68,6 +68,27 @@ def is_unknown(value: Any) -> bool:
     return value.__class__ is UnknownValue
 
 
+def definitely_not_null(value: Any) -> bool:
+    """Whether the value is certain not to be null (cty's ValueRange.DefinitelyNotNull)."""
+    if value.__class__ is Sensitive:
+        value = value.value
+    if value.__class__ is UnknownValue:
+        return value.not_null
+    return value is not None
+
+
+def length_bounds(value: Any) -> tuple[int, int | None]:
+    """The bounds of a collection's length: exact for a known one (a set holding unknowns may still
+    shrink to one element), a refined unknown's own bounds (cty's ValueRange.LengthLowerBound/Upper)."""
+    if value.__class__ is Sensitive:
+        value = value.value
+    if value.__class__ is UnknownValue:
+        return value.length
+    if isinstance(value, TfSet) and len(value) > 1 and contains_unknown(value):
+        return 1, len(value)
+    return (len(value), len(value)) if isinstance(value, (list, tuple, dict)) else (0, None)
+
+
 class Sensitive:
     """A value marked sensitive (a variable with ``sensitive = true``, ``sensitive()``, what is derived
     from them). Never nested directly: ``mark`` of a marked value returns it unchanged."""

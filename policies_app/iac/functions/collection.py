@@ -23,7 +23,9 @@ from policies_app.iac.functions.strings import graphemes
 from policies_app.iac.type_constraints import (
     ANY,
     ConversionError,
+    ObjectType,
     SetType,
+    TupleType,
     convert,
     equal_with_unknowns,
     infer_type,
@@ -53,7 +55,12 @@ def _unified(values: list[Any], what: str = "elements") -> list[Any]:
 @register("length", 1, unknowns="handled", marks="elements")
 def length(value: Any) -> Any:
     if is_unknown(value):
-        return UNKNOWN
+        # A tuple's or an object's length is its type's; a collection's may be known by refinement.
+        if isinstance(value.type, TupleType):
+            return len(value.type.elements)
+        if isinstance(value.type, ObjectType):
+            return len(value.type.attributes)
+        return UNKNOWN if value.known_length is None else value.known_length
     if isinstance(value, str):
         return len(graphemes(value))
     if isinstance(value, TfSet) and len(value) > 1 and any(contains_unknown(v) for v in value):
@@ -69,7 +76,8 @@ def length(value: Any) -> Any:
 @register("keys", 1, unknowns="handled", marks="elements")
 def keys(value: Any) -> Any:
     if is_unknown(value):
-        return UNKNOWN
+        # An object's attribute names are its type's, known before its values (cty's keys).
+        return sorted(value.type.attribute_types) if isinstance(value.type, ObjectType) else UNKNOWN
     return sorted(want_mapping(value))
 
 
@@ -248,8 +256,13 @@ def matchkeys(values_: Any, keys_: Any, searchset: Any) -> list[Any]:
     return [v for v, k in zip(value_list, key_list, strict=True) if any(values_equal(k, s) for s in wanted)]
 
 
-@register("one", 1, marks="elements")
+@register("one", 1, unknowns="handled", marks="elements")
 def one(items: Any) -> Any:
+    # Only an unknown collection makes the result unknown: a known one's element is the result with
+    # whatever it holds unknown (one([{a = 1, b = unknown}]) still has a = 1). A set whose elements
+    # hold unknowns may still merge them, so the length of a larger one is not known yet.
+    if is_unknown(items) or (isinstance(items, TfSet) and len(items) > 1 and contains_unknown(items)):
+        return UNKNOWN
     sequence = want_sequence(items)
     if len(sequence) > 1:
         raise ArgumentError("must be a list, set, or tuple value with either zero or one elements")
