@@ -12,7 +12,7 @@ from policies_app.iac.evaluation_state import EvaluationState
 from policies_app.iac.expansion import ModuleKey, module_address
 from policies_app.iac.expressions import ResourceObject, Scope
 from policies_app.iac.module_tree import Module
-from policies_app.iac.values import UNKNOWN, unmark_deep
+from policies_app.iac.values import is_unknown, unmark_deep
 
 
 def check_conditions(
@@ -25,7 +25,7 @@ def check_conditions(
         if condition is None:
             continue
         result = unmark_deep(reporter.value(condition.expr, scope))
-        if result is UNKNOWN or result is True:
+        if is_unknown(result) or result is True:
             continue
         if result is not False:
             reporter.error(

@@ -8,7 +8,7 @@ from typing import Any
 from policies_app.iac import syntax_nodes, type_constraints
 from policies_app.iac.diagnostics import Reporter
 from policies_app.iac.expressions import EvalError, Scope, to_number
-from policies_app.iac.values import UNKNOWN, Sensitive, TfSet, contains_unknown, unmark_deep
+from policies_app.iac.values import UNKNOWN, Sensitive, TfSet, contains_unknown, is_unknown, unmark_deep
 
 ModuleKey = tuple  # ((call name, index), ...) from the root: one module instance
 
@@ -73,7 +73,7 @@ def expand(block: syntax_nodes.Block, scope: Scope, what: str, reporter: Reporte
 
 def _count(count: syntax_nodes.Attribute, scope: Scope, what: str, reporter: Reporter) -> Expansion:
     value = unmark_deep(reporter.value(count.expr, scope, None))  # a sensitive count is allowed
-    if value is UNKNOWN:
+    if is_unknown(value):
         return _UNKNOWN_EXPANSION
     problem = None
     number = None
@@ -104,7 +104,7 @@ def _for_each(for_each: syntax_nodes.Attribute, scope: Scope, what: str, reporte
             for_each.pos,
         )
         return _UNKNOWN_EXPANSION
-    if value is UNKNOWN:
+    if is_unknown(value):
         return _UNKNOWN_EXPANSION
     problem = None
     items: list[tuple[Any, dict]] = []

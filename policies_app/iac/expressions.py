@@ -21,12 +21,14 @@ from typing import Any, Protocol
 
 from policies_app.iac import syntax_nodes, type_constraints
 from policies_app.iac.functions import REGISTRY, FunctionError, UnsupportedFunction, call_function
+from policies_app.iac.type_unification import unknown_of_either
 from policies_app.iac.values import (
     UNKNOWN,
     Sensitive,
     TfSet,
     contains_sensitive,
     contains_unknown,
+    is_unknown,
     mark,
     unmark_deep,
 )
@@ -165,7 +167,7 @@ _SENSITIVE_PART = 2
 def type_label(value: Any) -> str:
     if value is None:
         return "null"
-    if value is UNKNOWN:
+    if is_unknown(value):
         return "unknown"
     if value.__class__ is Sensitive:
         return type_label(value.value)
@@ -400,7 +402,7 @@ class Evaluator:
             if key.__class__ is Sensitive:
                 key = key.value
                 marked_key = True
-            if key is UNKNOWN:
+            if is_unknown(key):
                 unknown_key = True
                 continue
             if key is None:
@@ -459,7 +461,7 @@ class Evaluator:
             return resolver.resource(target.prefix, name, pos)
         if target.__class__ is Sensitive:  # an attribute of a sensitive object is sensitive
             return mark(self.get_attr(target.value, name, pos, scope))
-        if target is UNKNOWN:
+        if is_unknown(target):
             return UNKNOWN
         if isinstance(target, dict):
             if name in target:
@@ -504,7 +506,7 @@ class Evaluator:
             target = target.value if target.__class__ is Sensitive else target
             key = key.value if key.__class__ is Sensitive else key
             return mark(self.index(target, key, pos))
-        if target is UNKNOWN or key is UNKNOWN:
+        if is_unknown(target) or is_unknown(key):
             return UNKNOWN
         if key is None:
             raise EvalError("Invalid index", pos, "can't use a null value as an indexing key")
@@ -551,7 +553,7 @@ class Evaluator:
         return self._splat_of(expr, source, scope)
 
     def _splat_of(self, expr: syntax_nodes.Splat, source: Any, scope: Scope) -> Any:
-        if source is UNKNOWN:
+        if is_unknown(source):
             return UNKNOWN
         if source is None:
             return []
@@ -584,8 +586,12 @@ class Evaluator:
             true_value, marked = true_value.value, True
         if false_value.__class__ is Sensitive:
             false_value, marked = false_value.value, True
-        if condition is UNKNOWN:
-            result = None if true_value is None and false_value is None else UNKNOWN
+        if is_unknown(condition):
+            result = (
+                None
+                if true_value is None and false_value is None
+                else unknown_of_either(true_value, false_value)
+            )
             return mark(result) if marked else result
         if to_bool(condition, expr.condition.pos):
             chosen, error, other, other_expr = true_value, true_error, false_value, expr.false_expr
@@ -593,7 +599,7 @@ class Evaluator:
             chosen, error, other, other_expr = false_value, false_error, true_value, expr.true_expr
         if error is not None:
             raise error
-        if other is None and chosen is not None and chosen is not UNKNOWN:
+        if other is None and chosen is not None and not is_unknown(chosen):
             # A null of a declared type still decides the result's type (var.port != null ? var.port
             # : 5432, with var.port a null string, is "5432"): terraform's nulls are typed, ours not.
             other_type = self.declared_type(other_expr, scope)
@@ -660,7 +666,7 @@ class Evaluator:
     def _unify(self, chosen: Any, other: Any, pos: syntax_nodes.Pos) -> Any:
         """Both results of a conditional share one type: a number or bool beside a string becomes a
         string, as Terraform's type unification does."""
-        if chosen is None or chosen is UNKNOWN or other is None or other is UNKNOWN:
+        if chosen is None or is_unknown(chosen) or other is None or other is UNKNOWN:
             return chosen
         if contains_sensitive(chosen) or contains_sensitive(other):
             # Types are inferred without the marks; the chosen value keeps its own marks unless it has
@@ -699,20 +705,20 @@ class Evaluator:
         op = expr.op
         if op == "==" or op == "!=":
             equal = equal_with_unknowns(left, right)
-            if equal is UNKNOWN:
+            if is_unknown(equal):
                 return UNKNOWN
             return equal if op == "==" else not equal
         if op == "&&" or op == "||":
             # No short-circuit: both sides are evaluated (and their errors raised) as in Terraform,
             # and an unknown side makes the result unknown even when the other decides it.
-            left_bool = left if left is UNKNOWN else to_bool(left, expr.left.pos, "operand")
-            right_bool = right if right is UNKNOWN else to_bool(right, expr.right.pos, "operand")
-            if left_bool is UNKNOWN or right_bool is UNKNOWN:
+            left_bool = left if is_unknown(left) else to_bool(left, expr.left.pos, "operand")
+            right_bool = right if is_unknown(right) else to_bool(right, expr.right.pos, "operand")
+            if is_unknown(left_bool) or is_unknown(right_bool):
                 return UNKNOWN
             return (left_bool and right_bool) if op == "&&" else (left_bool or right_bool)
-        left_number = left if left is UNKNOWN else to_number(left, expr.left.pos)
-        right_number = right if right is UNKNOWN else to_number(right, expr.right.pos)
-        if left_number is UNKNOWN or right_number is UNKNOWN:
+        left_number = left if is_unknown(left) else to_number(left, expr.left.pos)
+        right_number = right if is_unknown(right) else to_number(right, expr.right.pos)
+        if is_unknown(left_number) or is_unknown(right_number):
             return UNKNOWN
         if op in ("+", "-", "*", "/", "%"):
             return _checked_arithmetic(op, left_number, right_number, expr.pos)
@@ -733,7 +739,7 @@ class Evaluator:
         return self._unary_value(expr, operand)
 
     def _unary_value(self, expr: syntax_nodes.UnaryOp, operand: Any) -> Any:
-        if operand is UNKNOWN:
+        if is_unknown(operand):
             return UNKNOWN
         if expr.op == "!":
             return not to_bool(operand, expr.operand.pos, "operand")
@@ -760,7 +766,7 @@ class Evaluator:
                 if value.__class__ is Sensitive:
                     unknown |= _SENSITIVE_PART
                     value = value.value
-                if value is UNKNOWN:
+                if is_unknown(value):
                     unknown |= _UNKNOWN_PART
                 elif contains_unknown(value):
                     raise EvalError(
@@ -775,7 +781,7 @@ class Evaluator:
                 if condition.__class__ is Sensitive:
                     unknown |= _SENSITIVE_PART
                     condition = condition.value
-                if condition is UNKNOWN:
+                if is_unknown(condition):
                     unknown |= _UNKNOWN_PART
                     self._render_parts(part.then_parts, scope, [])
                     self._render_parts(part.else_parts, scope, [])
@@ -788,7 +794,7 @@ class Evaluator:
                 if collection.__class__ is Sensitive:
                     unknown |= _SENSITIVE_PART
                     collection = collection.value
-                if collection is UNKNOWN:
+                if is_unknown(collection):
                     unknown |= _UNKNOWN_PART
                     continue
                 for key, value in iterate_collection(collection, part.collection.pos):
@@ -811,7 +817,7 @@ class Evaluator:
     def _for_over(self, expr: syntax_nodes.ForExpr, collection: Any, scope: Scope, marked: list[bool]) -> Any:
         """The for expression's value; sets marked[0] when a sensitive condition or key decides the
         shape of the result (which is then sensitive as a whole, as in Terraform)."""
-        if collection is UNKNOWN:
+        if is_unknown(collection):
             return UNKNOWN
         pairs = iterate_collection(collection, expr.collection.pos)
         is_object = expr.key_expr is not None
@@ -828,7 +834,7 @@ class Evaluator:
                 if keep.__class__ is Sensitive:
                     marked[0] = True
                     keep = keep.value
-                if keep is UNKNOWN:
+                if is_unknown(keep):
                     unknown = True
                     continue
                 if not to_bool(keep, expr.condition.pos, "for condition"):
@@ -841,7 +847,7 @@ class Evaluator:
             if out_key.__class__ is Sensitive:
                 marked[0] = True
                 out_key = out_key.value
-            if out_key is UNKNOWN:
+            if is_unknown(out_key):
                 unknown = True
                 continue
             if out_key is None:
@@ -880,7 +886,7 @@ class Evaluator:
             if last.__class__ is Sensitive:
                 marked = True
                 last = last.value
-            if last is UNKNOWN:
+            if is_unknown(last):
                 return UNKNOWN
             if not isinstance(last, (list, tuple)):
                 raise EvalError(

@@ -13,7 +13,7 @@ from policies_app.iac.evaluation_state import EvaluationState
 from policies_app.iac.expansion import UNKNOWN_INDEX, ModuleKey, expand
 from policies_app.iac.expressions import constant_scope
 from policies_app.iac.module_tree import Module
-from policies_app.iac.values import UNKNOWN, contains_sensitive, unmark_deep
+from policies_app.iac.values import UNKNOWN, contains_sensitive, is_unknown, unmark_deep
 
 
 def evaluate_call(evaluation: EvaluationState, module: Module, node: Node, key: ModuleKey) -> Any:
@@ -101,8 +101,8 @@ def module_output(
     node = (child.path, "output", output)
     if mode == "none" and not has_index:
         return evaluation.value_of(node, children[0][1], pos) if children else UNKNOWN
-    if mode == "none" or not has_index or index is UNKNOWN:
-        return UNKNOWN if index is UNKNOWN else NotImplemented
+    if mode == "none" or not has_index or is_unknown(index):
+        return UNKNOWN if is_unknown(index) else NotImplemented
     if mode == "count" and (isinstance(index, bool) or not isinstance(index, int)):
         return NotImplemented
     if mode == "for_each" and not isinstance(index, str):

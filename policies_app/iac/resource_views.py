@@ -10,7 +10,7 @@ from policies_app.iac import syntax_nodes, type_constraints
 from policies_app.iac.diagnostics import Reporter
 from policies_app.iac.expressions import ResourceObject
 from policies_app.iac.provider_schemas import Attribute, Block, NestedBlock, ProviderSchemas
-from policies_app.iac.values import UNKNOWN, mark, unmark, unmark_deep
+from policies_app.iac.values import UNKNOWN, is_unknown, mark, unmark, unmark_deep
 
 _META_BLOCKS = frozenset({"lifecycle", "provisioner", "connection"})
 
@@ -106,7 +106,7 @@ class _PlanWithSchema:
                     pos,
                 )
             planned = UNKNOWN if attribute.computed else None
-        elif raw is UNKNOWN:
+        elif is_unknown(raw):
             planned = UNKNOWN
         elif attribute.nested is not None:
             planned = self.nested_attributes(attribute, raw)
@@ -132,7 +132,7 @@ class _PlanWithSchema:
         return value
 
     def nested_block(self, nested: NestedBlock, body: syntax_nodes.Body | None, value: Any) -> Any:
-        if value is UNKNOWN:
+        if is_unknown(value):
             return UNKNOWN
         items = value if isinstance(value, list) else ([] if value is None else [value])
         planned = [self.block(nested.block, body, item) if isinstance(item, dict) else item for item in items]

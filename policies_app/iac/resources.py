@@ -24,6 +24,7 @@ from policies_app.iac.module_tree import Module
 from policies_app.iac.resource_views import instance_views
 from policies_app.iac.values import (
     UNKNOWN,
+    is_unknown,
     sensitive_tree,
     to_json_compatible,
     unknown_tree,
@@ -113,14 +114,14 @@ def evaluate_body(
             label = block.labels[0]
             expanded = _expand_dynamic(reporter, block, scope)
             current = result.get(label, [])
-            if expanded is UNKNOWN or current is UNKNOWN:
+            if is_unknown(expanded) or is_unknown(current):
                 result[label] = UNKNOWN
             else:
                 result[label] = [*current, *expanded]
             continue
         nested = evaluate_body(reporter, block.body, scope)
         current = result.get(block.type, [])
-        if current is not UNKNOWN:
+        if not is_unknown(current):
             # A new list each time: an attribute of the same name may hold a list shared with a local.
             result[block.type] = [*current, nested] if isinstance(current, list) else [nested]
     return result
@@ -134,7 +135,7 @@ def _expand_dynamic(reporter: Reporter, block: syntax_nodes.Block, scope: Scope)
         reporter.error("Missing required argument", f'dynamic "{label}" needs for_each', block.pos)
         return []
     collection, marked = unmark(reporter.value(for_each.expr, scope))
-    if collection is UNKNOWN:
+    if is_unknown(collection):
         return UNKNOWN
     if marked:
         reporter.error(

@@ -19,11 +19,37 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from policies_app.iac.values import UNKNOWN, Sensitive, TfMap, TfSet, contains_unknown
+# The types themselves and their unification live in their own modules; they are re-exported here,
+# where every other module has always found them.
+from policies_app.iac.type_kinds import (
+    ANY,
+    BOOL,
+    NUMBER,
+    STRING,
+    AnyType,
+    ListType,
+    MapType,
+    ObjectType,
+    OptionalAttribute,
+    PrimitiveType,
+    SetType,
+    TupleType,
+    TypeConstraint,
+    object_type,
+)
+from policies_app.iac.type_unification import converted_unknown, convertible, has_any, infer_type, unify
+from policies_app.iac.values import (
+    UNKNOWN,
+    Sensitive,
+    TfMap,
+    TfSet,
+    contains_unknown,
+    definitely_not_null,
+    is_unknown,
+)
 
 
 class TypeSyntaxError(ValueError):
@@ -32,107 +58,6 @@ class TypeSyntaxError(ValueError):
 
 class ConversionError(ValueError):
     """A value that cannot be converted to the type asked for."""
-
-
-# --- type constraints --------------------------------------------------------------------------------
-
-
-class TypeConstraint:
-    """Base of every type; ``str(t)`` gives the HCL spelling, used in error messages."""
-
-    __slots__ = ()
-
-
-@dataclass(frozen=True)
-class PrimitiveType(TypeConstraint):
-    name: str  # "string", "number" or "bool"
-
-    def __str__(self) -> str:
-        return self.name
-
-
-@dataclass(frozen=True)
-class AnyType(TypeConstraint):
-    """``any``: the type is decided by the value (cty's DynamicPseudoType)."""
-
-    def __str__(self) -> str:
-        return "any"
-
-
-@dataclass(frozen=True)
-class ListType(TypeConstraint):
-    element: TypeConstraint
-
-    def __str__(self) -> str:
-        return f"list({self.element})"
-
-
-@dataclass(frozen=True)
-class SetType(TypeConstraint):
-    element: TypeConstraint
-
-    def __str__(self) -> str:
-        return f"set({self.element})"
-
-
-@dataclass(frozen=True)
-class MapType(TypeConstraint):
-    element: TypeConstraint
-
-    def __str__(self) -> str:
-        return f"map({self.element})"
-
-
-@dataclass(frozen=True)
-class TupleType(TypeConstraint):
-    elements: tuple[TypeConstraint, ...]
-
-    def __str__(self) -> str:
-        return "tuple([" + ", ".join(str(e) for e in self.elements) + "])"
-
-
-@dataclass(frozen=True)
-class OptionalAttribute:
-    """How an ``optional(...)`` attribute is filled when absent or null; ``has_default`` tells a
-    missing default apart from an explicit ``null`` default (both give null)."""
-
-    has_default: bool = False
-    default: Any = field(default=None, hash=False)  # may be a list or dict: kept out of the hash
-
-
-@dataclass(frozen=True)
-class ObjectType(TypeConstraint):
-    attributes: tuple[tuple[str, TypeConstraint], ...]
-    optional: tuple[tuple[str, OptionalAttribute], ...] = field(default=())
-
-    @property
-    def attribute_types(self) -> dict[str, TypeConstraint]:
-        return dict(self.attributes)
-
-    @property
-    def optional_attributes(self) -> dict[str, OptionalAttribute]:
-        return dict(self.optional)
-
-    def __str__(self) -> str:
-        optional = self.optional_attributes
-
-        def spelled(name: str, t: TypeConstraint) -> str:
-            if name not in optional:
-                return str(t)
-            marker = optional[name]
-            return f"optional({t}, {marker.default!r})" if marker.has_default else f"optional({t})"
-
-        return "object({" + ", ".join(f"{k}={spelled(k, v)}" for k, v in self.attributes) + "})"
-
-
-STRING = PrimitiveType("string")
-NUMBER = PrimitiveType("number")
-BOOL = PrimitiveType("bool")
-ANY = AnyType()
-
-
-def object_type(attributes: dict[str, TypeConstraint], optional: dict[str, OptionalAttribute] | None = None):
-    return ObjectType(tuple(sorted(attributes.items())), tuple(sorted((optional or {}).items())))
 
 
 # --- parsing type expressions -------------------------------------------------------------------------
@@ -238,7 +163,7 @@ class _TypeParser:
                     f'the {value} type constructor requires one argument specifying the element type, as in "{value}(string)"'
                 )
             element = self._plain_type()
-            self.expect(")")
+            self._close_call()
             return {"list": ListType, "set": SetType, "map": MapType}[value](element)
         if value == "tuple":
             self.expect("(")
@@ -249,7 +174,7 @@ class _TypeParser:
                 if not self.accept(","):
                     self.expect("]")
                     break
-            self.expect(")")
+            self._close_call()
             return TupleType(tuple(elements))
         if value == "object":
             return self._object()
@@ -259,11 +184,18 @@ class _TypeParser:
             self.expect("(")
             inner = self._plain_type()
             marker = OptionalAttribute()
-            if self.accept(","):
+            if self.accept(",") and self.peek() != ("punct", ")"):
                 marker = OptionalAttribute(True, _LiteralParser(self).value())
-            self.expect(")")
+            self._close_call()
             return ("optional", (inner, marker))
         raise TypeSyntaxError(f'the keyword "{value}" is not a valid type')
+
+    def _close_call(self) -> None:
+        """The ``)`` closing a type constructor's arguments, after an optional trailing comma: HCL
+        reads ``list(string,)`` and ``optional(list(string), )`` as calls like any other, and a call's
+        arguments may end with a comma (the second is an optional attribute without a default)."""
+        self.accept(",")
+        self.expect(")")
 
     def _plain_type(self) -> TypeConstraint:
         result = self.parse_type()
@@ -291,7 +223,7 @@ class _TypeParser:
             else:
                 attributes[name] = result
             self.accept(",")
-        self.expect(")")
+        self._close_call()
         for name, marker in list(optional.items()):
             if marker.has_default and marker.default is not None:
                 try:
@@ -410,7 +342,7 @@ def parse_number(text: str) -> int | float:
 
 
 def to_number(value: Any) -> Any:
-    if value is UNKNOWN:
+    if is_unknown(value):
         return UNKNOWN
     if _is_number(value):
         return normalize_number(value)
@@ -422,7 +354,7 @@ def to_number(value: Any) -> Any:
 
 
 def to_string(value: Any) -> Any:
-    if value is UNKNOWN:
+    if is_unknown(value):
         return UNKNOWN
     if isinstance(value, str):
         return value
@@ -436,7 +368,7 @@ def to_string(value: Any) -> Any:
 
 
 def to_bool(value: Any) -> Any:
-    if value is UNKNOWN:
+    if is_unknown(value):
         return UNKNOWN
     if isinstance(value, bool):
         return value
@@ -458,7 +390,7 @@ def type_name(value: Any) -> str:
     """The kind of a value in Terraform's words, for error messages."""
     if value is None:
         return "null"
-    if value is UNKNOWN:
+    if is_unknown(value):
         return "unknown"
     primitive = primitive_kind(value)
     if primitive is not None:
@@ -504,7 +436,10 @@ def equal_with_unknowns(left: Any, right: Any) -> Any:
     length, attribute names) are unequal; otherwise elements are compared in order (map and object
     keys sorted), and the first that is unknown makes the whole unknown.
     """
-    if left is UNKNOWN or right is UNKNOWN:
+    if is_unknown(left) or is_unknown(right):
+        # An unknown refined as not null is certainly not equal to null.
+        if (left is None and definitely_not_null(right)) or (right is None and definitely_not_null(left)):
+            return False
         return UNKNOWN
     if left is None or right is None:
         return left is None and right is None
@@ -517,7 +452,7 @@ def equal_with_unknowns(left: Any, right: Any) -> Any:
 
 def _same_shape(left: Any, right: Any) -> bool:
     """Whether the two could be of one type: an unknown part fits any."""
-    if left is UNKNOWN or right is UNKNOWN or left is None or right is None:
+    if is_unknown(left) or is_unknown(right) or left is None or right is None:
         return True
     kind = primitive_kind(left)
     if kind is not None:
@@ -563,71 +498,6 @@ def primitive_kind(value: Any) -> str | None:
     return None
 
 
-# --- type inference and unification (what "any" becomes) ---------------------------------------------
-
-
-def infer_type(value: Any) -> TypeConstraint:
-    """The most specific type of a value; null and unknown give ``any``."""
-    if value is None or value is UNKNOWN:
-        return ANY
-    if isinstance(value, bool):
-        return BOOL
-    if _is_number(value):
-        return NUMBER
-    if isinstance(value, str):
-        return STRING
-    if isinstance(value, TfSet):
-        element = unify([infer_type(v) for v in value])
-        return SetType(element if element is not None else ANY)
-    if isinstance(value, (list, tuple)):
-        return TupleType(tuple(infer_type(v) for v in value))
-    if isinstance(value, dict):
-        return object_type({k: infer_type(v) for k, v in value.items()})
-    return ANY
-
-
-def unify(types: list[TypeConstraint]) -> TypeConstraint | None:
-    """One type that every given type converts to, as cty chooses it, or None when there is none."""
-    concrete = [t for t in types if not isinstance(t, AnyType)]
-    if not concrete:
-        return ANY
-    first = concrete[0]
-    if all(t == first for t in concrete):
-        return first
-    if all(isinstance(t, PrimitiveType) for t in concrete):
-        # Strings absorb numbers and bools; a number and a bool have nothing in common.
-        return STRING if STRING in concrete else None
-    if all(isinstance(t, (ListType, TupleType)) for t in concrete):
-        if all(isinstance(t, TupleType) for t in concrete) and len({len(t.elements) for t in concrete}) == 1:
-            columns = zip(*(t.elements for t in concrete), strict=True)
-            unified = [unify(list(column)) for column in columns]
-            return None if None in unified else TupleType(tuple(unified))
-        element = unify([e for t in concrete for e in _element_types(t)])
-        return None if element is None else ListType(element)
-    if all(isinstance(t, (SetType, ListType, TupleType)) for t in concrete):
-        # A set beside lists or tuples (cond ? var.names_set : []): they all convert to a set.
-        element = unify([e for t in concrete for e in _element_types(t)])
-        return None if element is None else SetType(element)
-    if all(isinstance(t, (MapType, ObjectType)) for t in concrete):
-        if all(isinstance(t, ObjectType) for t in concrete):
-            names = {tuple(k for k, _ in t.attributes) for t in concrete}
-            if len(names) == 1:
-                columns = {k: unify([t.attribute_types[k] for t in concrete]) for k in names.pop()}
-                if None not in columns.values():
-                    return object_type(columns)  # type: ignore[arg-type]
-        element = unify([e for t in concrete for e in _element_types(t)])
-        return None if element is None else MapType(element)
-    return None
-
-
-def _element_types(t: TypeConstraint) -> list[TypeConstraint]:
-    if isinstance(t, TupleType):
-        return list(t.elements)
-    if isinstance(t, ObjectType):
-        return [v for _, v in t.attributes]
-    return [t.element]  # type: ignore[attr-defined]
-
-
 # --- conversion ------------------------------------------------------------------------------------------
 
 
@@ -652,8 +522,11 @@ def _describe(t: TypeConstraint) -> str:
 
 
 def _convert(value: Any, t: TypeConstraint, path: str) -> Any:
-    if value is UNKNOWN or value is None or isinstance(t, AnyType):
+    if value is None or isinstance(t, AnyType):
         return value
+    if is_unknown(value):
+        # The plain unknown stays as it is (nothing known of it is lost); a refined one takes the type.
+        return value if value is UNKNOWN else converted_unknown(value, t)
     if value.__class__ is Sensitive:  # a converted element keeps its mark (tolist, tomap)
         return Sensitive(_convert(value.value, t, path))
     if isinstance(t, PrimitiveType):
@@ -689,7 +562,7 @@ def _convert(value: Any, t: TypeConstraint, path: str) -> Any:
         keys = sorted(value)  # maps iterate in key order in terraform
         converted = _convert_elements([value[k] for k in keys], t.element, path, keys)
         element = t.element
-        if _has_any(element):
+        if has_any(element):
             element = unify([infer_type(v) for v in converted]) or element
         return TfMap(zip(keys, converted, strict=True), element)
     if isinstance(t, ObjectType):
@@ -717,7 +590,7 @@ def _convert_elements(
         return f'{path}element "{keys[i]}": ' if keys is not None else f"{path}element {i}: "
 
     converted = [_convert(v, element, where(i)) for i, v in enumerate(items)]
-    if not _has_any(element):
+    if not has_any(element):
         return converted
     # A collection holds one element type. Where the constraint leaves it open ("any"), cty decides it by
     # unifying the converted elements, then converts them all to it: list(any) of ["a", 1] is strings, and
@@ -731,13 +604,35 @@ def _convert_elements(
     return [_convert(v, unified, where(i)) for i, v in enumerate(converted)]
 
 
-def _has_any(t: TypeConstraint) -> bool:
-    if isinstance(t, AnyType):
-        return True
-    if isinstance(t, (ListType, SetType, MapType)):
-        return _has_any(t.element)
-    if isinstance(t, TupleType):
-        return any(_has_any(e) for e in t.elements)
-    if isinstance(t, ObjectType):
-        return any(_has_any(a) for _, a in t.attributes)
-    return False
+__all__ = [
+    "ANY",
+    "BOOL",
+    "NUMBER",
+    "STRING",
+    "AnyType",
+    "ConversionError",
+    "ListType",
+    "MapType",
+    "ObjectType",
+    "OptionalAttribute",
+    "PrimitiveType",
+    "SetType",
+    "TupleType",
+    "TypeConstraint",
+    "TypeSyntaxError",
+    "convert",
+    "convertible",
+    "equal_with_unknowns",
+    "format_number",
+    "infer_type",
+    "normalize_number",
+    "object_type",
+    "parse_type",
+    "primitive_kind",
+    "to_bool",
+    "to_number",
+    "to_string",
+    "type_name",
+    "unify",
+    "values_equal",
+]

@@ -9,7 +9,8 @@ this representation:
   type (a variable's ``map(string)``, ``tomap``) is a ``TfMap``, a dict that knows its element type,
   where terraform's result depends on it (``lookup`` converts its default to the element type);
 - set -> ``TfSet`` (elements unique, in Terraform's order: strings lexically, numbers numerically);
-- a value not known until apply -> ``UNKNOWN``; a collection may hold ``UNKNOWN`` inside it, as in
+- a value not known until apply -> ``UNKNOWN``, or an ``UnknownValue`` refined with what is already
+  known of it; a collection may hold unknowns inside it, as in
   Terraform, where a list of two elements, one unknown, still has a known length of two;
 - a sensitive value -> ``Sensitive(value)``, a mark around any of the above (``Sensitive(UNKNOWN)`` too).
   As in Terraform, the mark sits where it was put: ``{a = var.secret}`` is a plain dict holding a
@@ -25,30 +26,67 @@ from typing import Any
 
 
 class UnknownValue:
-    """The single value that stands for "known after apply"."""
+    """A value not known until apply ("known after apply").
 
-    _instance: UnknownValue | None = None
+    ``UNKNOWN`` is the one of which nothing more is known (cty's DynamicVal). Others are refined, as
+    cty refines an unknown: they still say what is already certain of the value to come, its type
+    (a type_constraints.TypeConstraint: ``length`` of an unknown tuple is known), that it is not null,
+    or the bounds of its length as a collection (``cond ? ["a"] : ["b"]`` with an unknown condition is
+    an unknown of length 1). Every unknown is recognised by its class (``is_unknown``); code that
+    only propagates unknowns returns ``UNKNOWN``, which drops the refinements and is never wrong.
+    """
 
-    def __new__(cls) -> UnknownValue:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    __slots__ = ("type", "not_null", "length")
+
+    def __init__(self, type: Any = None, not_null: bool = False, length: tuple[int, int | None] = (0, None)):
+        self.type = type  # None: any type
+        self.not_null = not_null
+        self.length = length  # (lower, upper) bounds of a collection's length; upper None: unbounded
 
     def __repr__(self) -> str:
         return "(known after apply)"
 
-    def __reduce__(self) -> str:
-        return "UNKNOWN"
+    def __reduce__(self) -> Any:
+        if self is UNKNOWN:
+            return "UNKNOWN"
+        return (UnknownValue, (self.type, self.not_null, self.length))
 
     def __bool__(self) -> bool:
         raise TypeError("an unknown value has no truth value yet; check is_unknown() first")
+
+    @property
+    def known_length(self) -> int | None:
+        """The collection's length when its bounds meet, else None."""
+        lower, upper = self.length
+        return lower if lower == upper else None
 
 
 UNKNOWN = UnknownValue()
 
 
 def is_unknown(value: Any) -> bool:
-    return value is UNKNOWN
+    return value.__class__ is UnknownValue
+
+
+def definitely_not_null(value: Any) -> bool:
+    """Whether the value is certain not to be null (cty's ValueRange.DefinitelyNotNull)."""
+    if value.__class__ is Sensitive:
+        value = value.value
+    if value.__class__ is UnknownValue:
+        return value.not_null
+    return value is not None
+
+
+def length_bounds(value: Any) -> tuple[int, int | None]:
+    """The bounds of a collection's length: exact for a known one (a set holding unknowns may still
+    shrink to one element), a refined unknown's own bounds (cty's ValueRange.LengthLowerBound/Upper)."""
+    if value.__class__ is Sensitive:
+        value = value.value
+    if value.__class__ is UnknownValue:
+        return value.length
+    if isinstance(value, TfSet) and len(value) > 1 and contains_unknown(value):
+        return 1, len(value)
+    return (len(value), len(value)) if isinstance(value, (list, tuple, dict)) else (0, None)
 
 
 class Sensitive:
@@ -153,7 +191,7 @@ def sensitive_tree(value: Any) -> Any:
 
 def contains_unknown(value: Any) -> bool:
     """True when the value is unknown or holds an unknown anywhere inside it."""
-    if value is UNKNOWN:
+    if value.__class__ is UnknownValue:
         return True
     if value.__class__ is Sensitive:
         return contains_unknown(value.value)
@@ -206,7 +244,7 @@ class TfSet(tuple):
 
 def to_json_compatible(value: Any) -> Any:
     """The value with sets as lists and unknowns as None, for JSON output (see unknown_tree)."""
-    if value is UNKNOWN:
+    if value.__class__ is UnknownValue:
         return None
     if value.__class__ is Sensitive:
         return to_json_compatible(value.value)
@@ -223,7 +261,7 @@ def unknown_tree(value: Any) -> Any:
     ``True`` where the value is wholly unknown; for collections, the same shape with only the unknown
     parts marked (``False`` elsewhere in lists, keys omitted in maps); ``False`` for a known leaf.
     """
-    if value is UNKNOWN:
+    if value.__class__ is UnknownValue:
         return True
     if value.__class__ is Sensitive:
         return unknown_tree(value.value)

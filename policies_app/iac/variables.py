@@ -25,7 +25,7 @@ from policies_app.iac.expansion import ModuleKey, module_address
 from policies_app.iac.expressions import Diagnostic, EvalError, constant_scope, evaluate
 from policies_app.iac.module_calls import declared_sensitive
 from policies_app.iac.module_tree import Module
-from policies_app.iac.values import UNKNOWN, mark, unmark, unmark_deep
+from policies_app.iac.values import UNKNOWN, is_unknown, mark, unmark, unmark_deep
 
 
 @dataclass
@@ -357,7 +357,7 @@ class VariableEvaluator:
                 prefix = module_address(key)
                 where = f"{prefix}.var.{node[2]}" if prefix else f"var.{node[2]}"
                 reporter.error("Invalid value for variable", f"{where}: {message}", condition.pos)
-            elif result is not True and result is not UNKNOWN:
+            elif result is not True and not is_unknown(result):
                 reporter.error(
                     "Invalid validation condition",
                     f"var.{node[2]}: the condition must be a bool",

@@ -14,6 +14,10 @@ The transformation (``transform_tree``), applied to every ``.tf`` file of a repo
   (``data__TYPE__NAME``);
 - every attribute that the module reads from such a resource without setting it (``aws_vpc.this.id``)
   is added to that input as an unknown value of no particular type, as a provider computes it;
+- the attributes added so are also every name read after a dot anywhere in the corpus (a caller reads
+  ``module.subnets.subnets["a"].id`` where the resource is out of sight);
+- a provider-defined function call ``provider::azapi::resource_group_resource_id(...)`` becomes that
+  unknown value too: only the provider plugin could compute it;
 - a reference ``aws_vpc.this`` becomes ``local.corpus_aws_vpc__this``: the inputs of the instances,
   in the resource's shape (one object, a list for count, a map for for_each);
 - provider, terraform, moved, import and removed blocks go, and so do provisioners, ``provider``
@@ -192,6 +196,44 @@ def tokenize(text: str) -> list[Token]:
     return _Scanner(text).scan()
 
 
+def attribute_names_read(tokens: list[Token]) -> set[str]:
+    """Every name read after a dot from something other than a namespace (var.x, local.x...)."""
+    code = [t for t in tokens if t.kind not in ("comment", "newline")]
+    names = set()
+    for n in range(2, len(code)):
+        before, dot, name = code[n - 2], code[n - 1], code[n]
+        if name.kind == "ident" and dot.kind == "punct" and dot.text == ".":
+            if not (before.kind == "ident" and before.text in _NAMESPACES):
+                names.add(name.text)
+    return names
+
+
+def without_provider_functions(text: str) -> str:
+    """Each call of a provider-defined function replaced by the unknown value (see _UNKNOWN_SOURCE)."""
+    tokens = [t for t in tokenize(text) if t.kind not in ("comment", "newline")]
+    spans = []
+    n = 0
+    while n + 5 < len(tokens):
+        words = [t.text for t in tokens[n : n + 6]]
+        if not (words[0] == "provider" and words[1] == words[3] == "::" and words[5] == "("):
+            n += 1
+            continue
+        depth, end = 0, n + 5
+        while end < len(tokens):
+            if tokens[end].kind == "punct" and tokens[end].text in "([{":
+                depth += 1
+            elif tokens[end].kind == "punct" and tokens[end].text in ")]}":
+                depth -= 1
+                if depth == 0:
+                    break
+            end += 1
+        spans.append((tokens[n].start, tokens[min(end, len(tokens) - 1)].end))
+        n = end + 1
+    for start, end in reversed(spans):
+        text = text[:start] + UNKNOWN_LOCAL + text[end:]
+    return text
+
+
 # --------------------------------------------------------------------------------------------------
 # Structure: bodies of attributes and blocks, as token ranges
 # --------------------------------------------------------------------------------------------------
@@ -325,6 +367,7 @@ class ModuleSources:
 
     repositories: dict[str, Path]  # "owner/name" (lower case) -> its transformed copy
     stubs_dir: Path  # where stub modules are written
+    names_read: set[str] = field(default_factory=set)  # attribute names read anywhere in the corpus
 
 
 def _alias(kind: str, type_: str, name: str) -> str:
@@ -337,12 +380,14 @@ def _is_transformed(kind: str, type_: str) -> bool:
 
 
 class _ModuleTransform:
-    def __init__(self, directory: Path, sources: ModuleSources) -> None:
+    def __init__(self, directory: Path, sources: ModuleSources, original: bool = False) -> None:
         self.directory = directory
         self.sources = sources
         self.files: list[_File] = []
         for path in sorted(directory.glob("*.tf")):
             text = path.read_text(encoding="utf-8")
+            if not original and "provider::" in text:
+                text = without_provider_functions(text)
             tokens = tokenize(text)
             self.files.append(_File(path, text, tokens, parse_structure(tokens)))
         # (kind, type, name) -> block, for every resource, data source and ephemeral resource
@@ -368,11 +413,7 @@ class _ModuleTransform:
         file = self.files[file_index]
         code = [t for t in file.tokens if t.kind not in ("comment", "newline")]
         edits = []
-        for n in range(2, len(code)):
-            before, dot, name = code[n - 2], code[n - 1], code[n]
-            if name.kind == "ident" and dot.kind == "punct" and dot.text == ".":
-                if not (before.kind == "ident" and before.text in _NAMESPACES):
-                    self.names_read.add(name.text)
+        self.names_read |= attribute_names_read(file.tokens)
         self._for_expressions(code)
         n = 0
         while n < len(code):
@@ -611,7 +652,9 @@ class _ModuleTransform:
                 lines.append(f"  {meta} = {self._range_text(file_index, attributes[meta].expr)}")
         if "depends_on" in attributes:
             lines.append(f"  depends_on = {self._depends_on(file_index, attributes['depends_on'])}")
-        computed = (self.read_attributes.get(key, set()) | self.names_read) - _META_ARGUMENTS
+        computed = (
+            self.read_attributes.get(key, set()) | self.names_read | self.sources.names_read
+        ) - _META_ARGUMENTS
         body = self._object_of(file_index, block, key, top_level=True, computed=computed)
         lines.append(f"  input = {body}")
         for lifecycle in (b for b in block.blocks() if b.type == "lifecycle"):
@@ -948,13 +991,16 @@ def build_corpus(directory: Path, only: set[str] | None = None) -> Corpus:
     problems: list[str] = []
     commits = {}
     roots = []
+    names_read: set[str] = set()
     for variant in ("repos", "originals"):
         base = directory / variant
         slugs = {name: base / name.replace("/", "+") for name in repositories}
-        sources = ModuleSources(slugs, directory / f"stubs-{variant}")
+        sources = ModuleSources(slugs, directory / f"stubs-{variant}", names_read)
         for name, git_dir in repositories.items():
             extract(git_dir, slugs[name])
             commits[name] = head_commit(git_dir)
+            if variant == "repos":
+                names_read |= _names_read_in(slugs[name])
         for name in repositories:
             if variant == "repos":
                 problems += transform_tree(slugs[name], sources)
@@ -970,10 +1016,20 @@ def build_corpus(directory: Path, only: set[str] | None = None) -> Corpus:
     return Corpus(directory, roots, commits, problems)
 
 
+def _names_read_in(tree: Path) -> set[str]:
+    names: set[str] = set()
+    for path in tree.rglob("*.tf"):
+        try:
+            names |= attribute_names_read(tokenize(path.read_text(encoding="utf-8")))
+        except (HclScanError, UnicodeDecodeError):
+            continue
+    return names
+
+
 def _localise_sources_only(tree: Path, sources: ModuleSources) -> None:
     for directory in module_directories(tree):
         try:
-            transform = _ModuleTransform(directory, sources)
+            transform = _ModuleTransform(directory, sources, original=True)
         except HclScanError:
             continue
         for index in range(len(transform.files)):

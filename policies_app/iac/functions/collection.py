@@ -27,14 +27,16 @@ from policies_app.iac.functions.strings import graphemes
 from policies_app.iac.type_constraints import (
     ANY,
     ConversionError,
+    ObjectType,
     SetType,
+    TupleType,
     convert,
     equal_with_unknowns,
     infer_type,
     unify,
     values_equal,
 )
-from policies_app.iac.values import UNKNOWN, TfMap, TfSet, contains_unknown
+from policies_app.iac.values import UNKNOWN, TfMap, TfSet, contains_unknown, is_unknown
 
 
 def _list_not_set(value: Any, what: str = "argument") -> list[Any]:
@@ -56,8 +58,13 @@ def _unified(values: list[Any], what: str = "elements") -> list[Any]:
 
 @register("length", 1, unknowns="handled", marks="elements")
 def length(value: Any) -> Any:
-    if value is UNKNOWN:
-        return UNKNOWN
+    if is_unknown(value):
+        # A tuple's or an object's length is its type's; a collection's may be known by refinement.
+        if isinstance(value.type, TupleType):
+            return len(value.type.elements)
+        if isinstance(value.type, ObjectType):
+            return len(value.type.attributes)
+        return UNKNOWN if value.known_length is None else value.known_length
     if isinstance(value, str):
         return len(graphemes(value))
     if isinstance(value, TfSet) and len(value) > 1 and any(contains_unknown(v) for v in value):
@@ -72,14 +79,15 @@ def length(value: Any) -> Any:
 
 @register("keys", 1, unknowns="handled", marks="elements")
 def keys(value: Any) -> Any:
-    if value is UNKNOWN:
-        return UNKNOWN
+    if is_unknown(value):
+        # An object's attribute names are its type's, known before its values (cty's keys).
+        return sorted(value.type.attribute_types) if isinstance(value.type, ObjectType) else UNKNOWN
     return sorted(want_mapping(value))
 
 
 @register("values", 1, unknowns="handled", marks="elements")
 def values(value: Any) -> Any:
-    if value is UNKNOWN:
+    if is_unknown(value):
         return UNKNOWN
     mapping = want_mapping(value)
     return [mapping[k] for k in sorted(mapping)]
@@ -87,7 +95,7 @@ def values(value: Any) -> Any:
 
 @register("concat", 1, None, unknowns="handled", marks="elements")
 def concat(*lists: Any) -> Any:
-    if any(v is UNKNOWN for v in lists):
+    if any(is_unknown(v) for v in lists):
         return UNKNOWN
     result: list[Any] = []
     for position, items in enumerate(lists):
@@ -97,7 +105,7 @@ def concat(*lists: Any) -> Any:
 
 @register("merge", 0, None, unknowns="handled", marks="elements")
 def merge(*maps: Any) -> Any:
-    if any(v is UNKNOWN for v in maps):
+    if any(is_unknown(v) for v in maps):
         return UNKNOWN
     result: dict[str, Any] = {}
     for position, mapping in enumerate(maps):
@@ -113,7 +121,7 @@ def merge(*maps: Any) -> Any:
 
 @register("element", 2, unknowns="handled", marks="elements")
 def element(items: Any, index: Any) -> Any:
-    if items is UNKNOWN or index is UNKNOWN:
+    if is_unknown(items) or is_unknown(index):
         return UNKNOWN
     sequence = _list_not_set(items, "the first argument")
     i = want_int(index, "the index")
@@ -128,7 +136,7 @@ def element(items: Any, index: Any) -> Any:
 
 @register("lookup", 2, 3, unknowns="handled", marks="elements")
 def lookup(mapping: Any, key: Any, *default: Any) -> Any:
-    if mapping is UNKNOWN or key is UNKNOWN:
+    if is_unknown(mapping) or is_unknown(key):
         return UNKNOWN
     table = want_mapping(mapping, "the first argument")
     name = want_string(key, "the key")
@@ -149,12 +157,12 @@ def lookup(mapping: Any, key: Any, *default: Any) -> Any:
 def coalesce(*args: Any, declared_types: list[Any]) -> Any:
     # The result has the type all arguments unify to, a typed null's included: coalesce(var.port,
     # 5432) with var.port a null string is "5432".
-    inferred = [infer_type(a) for a in args if a is not UNKNOWN and a is not None]
+    inferred = [infer_type(a) for a in args if not is_unknown(a) and a is not None]
     common = unify(inferred + [t for t in declared_types if t is not None and t is not ANY])
     if common is None:
         raise ArgumentError("all arguments must have the same type")
     for arg in args:
-        if arg is UNKNOWN:
+        if is_unknown(arg):
             return UNKNOWN
         if arg is None:
             continue
@@ -170,7 +178,7 @@ def coalesce(*args: Any, declared_types: list[Any]) -> Any:
 @register("coalescelist", 1, None, unknowns="handled", wants_declared_types=True)
 def coalescelist(*lists: Any, declared_types: list[Any]) -> Any:
     for position, items in enumerate(lists):
-        if items is UNKNOWN:
+        if is_unknown(items):
             return UNKNOWN
         if items is None and declared_types[position] is not ANY:
             continue  # a list-typed null, such as a module's optional list attribute
@@ -191,7 +199,7 @@ def compact(items: Any) -> list[str]:
 @register("contains", 2, unknowns="handled")
 def contains(items: Any, value: Any) -> Any:
     # Found is found, whatever else the list holds; not found is unknown while some element is.
-    if items is UNKNOWN or value is UNKNOWN:
+    if is_unknown(items) or is_unknown(value):
         return UNKNOWN
     if value is None:
         raise ArgumentError("the value to look for must not be null")
@@ -200,7 +208,7 @@ def contains(items: Any, value: Any) -> Any:
         equal = equal_with_unknowns(item, value)
         if equal is True:
             return True
-        undecided = undecided or equal is UNKNOWN
+        undecided = undecided or is_unknown(equal)
     return UNKNOWN if undecided else False
 
 
@@ -221,7 +229,7 @@ def flatten(items: Any) -> Any:
 
     def walk(values: list[Any]) -> bool:
         for v in values:
-            if v is UNKNOWN:
+            if is_unknown(v):
                 return False
             if is_sequence(v):
                 if not walk(list(v)):
@@ -230,7 +238,7 @@ def flatten(items: Any) -> Any:
                 result.append(v)
         return True
 
-    if items is UNKNOWN:
+    if is_unknown(items):
         return UNKNOWN
     return result if walk(want_sequence(items)) else UNKNOWN
 
@@ -252,8 +260,13 @@ def matchkeys(values_: Any, keys_: Any, searchset: Any) -> list[Any]:
     return [v for v, k in zip(value_list, key_list, strict=True) if any(values_equal(k, s) for s in wanted)]
 
 
-@register("one", 1, marks="elements")
+@register("one", 1, unknowns="handled", marks="elements")
 def one(items: Any) -> Any:
+    # Only an unknown collection makes the result unknown: a known one's element is the result with
+    # whatever it holds unknown (one([{a = 1, b = unknown}]) still has a = 1). A set whose elements
+    # hold unknowns may still merge them, so the length of a larger one is not known yet.
+    if is_unknown(items) or (isinstance(items, TfSet) and len(items) > 1 and contains_unknown(items)):
+        return UNKNOWN
     sequence = want_sequence(items)
     if len(sequence) > 1:
         raise ArgumentError("must be a list, set, or tuple value with either zero or one elements")
@@ -293,14 +306,14 @@ def range_(*args: Any) -> list[int | float]:
 
 @register("reverse", 1, unknowns="handled", marks="elements")
 def reverse(items: Any) -> Any:
-    if items is UNKNOWN:
+    if is_unknown(items):
         return UNKNOWN
     return list(reversed(want_sequence(items)))
 
 
 @register("slice", 3, unknowns="handled", marks="elements")
 def slice_(items: Any, start: Any, end: Any) -> Any:
-    if UNKNOWN in (items, start, end) or contains_unknown(start) or contains_unknown(end):
+    if is_unknown(items) or contains_unknown(start) or contains_unknown(end):
         return UNKNOWN
     sequence = _list_not_set(items, "the first argument")
     first, last = want_int(start, "start_index"), want_int(end, "end_index")
@@ -315,7 +328,7 @@ def slice_(items: Any, start: Any, end: Any) -> Any:
 
 @register("chunklist", 2, unknowns="handled", marks="elements")
 def chunklist(items: Any, size: Any) -> Any:
-    if items is UNKNOWN or contains_unknown(size):
+    if is_unknown(items) or contains_unknown(size):
         return UNKNOWN
     sequence = want_sequence(items)
     n = want_int(size, "the size")
@@ -328,7 +341,7 @@ def chunklist(items: Any, size: Any) -> Any:
 
 @register("sort", 1, unknowns="handled")
 def sort(items: Any) -> Any:
-    if items is UNKNOWN:
+    if is_unknown(items):
         return UNKNOWN
     sequence = want_sequence(items)
     if any(contains_unknown(item) for item in sequence):
@@ -355,27 +368,27 @@ def sum_(items: Any) -> int | float:
 
 
 def _bool_elements(items: Any) -> list[Any]:
-    return [v if v is None or v is UNKNOWN else want_bool(v) for v in want_sequence(items)]
+    return [v if v is None or is_unknown(v) else want_bool(v) for v in want_sequence(items)]
 
 
 @register("alltrue", 1, unknowns="handled")
 def alltrue(items: Any) -> Any:
-    if items is UNKNOWN:
+    if is_unknown(items):
         return UNKNOWN
     flags = _bool_elements(items)
     if any(v is False or v is None for v in flags):
         return False
-    return UNKNOWN if any(v is UNKNOWN for v in flags) else True
+    return UNKNOWN if any(is_unknown(v) for v in flags) else True
 
 
 @register("anytrue", 1, unknowns="handled")
 def anytrue(items: Any) -> Any:
-    if items is UNKNOWN:
+    if is_unknown(items):
         return UNKNOWN
     flags = _bool_elements(items)
     if any(v is True for v in flags):
         return True
-    return UNKNOWN if any(v is UNKNOWN for v in flags) else False
+    return UNKNOWN if any(is_unknown(v) for v in flags) else False
 
 
 @register("transpose", 1)
@@ -390,7 +403,7 @@ def transpose(mapping: Any) -> dict[str, list[str]]:
 
 @register("zipmap", 2, unknowns="handled", marks="elements")
 def zipmap(keys_: Any, values_: Any) -> Any:
-    if keys_ is UNKNOWN or values_ is UNKNOWN or contains_unknown(keys_):
+    if is_unknown(keys_) or is_unknown(values_) or contains_unknown(keys_):
         return UNKNOWN
     key_list, value_list = want_sequence(keys_), want_sequence(values_)
     if len(key_list) != len(value_list):
@@ -414,7 +427,7 @@ def _as_sets(args: tuple[Any, ...]) -> list[TfSet]:
 
 @register("setunion", 1, None, unknowns="handled")
 def setunion(*args: Any) -> Any:
-    if any(a is UNKNOWN for a in args):
+    if any(is_unknown(a) for a in args):
         return UNKNOWN
     return TfSet(v for s in _as_sets(args) for v in s)
 
@@ -436,7 +449,7 @@ _PRODUCT_LIMIT = 1_000_000  # terraform has no limit; an evaluation service need
 
 @register("setproduct", 1, None, unknowns="handled", marks="elements")
 def setproduct(*args: Any) -> Any:
-    if any(a is UNKNOWN for a in args):
+    if any(is_unknown(a) for a in args):
         return UNKNOWN
     if any(isinstance(a, TfSet) and contains_unknown(a) for a in args):
         return UNKNOWN  # the size of a set holding unknowns is not known yet

@@ -20,7 +20,7 @@ from policies_app.iac.type_constraints import (
     SetType,
     convert,
 )
-from policies_app.iac.values import UNKNOWN, Sensitive, mark, unmark
+from policies_app.iac.values import UNKNOWN, Sensitive, is_unknown, mark, unmark
 
 
 def _to(value: Any, constraint: Any, name: str) -> Any:
@@ -84,7 +84,7 @@ def issensitive(value: Any) -> Any:
     # is not marked yet might still be: the answer is unknown.
     if value.__class__ is Sensitive:
         return True
-    return UNKNOWN if value is UNKNOWN else False
+    return UNKNOWN if is_unknown(value) else False
 
 
 def _kind(value: Any) -> str:

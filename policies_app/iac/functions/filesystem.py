@@ -26,7 +26,7 @@ from policies_app.iac.functions.base import (
     want_mapping,
     want_string,
 )
-from policies_app.iac.values import UNKNOWN, TfSet, contains_unknown
+from policies_app.iac.values import UNKNOWN, TfSet, contains_unknown, is_unknown
 
 _MAX_FILE_BYTES = 64 * 1024 * 1024
 
@@ -113,7 +113,7 @@ def fileexists(ctx: FunctionContext, path: Any) -> bool:
 @register("templatefile", 2, unknowns="handled", needs_context=True)
 def templatefile(ctx: FunctionContext, path: Any, variables: Any) -> Any:
     # The template is rendered with the unknowns the variables hold: it is unknown only where one lands.
-    if contains_unknown(path) or variables is UNKNOWN:
+    if contains_unknown(path) or is_unknown(variables):
         return UNKNOWN
     if ctx.render_template is None:
         raise ArgumentError("templates cannot be rendered here")

@@ -19,7 +19,7 @@ from policies_app.iac.functions.base import (
 )
 from policies_app.iac.functions.formatting import format_values
 from policies_app.iac.functions.regex_translate import RegexSyntaxError, compile_re2
-from policies_app.iac.values import UNKNOWN, contains_unknown
+from policies_app.iac.values import UNKNOWN, contains_unknown, is_unknown
 
 # --- characters as users see them (Terraform counts grapheme clusters, not code points) ---------------
 
@@ -88,7 +88,7 @@ def format_(spec: Any, *args: Any) -> Any:
 
 @register("formatlist", 1, None, unknowns="handled")
 def formatlist(spec: Any, *args: Any) -> Any:
-    if spec is UNKNOWN:
+    if is_unknown(spec):
         return UNKNOWN
     template = want_string(spec, "the format string")
     length = None
@@ -103,7 +103,7 @@ def formatlist(spec: Any, *args: Any) -> Any:
                 )
             length = len(arg)
     if length is None:
-        if any(a is UNKNOWN for a in args):
+        if any(is_unknown(a) for a in args):
             return UNKNOWN  # an unknown argument may be a list: the length is not known yet
         length = 1
     # With a known list deciding the length, an unknown argument only makes its elements unknown
@@ -126,15 +126,15 @@ def indent(spaces: Any, text: Any) -> str:
 
 @register("join", 2, None, unknowns="handled")
 def join(separator: Any, *lists: Any) -> Any:
-    if separator is UNKNOWN:
+    if is_unknown(separator):
         return UNKNOWN
     sep = want_string(separator, "the separator")
     parts: list[str] = []
     for position, values in enumerate(lists):
-        if values is UNKNOWN:
+        if is_unknown(values):
             return UNKNOWN
         for index, item in enumerate(want_sequence(values, f"argument {position + 2}")):
-            if item is UNKNOWN:
+            if is_unknown(item):
                 return UNKNOWN
             if item is None:
                 raise ArgumentError(
@@ -313,7 +313,7 @@ def replace(text: Any, substring: Any, replacement: Any) -> str:
 
 @register("templatestring", 2, unknowns="handled", needs_context=True)
 def templatestring(ctx: FunctionContext, template: Any, variables: Any) -> Any:
-    if contains_unknown(template) or variables is UNKNOWN:
+    if contains_unknown(template) or is_unknown(variables):
         return UNKNOWN
     if ctx.render_template is None:
         raise ArgumentError("templates cannot be rendered here")
