@@ -136,7 +136,7 @@ def test_a_resume_that_fails_is_recorded_as_a_failed_resume_and_releases_nothing
     def broken_judge(*args, **kwargs):
         raise RuntimeError("the template could not be read")
 
-    monkeypatch.setattr(lifecycle, "judge", broken_judge)
+    monkeypatch.setattr(verdicts, "judge", broken_judge)
     run(approvals.record_approval, waiting, gated.alice, "approve")
     waiting.refresh_from_db()
     assert (waiting.status, waiting.decision, waiting.released_at) == ("error", "error", None)
@@ -229,7 +229,7 @@ def test_an_expired_deployment_says_how_long_it_waited_and_owes_no_evaluation(ga
     waiting = trigger(run, gated)
     # An approval's re-evaluation is still due when the deployment expires.
     Deployment.objects.filter(pk=waiting.pk).update(evaluation_due_at=timezone.now())
-    run(lifecycle.sweep_waiting_deployments, waiting.pending_since + timedelta(hours=6))
+    run(sweeps.sweep_waiting_deployments, waiting.pending_since + timedelta(hours=6))
     waiting.refresh_from_db()
     assert (waiting.status, waiting.evaluation_due_at) == ("expired", None)
     assert waiting.events.get(kind="expired").detail == "Nobody approved or rejected it within 6.0 hours."
@@ -247,4 +247,4 @@ def test_the_sweep_starts_the_held_deployments_of_every_environment(gated, run):
         held.append(newer.pk)
         # The release ends by a path that did not start the next.
         Deployment.objects.filter(pk=released.pk).update(status="succeeded")
-    assert sorted(run(lifecycle.sweep_waiting_deployments)["started"]) == sorted(held)
+    assert sorted(run(sweeps.sweep_waiting_deployments)["started"]) == sorted(held)

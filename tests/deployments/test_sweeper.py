@@ -54,9 +54,9 @@ def test_only_waiting_deployments_with_an_evaluation_due_are_sent_again_and_each
     waiting_for_a_person = lost(world, status="pending_approval")
     Deployment.objects.filter(pk=waiting_for_a_person.pk).update(evaluation_due_at=None)
     due = lost(world, status="pending_approval")
-    assert lifecycle.resend_lost_evaluations() == [due.pk]
+    assert sweeps.resend_lost_evaluations() == [due.pk]
     # Sent again just now: the next sweep leaves it to the worker.
-    assert lifecycle.resend_lost_evaluations() == []
+    assert sweeps.resend_lost_evaluations() == []
 
 
 @override_settings(EVALUATION_LEASE_SECONDS=60)

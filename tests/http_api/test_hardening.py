@@ -192,7 +192,7 @@ def test_sensitive_terraform_variables_are_masked_by_their_own_list(
 
 
 def test_an_input_that_is_not_an_object_or_has_no_variables_is_shown_as_it_is():
-    from policies_app.projects.environments import masked_input
+    from policies_app.guards.masking import masked_input
 
     sensitive = {"environment": ["DB_PASSWORD"]}
     assert masked_input(None, sensitive) is None

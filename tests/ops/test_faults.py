@@ -141,7 +141,7 @@ def test_a_broker_outage_while_triggering_and_approving_loses_nothing(world, tmp
 
 
 def test_a_broker_outage_while_starting_a_replay_and_a_push_sync_answers_success_and_loses_neither(
-    world, tmp_path, repository_cache
+    world, tmp_path, repository_cache, local_repositories_allowed
 ):
     """Both are sent after their commit; with the broker down, the request still succeeds, and once it is
     back the sweeps do the work: the queued replay is resent, the scheduled sync takes the pushed commit."""
@@ -157,7 +157,13 @@ def test_a_broker_outage_while_starting_a_replay_and_a_push_sync_answers_success
         name="limits", repository=repository, revision="main", user=world.admin
     )
     redis = RedisServer(tmp_path)  # not started yet: the broker is down
-    sweeps = {**FAST_SWEEPS, "POLICY_SYNC_INTERVAL_SECONDS": "1"}
+    # The repository is listed as a local root; the platform's own data lives beside it, not around it.
+    sweeps = {
+        **FAST_SWEEPS,
+        "POLICY_SYNC_INTERVAL_SECONDS": "1",
+        "LOCAL_REPOSITORY_ROOTS": str(tmp_path / "repo"),
+        "PLATFORM_VAR_DIR": str(tmp_path / "var"),
+    }
     with gunicorn(tmp_path, CELERY_BROKER_URL=redis.url, **sweeps) as base:
         api = Api(base)
         status, started = api.call(

@@ -142,7 +142,9 @@ def test_a_revision_whose_tests_could_not_run_is_recorded_but_never_activated(
     assert (revision.number, revision.tests_status) == (2, "error")
     policy.refresh_from_db()
     assert policy.active_revision.number == 1
-    assert authoring.activation_refusal(revision).startswith("its tests could not run: main_test.rego:3")
+    assert authoring.refusal_to_activate(revision).message.startswith(
+        "its tests could not run: main_test.rego:3"
+    )
     with pytest.raises(Conflict) as refused:
         authoring.publish_revision(policy, revision, world.admin)
     assert refused.value.code == "tests_failed"
