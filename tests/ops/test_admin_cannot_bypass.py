@@ -57,8 +57,12 @@ def one_row_of_every_model(world) -> None:
     Approval.objects.create(deployment=deployment, user=world.alice, decision="approve", comment="ok")
     DeploymentEvent.objects.create(deployment=deployment, kind="triggered", actor=world.bob)
     OrganisationMembership.objects.create(user=world.vera, role="auditor")
-    AuditEntry.objects.create(actor=world.admin, action="project.created", target_type="project", target_id="1")
-    EnvironmentState.objects.create(environment=world.environment, document={"version": 4, "serial": 1}, serial=1)
+    AuditEntry.objects.create(
+        actor=world.admin, action="project.created", target_type="project", target_id="1"
+    )
+    EnvironmentState.objects.create(
+        environment=world.environment, document={"version": 4, "serial": 1}, serial=1
+    )
     managers = Group.objects.create(name="template managers")
     managers.permissions.add(Permission.objects.get(codename="change_template"))
 
@@ -158,7 +162,9 @@ def test_every_registered_admin_refuses_a_change_or_holds_the_rule_and_audits_it
         before, entries = snapshot(model, row.pk), audit_entries()
         page = client.get(url(model, "change", row.pk))
         assert page.status_code == 200, model.__name__
-        response = client.post(url(model, "change", row.pk), {**form_as_rendered(page), **attack(model, world)})
+        response = client.post(
+            url(model, "change", row.pk), {**form_as_rendered(page), **attack(model, world)}
+        )
         after = snapshot(model, row.pk)
         walked.append(model.__name__)
         if response.status_code == 403:
@@ -216,3 +222,69 @@ def test_every_registered_admin_refuses_an_add_or_audits_it(client, world, admin
         if response.status_code not in (200, 302, 403):
             problems.append(f"{model.__name__} answered {response.status_code}")
     assert not problems
+
+
+def test_a_ruled_models_page_links_to_the_product_page_that_changes_it(client, world):
+    client.force_login(world.admin)
+    pages = {
+        url(Project, "change", world.payments.pk): f"/projects/{world.payments.pk}/",
+        url(Environment, "change", world.environment.pk): f"/environments/{world.environment.pk}/",
+        url(Template, "change", world.template.pk): f"/templates/{world.template.pk}/",
+        url(Team, "change", world.security.pk): f"/api/v1/teams/{world.security.pk}/",
+        url(User, "change", world.charlie.pk): f"/users/{world.charlie.pk}/",
+    }
+    for page, product in pages.items():
+        response = client.get(page)
+        assert response.status_code == 200, page
+        assert f'href="{product}"' in response.content.decode(), page
+
+
+def test_an_environments_page_masks_its_sensitive_variables(client, world):
+    world.environment.terraform_variables = {"db_password": "hunter2", "region": "eu-west-1"}
+    world.environment.sensitive_variables = {"terraform": ["db_password"]}
+    world.environment.save()
+    client.force_login(world.admin)
+    html = client.get(url(Environment, "change", world.environment.pk)).content.decode()
+    assert "eu-west-1" in html
+    assert "hunter2" not in html
+
+
+def test_a_superuser_grants_a_permission_in_the_admin_and_the_log_says_so(client, world):
+    client.force_login(world.admin)
+    page = client.get(url(User, "change", world.charlie.pk))
+    template_managers = Group.objects.create(name="template managers")
+    data = {**form_as_rendered(page), "groups": [str(template_managers.pk)]}
+    assert client.post(url(User, "change", world.charlie.pk), data).status_code == 302
+    assert list(world.charlie.groups.all()) == [template_managers]
+    entry = AuditEntry.objects.get(action="user.changed", target_id=str(world.charlie.pk))
+    assert entry.actor == world.admin
+    assert entry.before == {"groups": [], "user_permissions": []}
+    assert entry.after == {"groups": ["template managers"], "user_permissions": []}
+
+
+def test_a_password_set_in_the_admin_is_audited_without_the_password(client, world):
+    client.force_login(world.admin)
+    response = client.post(
+        reverse("admin:auth_user_password_change", args=[world.charlie.pk]),
+        {"password1": "a new long passphrase 42", "password2": "a new long passphrase 42"},
+    )
+    assert response.status_code == 302
+    entry = AuditEntry.objects.get(action="user.password_set", target_id=str(world.charlie.pk))
+    assert "a new long passphrase" not in json.dumps([entry.before, entry.after])
+
+
+def test_a_staff_user_with_every_permission_cannot_make_anyone_a_superuser(client, world):
+    stella = staff_with_every_permission()
+    client.force_login(stella)
+    for target in (stella, world.charlie):
+        response = client.post(
+            url(User, "change", target.pk),
+            {"username": target.username, "is_superuser": "on", "is_staff": "on"},
+        )
+        assert response.status_code == 403
+        assert not User.objects.get(pk=target.pk).is_superuser
+    password = client.post(
+        reverse("admin:auth_user_password_change", args=[world.admin.pk]),
+        {"password1": "taken over 123456", "password2": "taken over 123456"},
+    )
+    assert password.status_code == 403
