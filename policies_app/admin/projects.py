@@ -5,6 +5,7 @@ from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 
 from policies_app.admin.display import ReadOnlyAdminMixin, json_block
+from policies_app.guards.masking import shown_state
 from policies_app.models import (
     Environment,
     EnvironmentState,
@@ -109,4 +110,4 @@ class EnvironmentStateAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Document")
     def document_json(self, state: EnvironmentState) -> str:
-        return json_block(state.document)
+        return json_block(shown_state(state.document))

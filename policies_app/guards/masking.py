@@ -223,6 +223,15 @@ def shown_input(evaluation: Evaluation) -> str:
     return evaluation.input_json if shown is document else json.dumps(shown)
 
 
+def shown_plan(plan: Any, sensitive_variables: dict[str, list[str]]) -> Any:
+    """A plan as uploaded, as people may see it: what Terraform marked sensitive, and the values of the
+    environment's sensitive Terraform variables, masked."""
+    shown = copy.deepcopy(plan)
+    for path in plan_paths(plan, set(sensitive_variables.get("terraform", []))):
+        _mask_path(shown, path)
+    return shown
+
+
 def shown_state(state: Any) -> Any:
     """A state as uploaded, as people may see it: what Terraform marked sensitive masked."""
     shown = copy.deepcopy(state)
