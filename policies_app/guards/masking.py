@@ -94,7 +94,9 @@ def sensitive_paths_of(document: Any, sensitivity: Sensitivity) -> list[Path]:
             paths.append(["configuration", "outputs", name, "value"])
     resources = configuration.get("resources")
     for index, resource in enumerate(resources if isinstance(resources, list) else []):
-        paths += tree_paths(_object(resource).get("sensitive"), ["configuration", "resources", index, "values"])
+        paths += tree_paths(
+            _object(resource).get("sensitive"), ["configuration", "resources", index, "values"]
+        )
     terraform = set(sensitivity.variables.get("terraform", []))
     paths += [["plan", *path] for path in plan_paths(document.get("plan"), terraform)]
     state = _object(document.get("state"))

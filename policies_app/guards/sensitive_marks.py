@@ -120,10 +120,14 @@ def state_view_paths(state: Any) -> list[Path]:
     sensitive: outputs, and attributes under each instance's ``attr``, in ``modules`` and, for the root
     module, in ``resources``/``data`` too. A state the view refuses has none."""
     state = _object(state)
-    located: list[tuple[list[str], str, str, str, Any, list[Path]]] = []  # module, mode, type, name, key, paths
+    located: list[
+        tuple[list[str], str, str, str, Any, list[Path]]
+    ] = []  # module, mode, type, name, key, paths
     try:
         if "format_version" in state and "version" not in state:
-            for _, address, _, resource in _show_json_resources(_object(state.get("values")).get("root_module"), []):
+            for _, address, _, resource in _show_json_resources(
+                _object(state.get("values")).get("root_module"), []
+            ):
                 module = parse_module_address(address) if address else []
                 located.append(
                     (

@@ -93,7 +93,10 @@ def secret_template(world, api, settings, tmp_path):
     assert uploaded.status_code == 200, uploaded.content
     changed = api(world.admin).patch(
         f"/api/v1/environments/{world.environment.pk}/",
-        {"terraform_variables": {"db_password": PASSWORD}, "sensitive_variables": {"terraform": ["db_password"]}},
+        {
+            "terraform_variables": {"db_password": PASSWORD},
+            "sensitive_variables": {"terraform": ["db_password"]},
+        },
         format="json",
     )
     assert changed.status_code == 200, changed.json()
@@ -263,7 +266,10 @@ SENSITIVE_STATE = {
                         "triggers_replace": None,
                     },
                     "sensitive_attributes": [
-                        [{"type": "get_attr", "value": "input"}, {"type": "index", "value": {"value": "password", "type": "string"}}]
+                        [
+                            {"type": "get_attr", "value": "input"},
+                            {"type": "index", "value": {"value": "password", "type": "string"}},
+                        ]
                     ],
                 }
             ],
@@ -328,7 +334,7 @@ def paula(world):
 
 def test_finding_6_a_draft_replay_reads_only_deployments_the_author_can_see(secret_template, api, paula):
     world = secret_template
-    policy = make_policy("cost", "package env0\n\nallow contains \"fine\" if true\n")
+    policy = make_policy("cost", 'package env0\n\nallow contains "fine" if true\n')
     world.platform.approval_policies.add(policy)
     trigger(api(world.bob), world.environment)
 
