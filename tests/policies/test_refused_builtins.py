@@ -12,8 +12,8 @@ from django.core.management import CommandError, call_command
 from django.db import transaction
 
 from policies_app import rego
-from policies_app.errors import Invalid
 from policies_app.choices import Role
+from policies_app.errors import Invalid
 from policies_app.models import ApprovalPolicy, Deployment, Evaluation, PolicyReplay, ProjectMembership
 from policies_app.policies import authoring
 from policies_app.policies.git import repositories, sources
