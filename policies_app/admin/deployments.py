@@ -6,7 +6,7 @@ import json
 from django.contrib import admin
 
 from policies_app.admin.display import ReadOnlyAdminMixin, json_block, pre
-from policies_app.guards.masking import masked_input, masked_variables
+from policies_app.guards.masking import masked_variables, shown_input, shown_plan
 from policies_app.models import Approval, Deployment, DeploymentEvent, Evaluation
 
 
@@ -64,7 +64,7 @@ class DeploymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Plan")
     def plan_json(self, deployment: Deployment) -> str:
-        return json_block(deployment.plan)
+        return json_block(shown_plan(deployment.plan, deployment.environment.sensitive_variables))
 
     @admin.display(description="Variables")
     def variables_json(self, deployment: Deployment) -> str:
@@ -97,7 +97,7 @@ class EvaluationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description="Input")
     def input_document(self, evaluation: Evaluation) -> str:
         try:
-            return json_block(masked_input(json.loads(evaluation.input_json), evaluation.sensitive_variables))
+            return json_block(json.loads(shown_input(evaluation)))
         except ValueError:
             return pre(evaluation.input_json)
 

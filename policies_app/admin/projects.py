@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from policies_app.admin.display import ChangedInTheProductMixin, ReadOnlyAdminMixin, json_block
-from policies_app.guards.masking import environment_variables_shown
+from policies_app.guards.masking import environment_variables_shown, shown_state
 from policies_app.models import (
     Environment,
     EnvironmentState,
@@ -129,4 +129,4 @@ class EnvironmentStateAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Document")
     def document_json(self, state: EnvironmentState) -> str:
-        return json_block(state.document)
+        return json_block(shown_state(state.document))

@@ -11,6 +11,7 @@ from django.db import transaction
 
 from policies_app.choices import ApprovalDecision, Decision, RequestType
 from policies_app.deployments.policy_input import build_policy_input
+from policies_app.guards.masking import scrub, scrubbed, secrets_of
 from policies_app.models import ApprovalPolicy, Deployment, Environment, PolicyRevision
 from policies_app.policies.engine import evaluator_for, revision_key
 from policies_app.projects.tree import ProjectTree
@@ -85,6 +86,7 @@ class Verdict:
     engine: str = ""
     duration_ms: float = 0.0
     template_commit: str = ""  # the commit the template's configuration was read at, if any
+    sensitive_paths: list[Any] = field(default_factory=list)  # kept beside the input (guards/masking.py)
 
 
 def _verdict_without_policies(deployment: Deployment, request_type: str, input_json: str) -> Verdict:
@@ -113,9 +115,12 @@ def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevis
     if not revisions:
         verdict = _verdict_without_policies(deployment, request_type, input_json)
         verdict.template_commit = built.template_commit
+        verdict.sensitive_paths = built.sensitivity.paths
         return verdict
     revision_by_key = {revision_key(r): r for r in revisions}
     result = evaluator_for(revisions)(input_json)
+    # A policy may print any value it sees: what it says is stored and shown without the sensitive ones.
+    secrets = secrets_of(built.document, built.sensitivity)
     outcomes = []
     for outcome in result.outcomes:
         revision = revision_by_key.get(outcome.key)
@@ -125,8 +130,8 @@ def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevis
                 "policy": outcome.name,
                 "revision": revision.number if revision else None,
                 "decision": outcome.decision,
-                **{kind: outcome.messages.get(kind, []) for kind in MESSAGE_KINDS},
-                "error": str(outcome.error) if outcome.error else None,
+                **{kind: scrubbed(outcome.messages.get(kind, []), secrets) for kind in MESSAGE_KINDS},
+                "error": scrub(str(outcome.error), secrets) if outcome.error else None,
             }
         )
     logger.info(
@@ -142,12 +147,13 @@ def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevis
         input_json=input_json,
         revisions=revisions,
         decision=result.decision,
-        messages={kind: list(result.messages.get(kind, [])) for kind in MESSAGE_KINDS},
+        messages={kind: scrubbed(list(result.messages.get(kind, [])), secrets) for kind in MESSAGE_KINDS},
         outcomes=outcomes,
-        error=str(result.error) if result.error else "",
+        error=scrub(str(result.error), secrets) if result.error else "",
         engine=result.engine,
         duration_ms=result.duration_ms,
         template_commit=built.template_commit,
+        sensitive_paths=built.sensitivity.paths,
     )
 
 

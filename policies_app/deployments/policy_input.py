@@ -9,6 +9,9 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from policies_app.choices import TERRAFORM_LIKE_TYPES, ApprovalDecision, RequestType
 from policies_app.guards import file_sandbox
+from policies_app.guards.masking import Sensitivity
+from policies_app.guards.sensitive_marks import state_view_paths
+from policies_app.iac.sensitive_paths import Path
 from policies_app.iac.sources import TemplateSourceError
 from policies_app.models import Deployment, Team
 from policies_app.projects.configuration_cache import configuration_view
@@ -46,32 +49,44 @@ def _env0_variables(deployment: Deployment) -> dict[str, str]:
     }
 
 
-def _state_view(deployment: Deployment) -> dict[str, Any] | None:
+def _state_view(deployment: Deployment) -> tuple[dict[str, Any] | None, list[Path]]:
+    """The state's tfstate/v1 view, and where in it Terraform marked attributes sensitive."""
     from policies_app.iac.state_view import tfstate_view
 
     state = deployment.environment.current_state
-    return tfstate_view(state.document) if state is not None else None
+    if state is None:
+        return None, []
+    return tfstate_view(state.document), [["state", *path] for path in state_view_paths(state.document)]
 
 
 def _configuration_view(
     deployment: Deployment, terraform_variables: dict[str, Any]
-) -> tuple[dict[str, Any] | None, str]:
-    """The template's configuration evaluated statically, when it is Terraform/OpenTofu and readable; and
-    the commit it was read at ("" for an archive or a plain directory). A deployment evaluated before
-    reads the commit its first evaluation read. The evaluation reads only the template's own files
-    (the file sandbox)."""
-    template = deployment.environment.template
+) -> tuple[dict[str, Any] | None, str, list[Path]]:
+    """The template's configuration evaluated statically, when it is Terraform/OpenTofu and readable; the
+    commit it was read at ("" for an archive or a plain directory); and where in the policy input values
+    derived from the environment's sensitive Terraform variables are (kept beside the input, never in
+    it). A deployment evaluated before reads the commit its first evaluation read. The evaluation reads
+    only the template's own files (the file sandbox)."""
+    environment = deployment.environment
+    template = environment.template
     if template.type not in TERRAFORM_LIKE_TYPES or not (template.repository or template.archive):
-        return None, ""
+        return None, "", []
     revision = deployment.template_commit or deployment.revision or template.revision or None
     try:
         files = file_sandbox.template_files(template, revision)
     except TemplateSourceError as problem:
-        return {"outputs": {}, "resources": [], "diagnostics": [_source_diagnostic(str(problem))]}, ""
-    view = configuration_view(
-        files.directory, terraform_variables, source_root=files.root, provider_schema=template.provider_schema
+        return {"outputs": {}, "resources": [], "diagnostics": [_source_diagnostic(str(problem))]}, "", []
+    view = dict(
+        configuration_view(
+            files.directory,
+            terraform_variables,
+            source_root=files.root,
+            provider_schema=template.provider_schema,
+            sensitive_variables=sorted(environment.sensitive_names("terraform") & set(terraform_variables)),
+        )
     )
-    return file_sandbox.scrubbed_configuration(view), files.commit
+    paths = [["configuration", *path] for path in view.pop("sensitive_paths", [])]
+    return file_sandbox.scrubbed_configuration(view), files.commit, paths
 
 
 def _source_diagnostic(detail: str) -> dict[str, Any]:
@@ -89,6 +104,8 @@ def _source_diagnostic(detail: str) -> dict[str, Any]:
 class PolicyInput:
     document: dict[str, Any]
     template_commit: str  # the commit the configuration view was read at ("" when none was)
+    # How the document is shown (guards/masking.py): what is sensitive beyond what the document says.
+    sensitivity: Sensitivity
 
 
 def build_policy_input(deployment: Deployment, request_type: str) -> PolicyInput:
@@ -116,7 +133,8 @@ def build_policy_input(deployment: Deployment, request_type: str) -> PolicyInput
         if resume
         else []
     )
-    configuration, template_commit = _configuration_view(deployment, terraform_variables)
+    configuration, template_commit, configuration_paths = _configuration_view(deployment, terraform_variables)
+    state, state_paths = _state_view(deployment)
     document: dict[str, Any] = {
         "deploymentRequest": deployment_request,
         "template": template_view,
@@ -132,10 +150,11 @@ def build_policy_input(deployment: Deployment, request_type: str) -> PolicyInput
             "terraform": terraform_variables,
             "env0": _env0_variables(deployment),
         },
-        "state": _state_view(deployment),
+        "state": state,
         "configuration": configuration,
     }
     if deployment.policy_data is not None:
         # env0 leaves policyData undefined when there is none.
         document["policyData"] = deployment.policy_data
-    return PolicyInput(document, template_commit)
+    sensitivity = Sensitivity(environment.sensitive_variables or {}, configuration_paths + state_paths)
+    return PolicyInput(document, template_commit, sensitivity)

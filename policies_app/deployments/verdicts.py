@@ -52,6 +52,7 @@ def _record_verdict(
             engine=verdict.engine,
             duration_ms=verdict.duration_ms,
             sensitive_variables=deployment.environment.sensitive_variables,
+            sensitive_paths=verdict.sensitive_paths,
         )
         seen = Evaluation.policy_revisions.through
         seen.objects.bulk_create(

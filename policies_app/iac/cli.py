@@ -58,6 +58,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the output of `terraform providers schema -json` for the template's providers (default: "
         "providers-schema.json in the directory, if there is one)",
     )
+    parser.add_argument(
+        "--sensitive-var",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a root variable to hold sensitive though the configuration does not declare it so: the "
+        "document then says where values derived from it are (sensitive_paths) (repeatable)",
+    )
     parser.add_argument("--cache-dir", default=None, help="where parsed files are cached between runs")
     parser.add_argument("--compact", action="store_true", help="print the JSON on one line")
 
@@ -93,6 +101,7 @@ def run(
     err: TextIO,
     source_root: str | None = None,
     provider_schema: str | None = None,
+    sensitive_var: Sequence[str] = (),
 ) -> int:
     """Evaluate and print; returns the exit status."""
     try:
@@ -115,6 +124,7 @@ def run(
         cache_dir=cache_dir,
         source_root=source_root or default_source_root(directory),
         provider_schema=schema,
+        sensitive_variables=sensitive_var,
     )
     # One write: Django's OutputWrapper ends every write() with a newline, and json.dump writes per token.
     out.write(json.dumps(document, indent=None if compact else 2, ensure_ascii=False) + "\n")
@@ -140,4 +150,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr,
         arguments.source_root,
         arguments.provider_schema,
+        arguments.sensitive_var,
     )

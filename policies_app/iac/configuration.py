@@ -66,6 +66,7 @@ from policies_app.iac.provider_schemas import load_provider_schemas
 from policies_app.iac.rendering import render_document
 from policies_app.iac.resources import evaluate_resource
 from policies_app.iac.scopes import instance_scope
+from policies_app.iac.sensitive_paths import marked_paths, needs_marking
 from policies_app.iac.values import UNKNOWN
 from policies_app.iac.variables import VariableEvaluator, collect_root_values, undeclared_value_diagnostics
 
@@ -102,6 +103,7 @@ class ConfigurationEvaluator:
         cwd: str | None = None,
         source_root: str | None = None,
         provider_schema: dict[str, Any] | None = None,
+        marked_roots: frozenset[str] = frozenset(),
     ) -> None:
         self.root_dir = os.path.abspath(root_dir)
         # The template's files: local modules and file functions may not reach outside it.
@@ -132,7 +134,7 @@ class ConfigurationEvaluator:
         root_values, problems = collect_root_values(self.root_dir, list(var_files), variables, parse_hcl_file)
         for problem in problems:
             self.reporter.add(problem)
-        self.variables = VariableEvaluator(self, root_values, parse_expression)
+        self.variables = VariableEvaluator(self, root_values, parse_expression, marked_roots)
         self.modules: dict[tuple[str, ...], Module] = load_module_tree(
             self.root_dir, self.source_root, loader or default_loader(cache_dir), self.reporter
         )
@@ -252,6 +254,7 @@ def evaluate_configuration(
     cache_dir: str | None = None,
     source_root: str | None = None,
     provider_schema: dict[str, Any] | None = None,
+    sensitive_variables: Iterable[str] = (),
 ) -> dict:
     """The statically known values of a configuration: outputs, resources and diagnostics.
 
@@ -261,6 +264,8 @@ def evaluate_configuration(
     and file functions may read anything inside it and nothing outside; by default, ``directory``.
     ``provider_schema`` is the parsed output of ``terraform providers schema -json`` for the template's
     providers; by default the file provider_schemas.SCHEMA_FILE_NAME in ``directory``, if any.
+    ``sensitive_variables`` names root variables the caller holds sensitive: the document then also has
+    ``sensitive_paths``, where values derived from them are (see sensitive_paths.py), when there are any.
     """
     # The parsed trees are hundreds of thousands of small objects that live until the end: without this,
     # the cyclic garbage collector rescans them again and again and doubles the evaluation time. The
@@ -268,15 +273,23 @@ def evaluate_configuration(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        evaluator = ConfigurationEvaluator(
-            directory,
-            variables=variables,
-            var_files=var_files,
-            cache_dir=cache_dir,
-            source_root=source_root,
-            provider_schema=provider_schema,
-        )
-        return evaluator.document()
+        arguments: dict[str, Any] = {
+            "variables": variables,
+            "var_files": list(var_files),
+            "cache_dir": cache_dir,
+            "source_root": source_root,
+            "provider_schema": provider_schema,
+        }
+        evaluator = ConfigurationEvaluator(directory, **arguments)
+        document = evaluator.document()
+        marking = needs_marking(evaluator, frozenset(sensitive_variables))
+        if marking:
+            marked = ConfigurationEvaluator(directory, **arguments, marked_roots=marking)
+            marked.evaluate_all()
+            paths = marked_paths(document, marked)
+            if paths:
+                document["sensitive_paths"] = paths
+        return document
     except (RecursionError, MemoryError, LookupError, TypeError, ValueError, AttributeError) as error:
         # A defect of ours must not take the deployment's evaluation down with it: say so instead.
         where = traceback.extract_tb(error.__traceback__)[-1]

@@ -30,6 +30,7 @@ def evaluate_configuration_isolated(
     timeout_s: float,
     source_root: str | None = None,
     provider_schema: dict[str, Any] | None = None,
+    sensitive_variables: list[str] | tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The same document as configuration.evaluate_configuration, computed by ``python -m policies_app.iac``.
 
@@ -38,7 +39,8 @@ def evaluate_configuration_isolated(
     the template's checkout (``directory`` is inside it): local modules and file functions may read
     it all; by default only ``directory``. ``provider_schema`` is the parsed output of ``terraform
     providers schema -json`` stored with the template (by default the template's own
-    providers-schema.json, if it has one).
+    providers-schema.json, if it has one). ``sensitive_variables``: root variables held sensitive (the
+    document says where values derived from them are: configuration.evaluate_configuration).
     """
     root = source_root or directory
     command = [sys.executable, "-m", "policies_app.iac", directory, "--compact"]
@@ -49,6 +51,8 @@ def evaluate_configuration_isolated(
         others.append((cache_dir, "(parse cache)"))
     for name, value in variables.items():
         command += ["--var", f"{name}={value if isinstance(value, str) else json.dumps(value)}"]
+    for name in sensitive_variables:
+        command += ["--sensitive-var", name]
     if cache_dir:
         command += ["--cache-dir", cache_dir]
     with contextlib.ExitStack() as stack:

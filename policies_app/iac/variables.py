@@ -236,11 +236,15 @@ class VariableEvaluator:
         evaluation: EvaluationState,
         root_values: dict[str, VariableValue],
         parse_expression: Callable[[str, str], syntax_nodes.Expr] | None,
+        marked_roots: frozenset[str] = frozenset(),
     ) -> None:
         self.evaluation = evaluation
         self.reporter = evaluation.reporter
         self.root_values = root_values
         self.parse_expression = parse_expression
+        # Root variables marked sensitive as if declared so (the platform's sensitive variables, for the
+        # pass that only finds where their values went: see configuration.sensitive_paths).
+        self.marked_roots = marked_roots
         self._types: dict[tuple, type_constraints.TypeConstraint | None] = {}
 
     def type_of(self, module: Module, name: str) -> type_constraints.TypeConstraint | None:
@@ -333,7 +337,7 @@ class VariableEvaluator:
             if plain is not raw:
                 same = _same_kind(value, plain) and type_constraints.values_equal(value, plain)
                 value = raw if same else mark(value)
-        if marked or declared_sensitive(reporter, block):
+        if marked or declared_sensitive(reporter, block) or (not module.path and name in self.marked_roots):
             value = mark(value)
         self._validate(module, node, key, value)
         return value

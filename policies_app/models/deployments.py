@@ -114,6 +114,12 @@ class Evaluation(models.Model):
         blank=True,
         help_text="Names of the input's variables to mask wherever the input is shown.",
     )
+    sensitive_paths = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Paths into the input of values to mask wherever it is shown, beyond what the input marks "
+        "itself: values derived from sensitive variables, state attributes Terraform marked.",
+    )
     duration_ms = models.FloatField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 

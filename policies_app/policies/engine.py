@@ -19,6 +19,7 @@ from django.conf import settings
 from policies_app import rego
 from policies_app.choices import Enforcement
 from policies_app.errors import Busy, Invalid, Unavailable
+from policies_app.guards.masking import scrub, scrubbed
 from policies_app.models import PolicyRevision
 from policies_app.policies.content import PolicyContent, validated_content
 from policies_app.rego.decisions import policy_decision
@@ -160,9 +161,12 @@ def _dry_run(source: rego.PolicySource, enforcement: str, input_json: str) -> re
     return apply_enforcement(result, {source.key: enforcement})
 
 
-def try_revision(revision: PolicyRevision, input_json: str, *, explain: bool = False) -> dict[str, Any]:
+def try_revision(
+    revision: PolicyRevision, input_json: str, *, explain: bool = False, secrets: frozenset[str] = frozenset()
+) -> dict[str, Any]:
     """Evaluate one revision on an input without storing anything; ``explain`` also names the rules that
-    fired ("Try it" on the policy page), which costs a second evaluation, on OPA.
+    fired ("Try it" on the policy page), which costs a second evaluation, on OPA. ``secrets``: the
+    sensitive values of a recorded input, which the answer's messages never show (guards/masking.py).
 
     Dry runs have a small engine pool of their own: a burst of them answers "busy" (429) instead of
     queueing in the web process or taking the workers that deployments need."""
@@ -170,8 +174,8 @@ def try_revision(revision: PolicyRevision, input_json: str, *, explain: bool = F
     result = _dry_run(source, str(revision.enforcement), input_json)
     answer = {
         "decision": result.decision,
-        **{kind: result.messages[kind] for kind in ("deny", "pending", "warn", "allow")},
-        "error": str(result.error) if result.error else None,
+        **{kind: scrubbed(result.messages[kind], secrets) for kind in ("deny", "pending", "warn", "allow")},
+        "error": scrub(str(result.error), secrets) if result.error else None,
     }
     if not explain:
         return answer
@@ -181,7 +185,7 @@ def try_revision(revision: PolicyRevision, input_json: str, *, explain: bool = F
         try:
             fired = rego.explain_decision(source, input_json, pool_name="dry-run", **_engine_timeouts())
         except rego.PolicyCompileError as problem:
-            explanation_error = str(problem)
+            explanation_error = scrub(str(problem), secrets)
         except (rego.EngineBusyError, rego.EngineUnavailableError) as problem:
             # The decision is known; only the explanation is missing, so this is said, not refused.
             explanation_error = f"which rules fired is unknown: {problem}"

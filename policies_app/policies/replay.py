@@ -9,13 +9,14 @@ decided had this revision been in force, and "before" is what it was decided.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from functools import reduce
 from operator import or_
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -26,6 +27,7 @@ from django.utils import timezone
 from policies_app import access, rego, wakeups
 from policies_app.choices import ReplayStatus
 from policies_app.errors import Forbidden, Invalid
+from policies_app.guards.masking import Sensitivity, scrubbed, secrets_of
 from policies_app.models import (
     ApprovalPolicy,
     Deployment,
@@ -70,16 +72,21 @@ def recorded_deployments(policy: ApprovalPolicy, limit: int, deployments: QueryS
     )
 
 
-def recorded_input(user: AbstractBaseUser, deployment_id: Any) -> str:
-    """The exact input of a deployment's latest evaluation, for a user who may see the deployment
-    (else Invalid: it "does not exist", as for any reference to an unseen object)."""
+class RecordedInput(NamedTuple):
+    input_json: str  # exactly as the engine was given it
+    secrets: frozenset[str]  # its sensitive values, which what is shown of a run on it never holds
+
+
+def recorded_input(user: AbstractBaseUser, deployment_id: Any) -> RecordedInput:
+    """The input of a deployment's latest evaluation, for a user who may see the deployment (else
+    Invalid: it "does not exist", as for any reference to an unseen object)."""
     evaluation = (
         Evaluation.objects.filter(
             deployment__in=access.visible_deployments(user), deployment_id=deployment_id
         )
         .exclude(input_json="null")
         .order_by("-created_at", "-id")
-        .only("input_json")
+        .only("input_json", "sensitive_variables", "sensitive_paths")
         .first()
         if str(deployment_id).isdigit()
         else None
@@ -88,7 +95,11 @@ def recorded_input(user: AbstractBaseUser, deployment_id: Any) -> str:
         raise Invalid(
             {"deployment": [f"Deployment {deployment_id} does not exist or has no recorded input."]}
         )
-    return evaluation.input_json
+    return RecordedInput(evaluation.input_json, _secrets(evaluation))
+
+
+def _secrets(evaluation: Evaluation) -> frozenset[str]:
+    return secrets_of(json.loads(evaluation.input_json), Sensitivity.of(evaluation))
 
 
 def may_read_replays(user: AbstractBaseUser) -> bool:
@@ -167,7 +178,10 @@ def run_replay(replay_id: int) -> None:
     replay = PolicyReplay.objects.select_related("revision__policy").get(pk=replay_id)
     try:
         result = replay_revision(
-            replay.revision, replay.limit, progress=lambda done, total: _progress(replay, done, total)
+            replay.revision,
+            replay.limit,
+            progress=lambda done, total: _progress(replay, done, total),
+            user=replay.requested_by,
         )
     except Exception as problem:  # noqa: BLE001 - a failed replay is recorded, never left running
         logger.exception("replay %s failed", replay_id)
@@ -190,14 +204,18 @@ def _progress(replay: PolicyReplay, done: int, total: int) -> None:
     PolicyReplay.objects.filter(pk=replay.pk).update(replayed=done, total=total)
 
 
-def replay_revision(revision: PolicyRevision, limit: int, progress: Any = None) -> dict[str, Any]:
-    """Evaluate ``revision`` on the recorded inputs of the policy's last ``limit`` deployments.
+def replay_revision(
+    revision: PolicyRevision, limit: int, progress: Any = None, user: AbstractBaseUser | None = None
+) -> dict[str, Any]:
+    """Evaluate ``revision`` on the recorded inputs of the policy's last ``limit`` deployments that
+    ``user`` may see (None: the platform itself, which sees every one).
 
     Returns the counts per decision before and after, and every deployment whose decision changes
-    (before, after, and the messages behind both)."""
+    (before, after, and the messages behind both, without the sensitive values of its input)."""
     policy = revision.policy
+    seen = access.visible_deployments(user) if user is not None else None
     rows = list(
-        recorded_deployments(policy, limit).values_list(
+        recorded_deployments(policy, limit, seen).values_list(
             "pk", "latest_evaluation", "environment__name", "type", "created_at"
         )
     )
@@ -224,13 +242,14 @@ def replay_revision(revision: PolicyRevision, limit: int, progress: Any = None) 
                 after_counts[entry["after"]] += 1
                 errors += entry["after_policy"]["decision"] == "error"
                 if entry["before"] != entry["after"]:
+                    secrets = _secrets(evaluations[evaluation_id])
                     changed.append(
                         {
                             "deployment": deployment_id,
                             "environment": environment,
                             "type": kind,
                             "created_at": created_at.isoformat(),
-                            **entry,
+                            **scrubbed(entry, secrets),
                         }
                     )
                 done = start + offset + 1
@@ -247,6 +266,16 @@ def replay_revision(revision: PolicyRevision, limit: int, progress: Any = None) 
         "policy_errors": errors,
         "changed": changed,
     }
+
+
+def result_shown_to(user: AbstractBaseUser, result: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A replay's result as a reader sees it: the counts, and only the changed deployments the reader may
+    see (another author may have started it, seeing other projects)."""
+    if not result or not result.get("changed"):
+        return result
+    ids = [entry.get("deployment") for entry in result["changed"]]
+    visible = set(access.visible_deployments(user).filter(pk__in=ids).values_list("pk", flat=True))
+    return {**result, "changed": [entry for entry in result["changed"] if entry.get("deployment") in visible]}
 
 
 def _compare(policy_id: int, evaluation: Evaluation, outcome: rego.PolicyOutcome) -> dict[str, Any]:

@@ -36,7 +36,9 @@ def evaluator_version() -> str:
     return digest.hexdigest()
 
 
-def _key(directory: str, source_root: str, variables: dict[str, Any], provider_schema: Any) -> str | None:
+def _key(
+    directory: str, source_root: str, variables: dict[str, Any], provider_schema: Any, sensitive: list[str]
+) -> str | None:
     checkouts = Path(settings.TEMPLATE_CHECKOUT_DIR).resolve()
     where, root = Path(directory).resolve(), Path(source_root).resolve()
     if checkouts not in where.parents or (root != checkouts and checkouts not in root.parents):
@@ -48,6 +50,8 @@ def _key(directory: str, source_root: str, variables: dict[str, Any], provider_s
         provider_schema,
         evaluator_version(),
     ]
+    if sensitive:  # views kept before sensitive variables were tracked keep their keys
+        identity.append(sensitive)
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -56,11 +60,19 @@ def _unfinished(document: dict[str, Any]) -> bool:
 
 
 def configuration_view(
-    directory: str, variables: dict[str, Any], *, source_root: str, provider_schema: dict[str, Any] | None
+    directory: str,
+    variables: dict[str, Any],
+    *,
+    source_root: str,
+    provider_schema: dict[str, Any] | None,
+    sensitive_variables: list[str] | None = None,
 ) -> dict[str, Any]:
     """The view of the configuration in ``directory`` (inside the template's files at ``source_root``)
-    with ``variables`` and the template's provider schema, computed at most once."""
-    key = _key(directory, source_root, variables, provider_schema)
+    with ``variables`` and the template's provider schema, computed at most once. With
+    ``sensitive_variables`` (names of root variables held sensitive), the view also says where values
+    derived from them are (``sensitive_paths``: iac/sensitive_paths.py)."""
+    sensitive = sorted(set(sensitive_variables or ()))
+    key = _key(directory, source_root, variables, provider_schema, sensitive)
     if key is not None:
         kept = ConfigurationView.objects.filter(key=key).values_list("document", flat=True).first()
         if kept is not None:
@@ -72,6 +84,7 @@ def configuration_view(
         timeout_s=settings.IAC_EVALUATION_TIMEOUT_SECONDS,
         source_root=source_root,
         provider_schema=provider_schema,
+        sensitive_variables=sensitive,
     )
     if key is not None and not _unfinished(document):
         try:

@@ -106,10 +106,10 @@ def policy_detail(request: HttpRequest, pk: int) -> HttpResponse:
     revision = next(r for r in revisions if r.number == form.cleaned_data["revision"])
     try:
         if form.cleaned_data.get("deployment"):
-            input_json = replay.recorded_input(request.user, form.cleaned_data["deployment"])
+            input_json, secrets = replay.recorded_input(request.user, form.cleaned_data["deployment"])
         else:
-            input_json = json.dumps(form.cleaned_data["input_json"])
-        result = try_revision(revision, input_json, explain=True)
+            input_json, secrets = json.dumps(form.cleaned_data["input_json"]), frozenset()  # their own values
+        result = try_revision(revision, input_json, explain=True, secrets=secrets)
     except DomainError as refusal:
         return _render_policy(request, policy, revisions=revisions, form=form, try_error=refusal.message)
     return _render_policy(request, policy, revisions=revisions, form=form, result=result)
@@ -271,7 +271,7 @@ def policy_replay(request: HttpRequest, pk: int, replay_pk: int) -> HttpResponse
     context = {
         "policy": policy,
         "replay": found,
-        "result": found.result,
+        "result": replay.result_shown_to(request.user, found.result),
         "running": found.status in (ReplayStatus.QUEUED, ReplayStatus.RUNNING),
         "state": revision_state(found.revision, policy.active_revision_id),
         "may_author": access.may_author_policies(request.user),

@@ -3,8 +3,7 @@
 One short test per finding, each through the platform's own request handling (the API and pages through
 Django's test client; the Django admin through its real views) as the lowest role that can reach the
 surface, asserting the fixed behaviour. The deep tests of each finding (through gunicorn, Celery and real
-git servers) are named in docs/security.md; these are the quick re-run. Findings 3, 4 and 6 (masking) land
-on the ``masking`` branch: their tests are strict xfails here until it is merged."""
+git servers) are named in docs/security.md; these are the quick re-run."""
 
 import json
 from datetime import timedelta
@@ -38,7 +37,6 @@ from tests.receiver import Receiver
 
 pytestmark = pytest.mark.django_db
 
-MASKING = pytest.mark.xfail(strict=True, reason="masking lands on branch masking")
 SECRET = "hunter2-s3cret"
 POLICY = 'package env0\n\nallow contains "fine" if true\n'
 
@@ -134,7 +132,6 @@ def test_finding_2_a_policy_test_calling_http_send_is_refused_and_sends_nothing(
     assert receiver.received == []
 
 
-@MASKING
 def test_finding_3_no_value_built_from_a_sensitive_variable_is_shown_in_the_configuration(
     world, sensitive_environment, settings, tmp_path, django_capture_on_commit_callbacks
 ):
@@ -161,7 +158,6 @@ def test_finding_3_no_value_built_from_a_sensitive_variable_is_shown_in_the_conf
 # --------------------------------------------------------------------------------------------- medium
 
 
-@MASKING
 def test_finding_4_plan_and_state_values_marked_sensitive_are_not_shown_to_a_viewer(
     world, django_capture_on_commit_callbacks
 ):
@@ -208,7 +204,6 @@ def test_finding_5_a_project_admin_cannot_point_a_webhook_at_an_internal_address
         assert response.status_code == 400 and list(response.json()) == ["url"], (url, response.content)
 
 
-@MASKING
 def test_finding_6_a_policy_author_replaying_a_draft_reads_no_sensitive_variable(
     world, author, sensitive_environment, django_capture_on_commit_callbacks
 ):

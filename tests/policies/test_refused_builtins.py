@@ -12,8 +12,9 @@ from django.core.management import CommandError, call_command
 from django.db import transaction
 
 from policies_app import rego
+from policies_app.choices import Role
 from policies_app.errors import Invalid
-from policies_app.models import ApprovalPolicy, Deployment, Evaluation, PolicyReplay
+from policies_app.models import ApprovalPolicy, Deployment, Evaluation, PolicyReplay, ProjectMembership
 from policies_app.policies import authoring
 from policies_app.policies.git import repositories, sources
 from policies_app.tasks import sync_policy_repositories_task
@@ -254,8 +255,11 @@ def test_try_it_on_a_stored_revision_that_reaches_out_fails_closed_and_sends_not
 
 
 def test_replaying_a_stored_revision_that_reaches_out_records_errors_and_sends_nothing(
-    api, author, receiver, stored_schema_policy, django_capture_on_commit_callbacks
+    api, author, receiver, stored_schema_policy, django_capture_on_commit_callbacks, world
 ):
+    # A replay reads only deployments its requester may see (tests/guards/test_masking_everywhere.py): the
+    # author also views the project, so the recorded deployment is replayed.
+    ProjectMembership.objects.create(project=world.platform, user=author, role=Role.VIEWER)
     with django_capture_on_commit_callbacks(execute=True):
         response = api(author).post(
             f"/api/v1/policies/{stored_schema_policy.pk}/replay/", {"revision": 1}, format="json"

@@ -13,6 +13,7 @@ from policies_app.api.serializers.policies import PolicySerializer
 from policies_app.api.views.common import UpdateViewSet
 from policies_app.api.views.deployments import with_details
 from policies_app.deployments import lifecycle
+from policies_app.guards.masking import shown_state, shown_state_view
 from policies_app.iac.state_view import tfstate_view
 from policies_app.models import ApprovalPolicy, Deployment
 from policies_app.projects import environments, states
@@ -94,8 +95,8 @@ class EnvironmentViewSet(UpdateViewSet):
                     "serial": current.serial,
                     "lineage": current.lineage,
                     "created_at": current.created_at,
-                    "state": current.document,
-                    "view": tfstate_view(current.document),
+                    "state": shown_state(current.document),
+                    "view": shown_state_view(tfstate_view(current.document), current.document),
                 }
             )
         force = request.query_params.get("force", "").lower() in ("1", "true", "yes")

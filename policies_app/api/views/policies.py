@@ -98,10 +98,10 @@ class PolicyViewSet(UpdateViewSet):
         data = serializer.validated_data
         revision = _revision(policy, data.get("revision"))
         if "deployment" in data:
-            input_json = replay.recorded_input(request.user, data["deployment"])
+            input_json, secrets = replay.recorded_input(request.user, data["deployment"])
         else:
-            input_json = json.dumps(data["input"])
-        return Response(engine.try_revision(revision, input_json, explain=data["explain"]))
+            input_json, secrets = json.dumps(data["input"]), frozenset()  # the caller's own values
+        return Response(engine.try_revision(revision, input_json, explain=data["explain"], secrets=secrets))
 
     @extend_schema(
         request=PolicyTestRunSerializer,
@@ -211,6 +211,7 @@ class PolicyViewSet(UpdateViewSet):
         )
         if found is None:
             raise NotFound("No such replay of this policy.")
+        found.result = replay.result_shown_to(request.user, found.result)
         return Response(PolicyReplaySerializer(found).data)
 
     @extend_schema(

@@ -44,6 +44,7 @@ class Command(BaseCommand):
             self.stderr,
             options["source_root"],
             options["provider_schema"],
+            options["sensitive_var"],
         )
         if status:
             raise CommandError("the configuration has errors (see the diagnostics above)", returncode=status)
