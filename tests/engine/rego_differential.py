@@ -251,6 +251,40 @@ CORPUS = [
         data={"settings": {"max": 0}},
     ),
     _case(
+        "bodies without braces",
+        (
+            "p.rego",
+            'package env0\nis_prod if not input.deploymentRequest.type != "deploy"\n'
+            'main if not input.deploymentRequest.revision in {"main"}\n'
+            'level := 1 if { input.x } else := 2 if not startswith(input.deploymentRequest.type, "de") else := 3\n'
+            'quoted if not startswith(input.deploymentRequest.type, "de") with input.deploymentRequest.type as "x"\n'
+            'listed if count([1 | not startswith(input.deploymentRequest.type, "de")]) > 0\n'
+            'all_teams if every a in input.approvers { not count(a.teams) > input.maxTeams }\n'
+            'deny contains sprintf("%v %v %v %v %v %v", [is_prod, main, level, quoted, listed, all_teams]) if true\n',
+        ),
+    ),
+    _case(
+        "errors OPA never reaches",
+        (
+            "p.rego",
+            "package env0\nconflict(x) := 1 if { x > 0 }\nconflict(x) := 2 if x > 100\n"
+            'deny contains "destroy" if input.deploymentRequest.type == "destroy"\n'
+            'deny contains "never" if { input.deploymentRequest.type == "never"; conflict(500) == 1 }\n'
+            'warn contains "type" if not startswith(input.approvers, "a")\n'
+            'pending contains "sum" if { input.deploymentRequest.type == "deploy"; sum(input.deploymentRequest.type) > 1 }\n',
+        ),
+    ),
+    _case(
+        "sprintf as Go formats",
+        (
+            "p.rego",
+            'package env0\nwarn contains sprintf("%.2f %s %d %v", [input.costEstimation.monthlyCostDiff,'
+            " count(input.approvers), -3, 1234567.5]) if true\n"
+            'warn contains sprintf("%v %v %v %v%%", [{"b", "a"}, {2.5, 1}, {"k": [1, null, true]}, 0.00001]) if true\n'
+            'warn contains sprintf("%s %d", [input.approvers, input.costEstimation.totalMonthlyCost]) if true\n',
+        ),
+    ),
+    _case(
         "v0 partial sets and functions",
         (
             "p.rego",
