@@ -259,7 +259,7 @@ CORPUS = [
             'level := 1 if { input.x } else := 2 if not startswith(input.deploymentRequest.type, "de") else := 3\n'
             'quoted if not startswith(input.deploymentRequest.type, "de") with input.deploymentRequest.type as "x"\n'
             'listed if count([1 | not startswith(input.deploymentRequest.type, "de")]) > 0\n'
-            'all_teams if every a in input.approvers { not count(a.teams) > input.maxTeams }\n'
+            "all_teams if every a in input.approvers { not count(a.teams) > input.maxTeams }\n"
             'deny contains sprintf("%v %v %v %v %v %v", [is_prod, main, level, quoted, listed, all_teams]) if true\n',
         ),
     ),
