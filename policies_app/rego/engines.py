@@ -22,6 +22,7 @@ from policies_app.rego.contract import DECISION_RULES, PolicyCompileError
 from policies_app.rego.decisions import normalise_rule_value
 from policies_app.rego.errors import parse_opa_error, parse_regorus_error
 from policies_app.rego.lexer import code_tokens, find_calls, tokenize
+from policies_app.rego.opa_sprintf import EXTENSION, opa_sprintf
 from policies_app.rego.prepare import PreparedPolicy, library_modules, library_modules_for_regorus, rule_ref
 
 RuleValues = dict[str, list[str]]
@@ -68,8 +69,13 @@ class RegorusAdapter:
 
         self._regorus = regorus
 
+    def _new_engine(self) -> Any:
+        engine = self._regorus.Engine()
+        engine.add_extension(EXTENSION, 2, opa_sprintf)  # sprintf calls are renamed to it (prepare.py)
+        return engine
+
     def _engine(self, base: Any, policy: PreparedPolicy, *, with_library: bool) -> Any:
-        engine = base.clone() if base is not None else self._regorus.Engine()
+        engine = base.clone() if base is not None else self._new_engine()
         engine.set_gather_prints(True)  # print() in a policy must not write into our protocol or logs
         if with_library:
             engine.set_rego_v0(False)
@@ -119,12 +125,14 @@ class RegorusAdapter:
         try:
             self._rules(engine, policy)
         except PolicyRuntimeError as error:
+            if error.message.startswith(f"extension '{EXTENSION}'"):
+                return  # a message sprintf leaves to OPA (opa_sprintf.py), which compiled the policy
             raise PolicyCompileError(
                 error.message, policy=policy.name, file=error.file, line=error.line, column=error.column
             ) from None
 
     def evaluate(self, policies: list[PreparedPolicy], input_json: str, report: Callable[..., None]) -> None:
-        base = self._regorus.Engine()
+        base = self._new_engine()
         try:
             base.set_input_json(input_json)
         except Exception as error:

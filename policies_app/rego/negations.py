@@ -160,11 +160,43 @@ def hoisted_terms(expression: Node, scope: _Scope) -> list[Node]:
     return sorted(out, key=lambda node: span(node)[0])
 
 
-def _negations(module: ParsedModule, global_names: set[str]) -> list[tuple[Node, list[Node]]]:
-    """Every negated statement of the module with the terms to move out of it."""
+def _statement_end(module: ParsedModule, stmt: Node) -> int:
+    """Where a statement ends: regorus's span stops before the closing quote of a final string."""
+    end = stmt["span"]["end"]
+    for modifier in stmt.get("with_mods") or []:
+        end = max(end, modifier["span"]["end"])
+    if module.data[end : end + 1] == b'"':
+        end += 1
+    return end
+
+
+def _braceless_bodies(module: ParsedModule, rule: Node) -> dict[int, tuple[int, int]]:
+    """Rule bodies written without braces (``x if not input.a in {"b"}``, ``else := 1 if not y``):
+    the id of their one statement -> the body's byte range. Statements cannot be added to such a
+    body, so the rewrite puts braces around it first. Comprehension bodies take ``;`` and ``every``
+    bodies always have braces."""
+    if kind_of(rule) != "Spec":
+        return {}
+    found = {}
+    for body in rule["Spec"]["bodies"]:
+        query = body["query"]
+        start = query["span"]["start"]
+        if module.data[start : start + 1] == b"{" or not query["stmts"]:
+            continue
+        for stmt in query["stmts"]:
+            found[id(stmt)] = (start, _statement_end(module, query["stmts"][-1]))
+    return found
+
+
+def _negations(
+    module: ParsedModule, global_names: set[str]
+) -> list[tuple[Node, list[Node], tuple[int, int] | None]]:
+    """Every negated statement of the module with the terms to move out of it, and the range of its
+    body when that body has no braces."""
     found = []
     for rule in module.tree.get("rules") or []:
         scope = _Scope(global_names, module, rule)
+        braceless = _braceless_bodies(module, rule)
         for query in rule_queries(rule):
             for stmt in query["stmts"]:
                 literal = stmt["literal"]
@@ -172,7 +204,7 @@ def _negations(module: ParsedModule, global_names: set[str]) -> list[tuple[Node,
                     continue
                 terms = hoisted_terms(literal["NotExpr"]["expr"], scope)
                 if terms:
-                    found.append((stmt, terms))
+                    found.append((stmt, terms, braceless.get(id(stmt))))
     return found
 
 
@@ -192,14 +224,14 @@ def hoist_out_of_negations(
             return module.source, module
         edits = Source(module.data)
         taken: list[tuple[int, int]] = []
-        for stmt, terms in negations:
+        for stmt, terms, body in negations:
             start, end = stmt["span"]["start"], stmt["span"]["end"]
             if any(start < other_end and other_start < end for other_start, other_end in taken):
                 continue  # nested in a statement rewritten in this round: done in the next one
             taken.append((start, end))
             modifiers = stmt.get("with_mods") or []
             with_text = (
-                " " + module.text(modifiers[0]["span"]["start"], modifiers[-1]["span"]["end"])
+                " " + module.text(modifiers[0]["span"]["start"], _statement_end(module, stmt))
                 if modifiers
                 else ""
             )
@@ -210,6 +242,10 @@ def hoist_out_of_negations(
                 term_start, term_end = span(term)
                 assignments.append(f"{name} := {module.text(term_start, term_end)}{with_text}; ")
                 edits.replace(term_start, term_end, name)
-            edits.insert(start, "".join(assignments))
+            if body is None:
+                edits.insert(start, "".join(assignments))
+            else:  # `x if not f(input.a)` becomes `x if { __not1__ := input.a; not f(__not1__) }`
+                edits.insert(body[0], "{ " + "".join(assignments))
+                edits.insert(body[1], " }")
         source = edits.result()
         module = parse_module(module.filename, source, rego_v0)

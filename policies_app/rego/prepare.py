@@ -8,6 +8,7 @@
 - imports of the policy's own packages, rewritten to full references, and references to a whole package
   document of the policy, refused (regorus fails open on both; see references.py);
 - policy data whose top-level keys would override the policy's rules or the shared library (``lib``);
+- ``sprintf`` calls, made to an extension that formats as OPA (opa_sprintf.py);
 - negations, rewritten as OPA's compiler runs them (negations.py), and functions defined in several
   modules, gathered into one (functions.py): regorus decides otherwise on both;
 - the same modules in v1 syntax for OPA, which parses v1 only (v1_syntax.py);
@@ -32,6 +33,7 @@ from policies_app.rego.contract import REGO_VERSIONS, PolicyCompileError, Policy
 from policies_app.rego.functions import MERGED_PREFIX, merge_split_functions
 from policies_app.rego.lexer import code_tokens, tokenize
 from policies_app.rego.negations import hoist_out_of_negations
+from policies_app.rego.opa_sprintf import use_opa_sprintf
 from policies_app.rego.references import rewrite_own_package_references
 from policies_app.rego.syntax_tree import ParsedModule, package_path, parse_module, rule_name
 from policies_app.rego.v1_syntax import to_rego_v1
@@ -132,11 +134,15 @@ def _package_rules(parsed: list[ParsedModule]) -> dict[tuple[str, ...], set[str]
 def rewrite_for_regorus(
     modules: list[tuple[str, str]], *, rego_v0: bool
 ) -> tuple[list[tuple[str, str]], tuple[tuple[str, tuple[tuple[str, int], ...]], ...]]:
-    """Negations as OPA compiles them, split functions gathered; returns modules and line origins."""
+    """Negations as OPA compiles them, sprintf as OPA formats (opa_sprintf.py), split functions
+    gathered; returns modules and line origins."""
     parsed = [parse_module(filename, source, rego_v0) for filename, source in modules]
     rules = _package_rules(parsed)
     hoisted = [
-        hoist_out_of_negations(module, rules[package_path(module)], rego_v0=rego_v0)[1] for module in parsed
+        use_opa_sprintf(
+            hoist_out_of_negations(module, rules[package_path(module)], rego_v0=rego_v0)[1], rego_v0=rego_v0
+        )
+        for module in parsed
     ]
     rewritten, merged = merge_split_functions(hoisted, rego_v0=rego_v0)
     origins = tuple((module.filename, module.lines) for module in merged)

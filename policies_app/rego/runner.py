@@ -16,6 +16,7 @@ from policies_app.rego.contract import (
     DECISION_RULES,
     DEFAULT_ENGINE,
     ENGINES,
+    EngineBusyError,
     EngineUnavailableError,
     EvaluationResult,
     PolicyCompileError,
@@ -119,10 +120,20 @@ class _Collector:
         self.policies = policies
         self.outcomes: list[PolicyOutcome | None] = [None] * len(policies)
         self.running: int | None = None  # the policy the worker announced last: blamed for a crash or timeout
+        self.engine_errors: list[int] = []  # policies the engine itself reported an error for
 
-    def record(self, index: int, messages: dict[str, list[str]] | None, error: dict[str, Any] | None) -> None:
+    def record(
+        self,
+        index: int,
+        messages: dict[str, list[str]] | None,
+        error: dict[str, Any] | None,
+        *,
+        from_engine: bool = False,
+    ) -> None:
         policy = self.policies[index]
         if error is not None:
+            if from_engine:
+                self.engine_errors.append(index)
             self.outcomes[index] = PolicyOutcome(
                 policy.key, policy.name, "error", empty_messages(), _policy_error(policy, error)
             )
@@ -136,7 +147,7 @@ class _Collector:
         if message["type"] == "started":
             self.running = message["index"]
         elif message["type"] == "outcome":
-            self.record(message["index"], message.get("messages"), message.get("error"))
+            self.record(message["index"], message.get("messages"), message.get("error"), from_engine=True)
 
     def finish(self, stopped: PolicyError | None) -> list[PolicyOutcome]:
         """Every policy's outcome; those the worker never reported fail closed with the reason it stopped."""
@@ -206,6 +217,48 @@ def _run_evaluation(
     return None
 
 
+def _ask_the_reference(
+    collector: _Collector,
+    input_json: str,
+    deadline: float,
+    memory_mb: int,
+    limits: MessageLimits,
+    pool_name: str | None,
+    pool_size: int | None,
+) -> None:
+    """OPA's answer for the policies the engine reported an error for, where OPA decides.
+
+    regorus raises what OPA does not: a builtin given the wrong type (OPA: undefined), a function
+    conflict or a type error in a body that OPA's evaluation order never reaches (OPA stops at the
+    first undefined expression of a body). The platform must decide as OPA, so those policies are
+    evaluated again on OPA itself; where OPA errors too, the engine's error (with its column) stays.
+    When OPA cannot answer in time or at all, the error stays: still failing closed.
+    """
+    remaining = deadline - time.perf_counter()
+    if remaining <= 0:
+        return
+    indices = list(collector.engine_errors)
+    kept = sum(
+        len(found)
+        for outcome in collector.outcomes
+        if outcome is not None and outcome.error is None
+        for found in outcome.messages.values()
+    )
+    left = MessageLimits(limits.per_policy, limits.characters, max(limits.per_evaluation - kept, 1))
+    retry = _Collector([collector.policies[index] for index in indices])
+    try:
+        stopped = _run_evaluation(
+            retry, input_json, REFERENCE_ENGINE, remaining, memory_mb, left, pool_name, pool_size
+        )
+    except EngineBusyError:
+        return
+    if stopped is not None:
+        return
+    for index, outcome in zip(indices, retry.outcomes, strict=True):
+        if outcome is not None and outcome.error is None:
+            collector.outcomes[index] = outcome
+
+
 def evaluate_policies(
     policies: Sequence[PolicySource],
     input_json: str,
@@ -245,6 +298,9 @@ def evaluate_policies(
         if collector.policies
         else None
     )
+    if stopped is None and engine != REFERENCE_ENGINE and collector.engine_errors:
+        deadline = started + timeout_s
+        _ask_the_reference(collector, input_json, deadline, memory_mb, limits, pool_name, pool_size)
     outcomes = collector.finish(stopped)
 
     messages = empty_messages()

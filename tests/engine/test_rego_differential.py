@@ -1,9 +1,9 @@
 """Every engine the platform offers decides as OPA on the written corpus and on generated policies.
 
 A bounded number of generated cases runs here; bench/bench_rego_differential.py runs many more.
-The one known deviation in decisions (docs/opa-fidelity.md) fails closed: regorus errors where a
-builtin gets an argument of the wrong type and OPA calls it undefined. It is counted apart; any other
-disagreement fails.
+Decisions, messages (their exact text) and refusals on save must all be OPA's; an error where OPA
+decides (regorus raising for a builtin given the wrong type, or a conflict OPA never reaches) fails
+too.
 """
 
 import pytest
@@ -25,7 +25,10 @@ def test_the_corpus_decides_as_opa(engine, case):
 
 @pytest.mark.parametrize("engine", ENGINES_UNDER_TEST)
 def test_generated_policies_decide_as_opa(engine):
-    differences = []
+    differences, failed_closed = [], []
     for seed in range(GENERATED_IN_SUITE):
-        differences.extend(compare(generated_case(seed), engine).differences)
+        comparison = compare(generated_case(seed), engine)
+        differences.extend(comparison.differences)
+        failed_closed.extend(comparison.failed_closed)
     assert differences == []
+    assert failed_closed == []

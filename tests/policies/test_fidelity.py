@@ -97,3 +97,50 @@ def test_a_policy_in_another_package_than_env0_is_refused(admin_client):
     [message] = saved.json()["modules"]
     assert message.startswith("main.rego:1: package env0.multipleApprovals:")
     assert "use `package env0`" in message
+
+
+def test_a_body_without_braces_around_a_negation_is_saved_and_decides_as_opa(admin_client):
+    """Issue 20: the negation rewrite broke `x if not input.a in {"b"}` ("Failed to parse rule-ref")."""
+    saved = save(
+        admin_client,
+        "brace-less",
+        [
+            (
+                "p.rego",
+                'package env0\nis_prod if not input.policyData.env != "production"\n'
+                'other if not input.a in {"b"}\n'
+                'deny contains "production" if is_prod\npending contains "not b" if other\n',
+            )
+        ],
+        rego_version="v1",
+    )
+    assert saved.status_code == 201, saved.content
+    policy_id = saved.json()["id"]
+    assert dry_run(admin_client, policy_id, {"policyData": {"env": "production"}})["deny"] == ["production"]
+    # input.a missing: OPA moves it out of the negation, so `other` is undefined, not true.
+    assert dry_run(admin_client, policy_id, {})["decision"] == "pending"
+    assert dry_run(admin_client, policy_id, {"a": "c"})["pending"] == ["not b"]
+
+
+def test_an_error_opa_never_reaches_does_not_stop_the_decision(admin_client):
+    """Issue 20: regorus raised a type error in a body whose earlier expression is undefined (OPA stops
+    there), so a deny that fired became an error; OPA decides, and formats messages as Go does."""
+    saved = save(
+        admin_client,
+        "never reached",
+        [
+            (
+                "p.rego",
+                'package env0\nallowed := {"main": true}\ndeny contains "destroy" if input.type == "destroy"\n'
+                'warn contains sprintf("%.2f %s", [input.cost, input.n]) if {\n'
+                '  not allowed[input.missing]\n  not startswith(input.list, "x")\n}\n',
+            )
+        ],
+        rego_version="v1",
+    )
+    assert saved.status_code == 201, saved.content
+    policy_id = saved.json()["id"]
+    result = dry_run(admin_client, policy_id, {"type": "destroy", "list": [1, 2], "cost": 15, "n": 2})
+    assert (result["decision"], result["deny"], result["error"]) == ("deny", ["destroy"], None)
+    result = dry_run(admin_client, policy_id, {"list": "abc", "missing": "other", "cost": 15, "n": 2})
+    assert result["warn"] == ["%!f(int64=15) %!s(int64=2)"]  # as OPA (Go's fmt) writes it
