@@ -282,9 +282,17 @@ def test_a_postgresql_restart_under_load_costs_no_error_and_loses_nothing(world,
 
         thread = threading.Thread(target=load)
         thread.start()
-        time.sleep(2)
+        # Counted, not timed: on a busy machine a request may take a second, so the load runs until some
+        # deployments were created before the restart and some after it.
+        wait_until(lambda: len(created) >= 3, 60, interval=0.1, what="deployments created before the restart")
         subprocess.run(restart, shell=True, check=True, timeout=60)
-        time.sleep(3)
+        created_before_restart = len(created)
+        wait_until(
+            lambda: len(created) >= created_before_restart + 5,
+            90,
+            interval=0.1,
+            what="deployments created after the restart",
+        )
         stop.set()
         thread.join(60)
         connection.close()  # the test's own connection died with the server
@@ -297,7 +305,6 @@ def test_a_postgresql_restart_under_load_costs_no_error_and_loses_nothing(world,
             interval=0.5,
             what="every deployment evaluated after the restart",
         )
-        assert len(created) > 20, (created, refused_while_down, api.server_errors)
         stale = [error for error in api.server_errors if not error.split(": ", 1)[1].startswith("503")]
         assert stale == [], stale
         print(
