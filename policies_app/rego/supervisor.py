@@ -182,11 +182,14 @@ class EngineWorker:
             raise self._crashed() from None
         while True:
             message = self._receive(deadline, activity, timeout_s, memory_mb)
-            yield message
             if message.get("type") == "done":
+                # Killed before the answer is handed over: the caller stops reading at ``done``, so code
+                # after that yield would never run and a worker asking to be replaced would be reused.
                 if message.get("restart"):
                     self.kill()
+                yield message
                 return
+            yield message
 
 
 class WorkerPool:

@@ -214,3 +214,18 @@ def test_it_counts_waiting_for_a_free_worker_in_the_time_limit(engine, monkeypat
     assert result.error.message == (
         f"evaluation exceeded 1 s waiting for a free {engine} engine worker (all 1 busy)"
     )
+
+
+def test_a_worker_that_asks_to_be_replaced_is_not_used_again(engine):
+    from policies_app.rego.supervisor import WorkerPool
+
+    workers = WorkerPool(engine, 1, name="replaced")
+    try:
+        first = workers.run({"op": "ping"}, 30, "a ping")["pid"]
+        # A request the worker cannot handle raises inside it: it answers, asking to be replaced.
+        answer = workers.run({"op": "evaluate"}, 30, "a broken request")
+        assert answer["restart"] and "engine worker error" in answer["error"]["message"]
+        assert first not in workers.pids()
+        assert workers.run({"op": "ping"}, 30, "a ping")["pid"] != first
+    finally:
+        workers.shutdown()
