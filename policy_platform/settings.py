@@ -414,6 +414,13 @@ for _root in LOCAL_REPOSITORY_ROOTS:
         )
 MEDIA_ROOT = VAR_DIR / "media"
 
+# API tokens (users' and service accounts') expire: after API_TOKEN_DEFAULT_DAYS unless their maker asks
+# for another lifetime, never after more than API_TOKEN_MAX_DAYS (accounts/tokens.py).
+API_TOKEN_DEFAULT_DAYS = int(env_number("API_TOKEN_DEFAULT_DAYS", 90))
+API_TOKEN_MAX_DAYS = int(env_number("API_TOKEN_MAX_DAYS", 365))
+if API_TOKEN_DEFAULT_DAYS > API_TOKEN_MAX_DAYS:
+    raise ImproperlyConfigured("API_TOKEN_DEFAULT_DAYS must not exceed API_TOKEN_MAX_DAYS")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -60,7 +60,9 @@ class ApiTokenViewSet(
     def create(self, request: Request) -> Response:
         serializer = ApiTokenSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        token, key = tokens.create_token(request.user, serializer.validated_data["name"])
+        token, key = tokens.create_token(
+            request.user, serializer.validated_data["name"], serializer.validated_data["expires_in_days"]
+        )
         token.key = key
         return Response(ApiTokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
 
