@@ -196,3 +196,19 @@ def test_user_tokens_expire_too(api, world):
     assert client_with(key).get("/api/v1/me/").status_code == 200
     ApiToken.objects.filter(pk=made.json()["id"]).update(expires_at=timezone.now() - timedelta(seconds=1))
     assert client_with(key).get("/api/v1/me/").status_code == 401
+
+
+def test_the_readmes_command_makes_an_account_and_prints_a_deploy_key(
+    world, django_capture_on_commit_callbacks
+):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command(
+        "create_service_account", "deploy-pipeline", "--project", "Platform", "--by", "admin", stdout=out
+    )
+    key = out.getvalue().strip()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert trigger(key, world.environment).status_code == 201
