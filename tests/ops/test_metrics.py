@@ -69,7 +69,9 @@ def test_triggered_deployments_are_counted_and_read_from_metrics(world, two_envi
         before = scrape(base)
         engine = "regorus"  # the default engine (settings.POLICY_ENGINE)
         for environment in two_environments:
-            status, body = api_call(base, key, "POST", f"/api/v1/environments/{environment.pk}/deployments/", {})
+            status, body = api_call(
+                base, key, "POST", f"/api/v1/environments/{environment.pk}/deployments/", {}
+            )
             assert status == 201, body
         after = scrape(base)
 
@@ -95,7 +97,10 @@ def test_metrics_are_refused_without_the_token_or_an_allowed_network(world, tmp_
         status, body = get(base, "/metrics")
         assert status == 200 and "policy_platform_deployments_waiting" in body
     with gunicorn(tmp_path) as base:
-        assert get(base, "/metrics") == (403, "Metrics are off: set METRICS_TOKEN or METRICS_ALLOWED_NETWORKS.")
+        assert get(base, "/metrics") == (
+            403,
+            "Metrics are off: set METRICS_TOKEN or METRICS_ALLOWED_NETWORKS.",
+        )
 
 
 def test_readyz_answers_503_when_the_database_or_the_engine_does_not(world, tmp_path):
@@ -117,7 +122,9 @@ def test_readyz_answers_503_when_the_database_or_the_engine_does_not(world, tmp_
         assert json.loads(body)["checks"] == {"database": "ok", "engine_worker": "no engine worker answered"}
 
 
-def test_json_logs_carry_the_request_id_into_the_workers_task_and_its_decision(world, two_environments, tmp_path):
+def test_json_logs_carry_the_request_id_into_the_workers_task_and_its_decision(
+    world, two_environments, tmp_path
+):
     """Through Redis to a real Celery worker: the id the request came with is in the worker's lines."""
     redis = RedisServer(tmp_path)
     redis.start()
@@ -152,7 +159,9 @@ def test_json_logs_carry_the_request_id_into_the_workers_task_and_its_decision(w
             )
     finally:
         redis.stop()
-    [web_line] = [line for line in json_lines(tmp_path.glob("gunicorn-*.log").__next__()) if line.get("status") == 201]
+    [web_line] = [
+        line for line in json_lines(tmp_path.glob("gunicorn-*.log").__next__()) if line.get("status") == 201
+    ]
     assert (web_line["request_id"], web_line["method"], web_line["logger"]) == (
         "pipeline-run-42",
         "POST",
@@ -165,5 +174,11 @@ def test_json_logs_carry_the_request_id_into_the_workers_task_and_its_decision(w
         deployment_id,
         "pending",
     )
-    [task] = [line for line in worker_lines if line.get("task") == "policies_app.tasks.evaluate_deployment_task"]
-    assert (task["request_id"], task["deployment_id"], task["state"]) == ("pipeline-run-42", deployment_id, "SUCCESS")
+    [task] = [
+        line for line in worker_lines if line.get("task") == "policies_app.tasks.evaluate_deployment_task"
+    ]
+    assert (task["request_id"], task["deployment_id"], task["state"]) == (
+        "pipeline-run-42",
+        deployment_id,
+        "SUCCESS",
+    )
