@@ -182,3 +182,24 @@ def test_json_logs_carry_the_request_id_into_the_workers_task_and_its_decision(
         deployment_id,
         "SUCCESS",
     )
+
+
+def test_the_grafana_dashboard_draws_only_metrics_the_platform_exposes(world):
+    from pathlib import Path
+
+    from policies_app.ops.metrics_view import exposition
+
+    dashboard = json.loads(
+        (Path(__file__).resolve().parents[2] / "platform/grafana-dashboard.json").read_text()
+    )
+    expressions = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    drawn = {name for expr in expressions for name in re.findall(r"\b((?:policy_platform|django)_\w+)", expr)}
+    exposed = exposition().decode()
+    # Histograms and counters are exposed with their suffixes (_bucket, _total) once they have a sample.
+    declared = set(re.findall(r"^# TYPE (\w+) ", exposed, re.M))
+    missing = {
+        name
+        for name in drawn
+        if not any(name == d or name.startswith(d + "_") or d.startswith(name) for d in declared)
+    }
+    assert drawn and missing == set(), missing
