@@ -2,6 +2,7 @@
 and to a project subtree, expiring, shown once, rotated without downtime, listed with their last use.
 Everything through the API, as a pipeline and an admin use it."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -212,3 +213,32 @@ def test_the_readmes_command_makes_an_account_and_prints_a_deploy_key(
     key = out.getvalue().strip()
     with django_capture_on_commit_callbacks(execute=True):
         assert trigger(key, world.environment).status_code == 201
+
+
+def test_the_projects_page_makes_an_account_and_a_token_shown_once_for_admins_only(world, client):
+    page = f"/projects/{world.payments.pk}/service-accounts/"
+    client.force_login(world.bob)
+    assert client.get(page).status_code == 403
+    client.force_login(world.admin)
+    made = client.post(page, {"action": "create_account", "name": "ci"}, follow=True)
+    assert made.status_code == 200 and "Service account ci is created." in made.content.decode()
+    account = world.payments.service_accounts.get()
+    shown = client.post(
+        page,
+        {
+            "action": "create_token",
+            "account": account.pk,
+            "capabilities": ["deploy"],
+            "scope": world.payments_eu.pk,
+        },
+    )
+    assert shown.status_code == 201
+    key = re.search(r'<code id="new-key">([^<]+)</code>', shown.content.decode()).group(1)
+    assert key not in client.get(page).content.decode(), "shown once"
+    token = account.tokens.get()
+    assert (token.capabilities, token.scope_project) == (["deploy"], world.payments_eu)
+    refused = client.post(
+        page, {"action": "create_token", "account": account.pk, "capabilities": ["approve"]}
+    )
+    assert refused.status_code == 403
+    assert "may not approve" in refused.content.decode()

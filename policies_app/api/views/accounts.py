@@ -54,7 +54,8 @@ class ApiTokenViewSet(
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # the schema generator asks without a user
             return ApiToken.objects.none()
-        return ApiToken.objects.filter(user=self.request.user)
+        # A service account's tokens are its project admins' to manage (/service-accounts/), not its own.
+        return ApiToken.objects.filter(user=self.request.user, service_account__isnull=True)
 
     @extend_schema(request=ApiTokenSerializer, responses={201: ApiTokenCreatedSerializer})
     def create(self, request: Request) -> Response:
