@@ -203,3 +203,53 @@ def test_the_grafana_dashboard_draws_only_metrics_the_platform_exposes(world):
         if not any(name == d or name.startswith(d + "_") or d.startswith(name) for d in declared)
     }
     assert drawn and missing == set(), missing
+
+
+SLOW = """package env0
+
+pending contains sprintf("%d", [count({x | some x in numbers.range(1, 3000000); x % 7 == 0})]) if true
+"""
+
+
+def counted(name: str, **labels: str) -> float:
+    from prometheus_client import REGISTRY
+
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def test_an_engine_timeout_is_counted_with_its_failed_closed_decision(world, settings):
+    from policies_app.deployments import lifecycle
+
+    world.platform.approval_policies.add(make_policy("slow", SLOW))
+    settings.POLICY_EVALUATION_TIMEOUT_SECONDS = 0.5
+    engine = settings.POLICY_ENGINE
+    timeouts = counted("policy_platform_engine_timeouts_total", engine=engine)
+    restarts = counted("policy_platform_engine_worker_restarts_total", engine=engine, reason="timeout")
+    errors = counted("policy_platform_decisions_total", outcome="error", engine=engine)
+    deployment, _ = lifecycle.trigger_deployment(world.environment, world.bob)  # evaluated on commit
+    deployment.refresh_from_db()
+    assert deployment.status == "error", deployment.error
+    assert counted("policy_platform_engine_timeouts_total", engine=engine) == timeouts + 1
+    assert (
+        counted("policy_platform_engine_worker_restarts_total", engine=engine, reason="timeout")
+        == restarts + 1
+    )
+    assert counted("policy_platform_decisions_total", outcome="error", engine=engine) == errors + 1
+
+
+def test_a_failed_webhook_delivery_is_counted(world, loopback_allowed):
+    from policies_app.notifications import webhooks
+
+    webhook = webhooks.create_webhook(world.admin, world.payments, name="chat", url="http://127.0.0.1:9/hook")
+    before = sum(
+        counted("policy_platform_webhook_delivery_failures_total", kind=kind, final="true")
+        for kind in set(webhooks.FAILURES.values())
+    )
+    delivery = webhooks.send_test(world.admin, webhook)  # attempted on commit: nothing listens on port 9
+    delivery.refresh_from_db()
+    assert delivery.status == "failed"
+    after = sum(
+        counted("policy_platform_webhook_delivery_failures_total", kind=kind, final="true")
+        for kind in set(webhooks.FAILURES.values())
+    )
+    assert after == before + 1
