@@ -32,6 +32,7 @@ from policies_app.models import (
     OrganisationMembership,
     Project,
     ProjectMembership,
+    ServiceAccount,
     Team,
     Template,
 )
@@ -67,6 +68,28 @@ class GrantsPerRequestMiddleware:
 
 
 @dataclass(frozen=True)
+class TokenScope:
+    """The bounds of the API token a request came with (accounts/tokens.py): ``capabilities`` it may use
+    (empty: all), the ``project`` whose subtree it acts in (None: everywhere); for a service account's
+    token, the account's project and what the account may do there."""
+
+    capabilities: frozenset[str]
+    project: Project | None
+    account_project: Project | None = None
+    account_capabilities: frozenset[str] = frozenset()
+
+
+# What a service account may hold: approving only where an admin allowed it explicitly (may_approve).
+SERVICE_ACCOUNT_CAPABILITIES = frozenset({Capability.READ, Capability.DEPLOY})
+
+
+def service_account_capabilities(account: ServiceAccount) -> frozenset[str]:
+    if account.may_approve:
+        return SERVICE_ACCOUNT_CAPABILITIES | {Capability.APPROVE}
+    return SERVICE_ACCOUNT_CAPABILITIES
+
+
+@dataclass(frozen=True)
 class Grants:
     """Everything a user was given, loaded in at most two queries; ask it as many questions as needed."""
 
@@ -80,6 +103,19 @@ class Grants:
     def of(cls, user: AbstractBaseUser) -> Grants:
         if not user.is_authenticated or not user.is_active:
             return cls()
+        scope: TokenScope | None = getattr(user, "token_scope", None)
+        if scope is None:
+            return cls._held(user)
+        if scope.account_project is not None:
+            # A service account holds nothing of its own: what it may do is its account's, on its project.
+            project = scope.account_project
+            held = cls(projects={project.pk: scope.account_capabilities}, paths={project.pk: project.path})
+        else:
+            held = cls._held(user)
+        return held.narrowed(scope)
+
+    @classmethod
+    def _held(cls, user: AbstractBaseUser) -> Grants:
         cache = _request_grants.get()
         if cache is None:
             return cls._load(user)
@@ -106,6 +142,30 @@ class Grants:
             {pk: frozenset(capabilities) for pk, capabilities in projects.items()},
             paths,
         )
+
+    def narrowed(self, scope: TokenScope) -> Grants:
+        """What a request with a scoped token may do: it reads what its user (or account) reads; every other
+        capability only if the token lists it (empty: all) and only within the token's subtree (None:
+        everywhere). Administering is never a token's."""
+        acting = frozenset(scope.capabilities or Capability.values) - {Capability.READ, Capability.ADMINISTER}
+        subtree = scope.project
+
+        def kept(held: Iterable[str], inside: bool) -> frozenset[str]:
+            return frozenset(c for c in held if c == Capability.READ or (inside and c in acting))
+
+        projects = {
+            pk: kept(held, subtree is None or pk == subtree.pk or self.paths[pk].startswith(subtree.path))
+            for pk, held in self.projects.items()
+        }
+        paths = dict(self.paths)
+        if subtree is not None:
+            # What the user holds on the subtree through its ancestors or an organisation role.
+            inherited = kept(self.capabilities(subtree), True)
+            if inherited:
+                projects[subtree.pk] = projects.get(subtree.pk, frozenset()) | inherited
+                paths[subtree.pk] = subtree.path
+        organisation = kept(self.organisation, subtree is None)
+        return Grants(organisation, None, projects, paths)
 
     @property
     def sees_everything(self) -> bool:

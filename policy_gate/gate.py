@@ -327,7 +327,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="the platform's address (default: $PLATFORM_URL, else http://127.0.0.1:8000)",
     )
     common.add_argument(
-        "--token", default=os.environ.get("PLATFORM_TOKEN", ""), help="API token (default: $PLATFORM_TOKEN)"
+        "--token",
+        default=os.environ.get("PLATFORM_TOKEN", ""),
+        help="a service account's API token, scoped to deploy (default: $PLATFORM_TOKEN)",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     for deployment_type in ("deploy", "destroy"):

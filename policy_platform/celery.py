@@ -1,13 +1,26 @@
 import os
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun, worker_process_init
+from celery.signals import setup_logging, task_postrun, task_prerun, worker_process_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "policy_platform.settings")
 
 app = Celery("policy_platform")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+if os.environ.get("LOG_FORMAT") == "json":
+
+    @setup_logging.connect
+    def use_the_platforms_logging(**_: object) -> None:
+        """JSON logs: the worker logs through settings.LOGGING (one JSON line per record, with the request
+        id) instead of Celery's own format."""
+        from logging.config import dictConfig
+
+        from django.conf import settings
+
+        dictConfig(settings.LOGGING)
 
 
 @worker_process_init.connect

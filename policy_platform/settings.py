@@ -90,10 +90,13 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "django_prometheus",
     "policies_app",
 ]
 
 MIDDLEWARE = [
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    "policies_app.ops.request_ids.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "policies_app.middleware.ContentSecurityPolicyMiddleware",
     "policies_app.middleware.RequestBodyMiddleware",
@@ -104,12 +107,16 @@ MIDDLEWARE = [
     "policies_app.access.GrantsPerRequestMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
 if not DEBUG:
     # Serves the collected static files (admin, API docs) from gunicorn, with no separate web server;
     # in development runserver serves them itself.
-    MIDDLEWARE.insert(1, "whitenoise.middleware.WhiteNoiseMiddleware")
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+        "whitenoise.middleware.WhiteNoiseMiddleware",
+    )
 
 ROOT_URLCONF = "policy_platform.urls"
 WSGI_APPLICATION = "policy_platform.wsgi.application"
@@ -215,7 +222,7 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS
 if env_bool("DJANGO_SECURE_PROXY_SSL_HEADER", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # The liveness probe is asked over plain HTTP from inside the host or container.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
@@ -414,9 +421,37 @@ for _root in LOCAL_REPOSITORY_ROOTS:
         )
 MEDIA_ROOT = VAR_DIR / "media"
 
+# API tokens (users' and service accounts') expire: after API_TOKEN_DEFAULT_DAYS unless their maker asks
+# for another lifetime, never after more than API_TOKEN_MAX_DAYS (accounts/tokens.py).
+API_TOKEN_DEFAULT_DAYS = int(env_number("API_TOKEN_DEFAULT_DAYS", 90))
+API_TOKEN_MAX_DAYS = int(env_number("API_TOKEN_MAX_DAYS", 365))
+if API_TOKEN_DEFAULT_DAYS > API_TOKEN_MAX_DAYS:
+    raise ImproperlyConfigured("API_TOKEN_DEFAULT_DAYS must not exceed API_TOKEN_MAX_DAYS")
+
+# LOG_FORMAT=json: one JSON object per line (time, level, logger, message, request_id and the record's
+# fields: deployment_id, decision, status...), one line per request and per task (policies_app/ops/request_ids.py).
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_id": {"()": "policies_app.ops.request_ids.RequestIdFilter"}},
+    "formatters": {
+        "json": {"()": "policies_app.ops.request_ids.JsonFormatter"},
+        "plain": {"format": "%(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "filters": ["request_id"], "formatter": LOG_FORMAT}
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
+
+# /metrics (policies_app/ops/metrics_view.py): readable with "Authorization: Bearer METRICS_TOKEN" or from
+# METRICS_ALLOWED_NETWORKS; with neither, by nobody.
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+METRICS_ALLOWED_NETWORKS = env_networks("METRICS_ALLOWED_NETWORKS")
+# /readyz: how long each of its checks (database, broker, engine worker) may take.
+READINESS_TIMEOUT_SECONDS = env_number("READINESS_TIMEOUT_SECONDS", 3)
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)

@@ -5,6 +5,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from policies_app.accounts.signin import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
+from policies_app.ops import metrics_view, readiness
 
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
@@ -17,6 +18,9 @@ def healthz(request: HttpRequest) -> HttpResponse:
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    # Readiness: the database, the broker and an engine worker answer (policies_app/ops/readiness.py).
+    path("readyz", readiness.readyz, name="readyz"),
+    path("metrics", metrics_view.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("policies_app.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -4,6 +4,11 @@ Only the SHA-256 of a key is stored; the key itself is shown once, when it is ma
 kind, one per user (Django REST framework's, made before named tokens existed), were moved to hashes too
 (``LegacyApiToken``) and are still accepted until revoked.
 
+Every named token expires (``API_TOKEN_DEFAULT_DAYS`` unless asked otherwise, at most
+``API_TOKEN_MAX_DAYS``); an expired key is refused as unauthenticated (401, code ``token_expired``). A token
+may carry a scope (capabilities and a project subtree, access.TokenScope): a service account's always does
+(accounts/service_accounts.py).
+
 A key is looked up by its first characters (shown on the user's page anyway); its hash is then compared
 in constant time, so how long an answer takes tells nothing about how much of a guessed key was right."""
 
@@ -12,13 +17,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
 from policies_app import audit
+from policies_app.access import TokenScope, service_account_capabilities
 from policies_app.errors import Forbidden, Invalid
 from policies_app.models import ApiToken, LegacyApiToken
 
@@ -38,19 +45,51 @@ def key_prefix(key: str) -> str:
     return key[:PREFIX_LENGTH] if key.startswith(KEY_PREFIX) else key[:LEGACY_PREFIX_LENGTH]
 
 
-def create_token(user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
+class TokenExpired(Exception):
+    """The key names a token whose expiry has passed."""
+
+
+def expiry(days: int | None) -> datetime:
+    """When a token made now with a lifetime of ``days`` (None: the default) expires; more than the
+    operator's maximum is refused."""
+    if days is None:
+        days = settings.API_TOKEN_DEFAULT_DAYS
+    if days < 1 or days > settings.API_TOKEN_MAX_DAYS:
+        raise Invalid({"expires_in_days": [f"Between 1 and {settings.API_TOKEN_MAX_DAYS} days."]})
+    return timezone.now() + timedelta(days=days)
+
+
+def new_key() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def create_token(
+    user: AbstractBaseUser, name: str, expires_in_days: int | None = None
+) -> tuple[ApiToken, str]:
     """Make a token for ``user`` (only for themselves); returns it and its key, shown this once."""
     name = (name or "").strip()
     if not name:
         raise Invalid({"name": ["Name the token after what uses it, e.g. the pipeline."]})
     if len(name) > 100:
         raise Invalid({"name": ["At most 100 characters."]})
+    if getattr(user, "token_scope", None) is not None:
+        # A token bounded to a scope must not mint one without bounds (a service account's are made by
+        # its project's admins).
+        raise Forbidden("A scoped token may not make tokens.")
     if ApiToken.objects.filter(user=user, name=name).exists():
         raise Invalid({"name": ["You already have a token of this name."]})
-    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    expires_at = expiry(expires_in_days)
+    key = new_key()
     with transaction.atomic():
-        token = ApiToken.objects.create(user=user, name=name, prefix=key_prefix(key), key_hash=key_hash(key))
-        audit.record(user, "token.created", user, after={"name": name, "prefix": token.prefix})
+        token = ApiToken.objects.create(
+            user=user, name=name, prefix=key_prefix(key), key_hash=key_hash(key), expires_at=expires_at
+        )
+        audit.record(
+            user,
+            "token.created",
+            user,
+            after={"name": name, "prefix": token.prefix, "expires_at": expires_at.isoformat()},
+        )
     return token, key
 
 
@@ -64,22 +103,42 @@ def revoke_token(user: AbstractBaseUser, token: ApiToken) -> None:
 
 def user_for_key(key: str) -> AbstractBaseUser | None:
     """The active user a key belongs to (None: no such token, or its user is deactivated), noting the
-    use of a named token."""
+    use of a named token. A scoped token's user carries its scope (``token_scope``), which access.Grants
+    applies to every question asked of that user in this request. Raises TokenExpired."""
     if not key:
         return None
     digest = key_hash(key)
-    kind = ApiToken if key.startswith(KEY_PREFIX) else LegacyApiToken
+    if key.startswith(KEY_PREFIX):
+        candidates = ApiToken.objects.select_related("user", "scope_project", "service_account__project")
+    else:
+        candidates = LegacyApiToken.objects.select_related("user")
     token = None
-    for candidate in kind.objects.select_related("user").filter(prefix=key_prefix(key)):
+    for candidate in candidates.filter(prefix=key_prefix(key)):
         if hmac.compare_digest(candidate.key_hash, digest):
             token = candidate
     if token is None or not token.user.is_active:
         return None
     if isinstance(token, ApiToken):
         now = timezone.now()
+        if token.expires_at is not None and token.expires_at <= now:
+            raise TokenExpired
         if token.last_used_at is None or token.last_used_at < now - LAST_USE_PRECISION:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.user.token_scope = scope_of(token)
     return token.user
+
+
+def scope_of(token: ApiToken) -> TokenScope | None:
+    """What a token is bounded to; None: everything its user may do."""
+    account = token.service_account
+    if account is None and not token.capabilities and token.scope_project_id is None:
+        return None
+    return TokenScope(
+        capabilities=frozenset(token.capabilities),
+        project=token.scope_project,
+        account_project=account.project if account else None,
+        account_capabilities=service_account_capabilities(account) if account else frozenset(),
+    )
 
 
 def revoke_legacy_token(user: AbstractBaseUser) -> None:

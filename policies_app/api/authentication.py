@@ -52,9 +52,12 @@ class TokenAuthentication(authentication.TokenAuthentication):
     found by hash (accounts/tokens.py)."""
 
     def authenticate_credentials(self, key: str) -> Any:
-        from policies_app.accounts.tokens import user_for_key
+        from policies_app.accounts.tokens import TokenExpired, user_for_key
 
-        user = user_for_key(key)
+        try:
+            user = user_for_key(key)
+        except TokenExpired:
+            raise AuthenticationFailed("Token expired.", code="token_expired") from None
         if user is None:
             raise AuthenticationFailed("Invalid token.")
         return (user, None)

@@ -8,6 +8,7 @@ from policies_app.api.views import (
     environments,
     policies,
     projects,
+    service_accounts,
     templates,
     webhooks,
 )
@@ -23,6 +24,7 @@ router.register("deployments", deployments.DeploymentViewSet, basename="deployme
 router.register("webhooks", webhooks.WebhookViewSet, basename="webhook")
 router.register("users", accounts.AccountViewSet, basename="user")
 router.register("tokens", accounts.ApiTokenViewSet, basename="token")
+router.register("service-accounts", service_accounts.ServiceAccountViewSet, basename="service-account")
 router.register("audit", audit.AuditEntryViewSet, basename="audit")
 
 urlpatterns = [path("me/", accounts.MeView.as_view(), name="me"), *router.urls]

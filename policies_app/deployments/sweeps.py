@@ -25,6 +25,7 @@ from policies_app.deployments.lifecycle import (
     wake_evaluation,
 )
 from policies_app.models import Deployment
+from policies_app.ops import metrics
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +51,7 @@ def resend_lost_evaluations() -> list[int]:
         wake_evaluation(deployment_id, resume=status == DeploymentStatus.PENDING_APPROVAL)
         resent.append(deployment_id)
     if resent:
+        metrics.RESENDS.labels(work="evaluation").inc(len(resent))
         logger.warning("resent the evaluation of %d deployments: %s", len(resent), resent)
     return resent
 
@@ -84,6 +86,7 @@ def sweep_waiting_deployments(now: datetime | None = None) -> dict[str, list[int
                 None, "deployment.expired", expired_deployment, after={"waited_hours": round(hours, 1)}
             )
             expired.append(deployment_id)
+            metrics.EXPIRIES.inc()
     started = []
     held_environments = (
         Deployment.objects.filter(status=DeploymentStatus.QUEUED, evaluation_due_at__isnull=True)

@@ -16,6 +16,7 @@ from policies_app.deployments import lifecycle
 from policies_app.deployments.evaluation import Verdict, judge, pinned_revisions, request_type_for
 from policies_app.guards import file_sandbox
 from policies_app.models import Deployment, DeploymentEvent, Evaluation
+from policies_app.ops import metrics
 from policies_app.projects.tree import ProjectTree, tree_for
 
 logger = logging.getLogger(__name__)
@@ -90,6 +91,20 @@ def _record_verdict(
             deployment,
             after={"request_type": verdict.request_type, "failed_closed": bool(verdict.error)},
         )
+    seconds = (timezone.now() - started_at).total_seconds()
+    metrics.record_decision(verdict.decision, verdict.engine, seconds)
+    logger.info(
+        "decision %s for deployment %s",
+        verdict.decision,
+        deployment.pk,
+        extra={
+            "deployment_id": deployment.pk,
+            "decision": verdict.decision,
+            "engine": verdict.engine,
+            "request_type": verdict.request_type,
+            "duration_ms": round(seconds * 1000, 1),
+        },
+    )
 
 
 def _failed_closed_verdict(deployment: Deployment, resume: bool, problem: Exception) -> Verdict:

@@ -13,12 +13,13 @@ from policies_app.models.projects import (
     Team,
 )
 from policies_app.models.templates import ConfigurationView, Template
-from policies_app.models.tokens import ApiToken, LegacyApiToken
+from policies_app.models.tokens import ApiToken, LegacyApiToken, ServiceAccount
 from policies_app.models.webhooks import Webhook, WebhookDelivery
 
 __all__ = [
     "ApiToken",
     "LegacyApiToken",
+    "ServiceAccount",
     "ApprovalRequestEmail",
     "InvitationEmail",
     "NotificationPreference",

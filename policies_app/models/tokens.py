@@ -15,6 +15,26 @@ class ApiToken(models.Model):
     key_hash = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="After this the key is refused (401); empty only for tokens made before expiry existed.",
+    )
+    # A service account's token acts as the account's user; its scope below bounds what it may do.
+    service_account = models.ForeignKey(
+        "policies_app.ServiceAccount", null=True, blank=True, on_delete=models.CASCADE, related_name="tokens"
+    )
+    capabilities = models.JSONField(
+        default=list, blank=True, help_text="Capabilities the token may use; empty: all of its user's."
+    )
+    scope_project = models.ForeignKey(
+        "policies_app.Project",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text="The subtree where the token may act; empty: wherever its user may.",
+    )
 
     class Meta:
         ordering = ["name", "id"]
@@ -43,3 +63,36 @@ class LegacyApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user}'s older token"
+
+
+class ServiceAccount(models.Model):
+    """A machine identity owned by a project (a pipeline, the gate): it acts through its own user, which
+    holds no role and signs in with no password, and only through tokens scoped to capabilities and to a
+    subtree of its project (accounts/service_accounts.py)."""
+
+    project = models.ForeignKey(
+        "policies_app.Project", on_delete=models.CASCADE, related_name="service_accounts"
+    )
+    name = models.CharField(max_length=63)
+    description = models.CharField(max_length=500, blank=True, default="")
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="service_account"
+    )
+    may_approve = models.BooleanField(
+        default=False, help_text="Given explicitly by an admin of the project: tokens may then approve."
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project_id", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "name"], name="service_account_unique_name_per_project"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name

@@ -25,6 +25,7 @@ from policies_app.deployments.plan_summary import summarise_plan
 from policies_app.errors import Invalid
 from policies_app.guards.names import one_line
 from policies_app.models import ApprovalRequestEmail, Deployment, NotificationPreference
+from policies_app.ops import metrics
 from policies_app.projects.tree import ProjectTree
 
 logger = logging.getLogger(__name__)
@@ -146,6 +147,7 @@ def send_approval_emails(deployment_id: int | None = None) -> int:
             send_mail(lines.subject, lines.body, None, [row.user.email])
         except Exception:  # noqa: BLE001 - the mail server may be down: unclaim, the sweep retries
             logger.exception("could not email %s about deployment %s", row.user.email, deployment.pk)
+            metrics.EMAIL_FAILURES.labels(kind="approval_request").inc()
             ApprovalRequestEmail.objects.filter(pk=row.pk).update(sent_at=None)
             continue
         sent += 1
@@ -184,6 +186,7 @@ def send_daily_digests(now: datetime | None = None) -> int:
                 send_mail(subject, "\n\n----\n\n".join(parts), None, [rows[0].user.email])
             except Exception:  # noqa: BLE001 - retried at the next run
                 logger.exception("could not send the digest of user %s", user_id)
+                metrics.EMAIL_FAILURES.labels(kind="digest").inc()
                 continue
             sent += 1
         ApprovalRequestEmail.objects.filter(pk__in=[row.pk for row in rows]).update(sent_at=now)

@@ -40,6 +40,7 @@ from policies_app.choices import Capability, DeliveryStatus, DeploymentStatus, W
 from policies_app.errors import Invalid
 from policies_app.guards import egress
 from policies_app.models import Deployment, Project, Webhook, WebhookDelivery
+from policies_app.ops import metrics
 from policies_app.projects.tree import ProjectTree, tree_for
 
 logger = logging.getLogger(__name__)
@@ -320,7 +321,9 @@ def attempt_delivery(delivery_id: int) -> float | None:
         fields.update(status=DeliveryStatus.DELIVERED, delivered_at=timezone.now(), next_attempt_at=None)
     elif attempts >= settings.WEBHOOK_MAX_ATTEMPTS or delivery.event == PING:
         fields.update(status=DeliveryStatus.FAILED, next_attempt_at=None)
+        metrics.WEBHOOK_FAILURES.labels(kind=error, final="true").inc()
     else:
+        metrics.WEBHOOK_FAILURES.labels(kind=error, final="false").inc()
         retry_in = retry_delay(attempts)
         fields["next_attempt_at"] = timezone.now() + timedelta(seconds=retry_in)
     WebhookDelivery.objects.filter(pk=delivery_id).update(**fields)

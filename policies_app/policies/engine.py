@@ -228,3 +228,34 @@ def syntax_problems(rego_version: Any, modules: Any, data: Any) -> list[dict[str
                 }
             ]
     return []
+
+
+# A policy any engine answers at once: whether an engine worker starts and evaluates (readiness).
+_PROBE = rego.PolicySource(
+    key="readiness",
+    name="readiness",
+    modules=(rego.PolicyModule("probe.rego", 'package env0\n\nallow contains "ready" if true\n'),),
+)
+
+
+def engine_problem(timeout_s: float) -> str | None:
+    """Why the configured engine cannot evaluate now (None: a worker of the readiness pool answered
+    within ``timeout_s``). Its own pool of one worker, started once and reused: the probe never waits
+    behind deployments' evaluations."""
+    try:
+        result = rego.evaluate_policies(
+            [_PROBE],
+            "{}",
+            settings.POLICY_ENGINE,
+            timeout_s=timeout_s,
+            memory_mb=settings.POLICY_ENGINE_MEMORY_MB,
+            pool_name="readiness",
+            pool_size=1,
+        )
+    except rego.EngineBusyError:
+        return None  # its one worker is alive, answering an earlier probe
+    except rego.EngineUnavailableError as problem:
+        return str(problem)
+    if result.decision != "allow":
+        return f"the probe policy decided {result.decision}: {result.error or ''}".strip(": ")
+    return None

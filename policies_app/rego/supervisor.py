@@ -30,6 +30,25 @@ _WATCH_INTERVAL_S = 0.02
 _NAMED_POOL_WAIT_S = 0.05
 
 
+# Who hears of a worker's end (the platform's metrics, policies_app/ops/metrics.py): each observer is
+# called with the engine and why the worker was replaced ("timeout", "memory_limit", "crash",
+# "restart_requested"). Kept framework-free: observers are plain callables, and one that fails is ignored.
+_observers: list[Callable[[str, str], None]] = []
+
+
+def observe_worker_ends(observer: Callable[[str, str], None]) -> None:
+    if observer not in _observers:
+        _observers.append(observer)
+
+
+def _worker_ended(engine: str, reason: str) -> None:
+    for observer in _observers:
+        try:
+            observer(engine, reason)
+        except Exception:  # noqa: BLE001 - an observer never stops the engine's work
+            pass
+
+
 class WorkerFailure(Exception):
     """The worker did not answer: it crashed or ran out of time. ``message`` is for users."""
 
@@ -123,6 +142,7 @@ class EngineWorker:
 
     def _crashed(self) -> WorkerFailure:
         self.broken = True
+        _worker_ended(self.engine, "crash")
         try:
             returncode = self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -147,12 +167,14 @@ class EngineWorker:
                 break
             if remaining <= _WATCH_INTERVAL_S:
                 self.kill()
+                _worker_ended(self.engine, "timeout")
                 limit = timeout_s if timeout_s is not None else _START_TIMEOUT_S
                 raise WorkerFailure(f"{activity} exceeded {limit:g} s", limit_exceeded=True)
             if memory_mb is not None:
                 resident = resident_mb(self.pid)
                 if resident is not None and resident > memory_mb:
                     self.kill()
+                    _worker_ended(self.engine, "memory_limit")
                     raise WorkerFailure(
                         f"{activity} exceeded the memory limit of {memory_mb} MB", limit_exceeded=True
                     )
@@ -187,6 +209,7 @@ class EngineWorker:
                 # after that yield would never run and a worker asking to be replaced would be reused.
                 if message.get("restart"):
                     self.kill()
+                    _worker_ended(self.engine, "restart_requested")
                 yield message
                 return
             yield message

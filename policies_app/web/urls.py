@@ -8,6 +8,7 @@ from policies_app.web import (
     policy_editor_views,
     policy_views,
     project_views,
+    service_account_views,
     webhook_views,
 )
 
@@ -26,6 +27,11 @@ urlpatterns = [
     path("projects/", project_views.project_tree, name="project-tree"),
     path("projects/new/", project_views.project_create, name="project-create"),
     path("projects/<int:pk>/", project_views.project_detail, name="project-detail"),
+    path(
+        "projects/<int:pk>/service-accounts/",
+        service_account_views.service_accounts_page,
+        name="service-accounts",
+    ),
     path(
         "projects/<int:project_pk>/environments/new/",
         environment_views.environment_create,

@@ -21,7 +21,7 @@ import tarfile
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
-from policies_app.accounts import tokens
+from policies_app.accounts import service_accounts, tokens
 from policies_app.models import (
     Deployment,
     EnvironmentState,
@@ -61,6 +61,8 @@ WEBHOOK_READ = row(A, A, A, N, N, N, N)
 WEBHOOK_WRITE = row(A, F, A, N, N, N, N)
 ORG_READ = row(A, A, N, N, N, N, N)
 OWN_TOKEN = row(N, N, N, N, A, N, N)  # Bob's token
+# A service account of Payments: only admins of Payments (and above, and organisation admins) see it.
+ACCOUNT_ADMINS = row(A, N, A, N, N, N, N)
 
 # (method, path) -> (expectations, body). Bodies may name objects with {placeholders} (see objects()).
 MATRIX = {
@@ -186,6 +188,18 @@ MATRIX = {
     ("post", "/api/v1/tokens/"): (EVERYONE, {"name": "pipeline"}),
     ("get", "/api/v1/tokens/{id}/"): (OWN_TOKEN, None),
     ("delete", "/api/v1/tokens/{id}/"): (OWN_TOKEN, None),
+    ("get", "/api/v1/service-accounts/"): (EVERYONE, None),
+    ("post", "/api/v1/service-accounts/"): (
+        row(A, F, A, F, F, F, I),
+        {"project": "{payments}", "name": "new-machine"},
+    ),
+    ("get", "/api/v1/service-accounts/{id}/"): (ACCOUNT_ADMINS, None),
+    ("patch", "/api/v1/service-accounts/{id}/"): (ACCOUNT_ADMINS, {"description": "changed"}),
+    ("delete", "/api/v1/service-accounts/{id}/"): (ACCOUNT_ADMINS, None),
+    ("get", "/api/v1/service-accounts/{id}/tokens/"): (ACCOUNT_ADMINS, None),
+    ("post", "/api/v1/service-accounts/{id}/tokens/"): (ACCOUNT_ADMINS, {"capabilities": ["deploy"]}),
+    ("delete", "/api/v1/service-accounts/{id}/tokens/{token_id}/"): (ACCOUNT_ADMINS, None),
+    ("post", "/api/v1/service-accounts/{id}/tokens/{token_id}/rotate/"): (ACCOUNT_ADMINS, {}),
     ("get", "/api/v1/me/"): (EVERYONE, None),
     ("patch", "/api/v1/me/"): (EVERYONE, {"email_notifications": "daily_digest"}),
     ("get", "/api/v1/audit/"): (EVERYONE, None),
@@ -202,6 +216,7 @@ OBJECT_OF_PATH = {
     "webhooks": "webhook",
     "users": "user",
     "tokens": "token",
+    "service-accounts": "service_account",
 }
 # Allowed: done (200, 201, 204) or accepted for a worker (202: a webhook test is queued, not sent in the request).
 STATUS = {A: {200, 201, 202, 204}, F: {403}, N: {404}, I: {400}}
@@ -253,6 +268,8 @@ def objects(world) -> dict:
     world.template.approval_policies.add(template_policy)
     webhook = webhooks.create_webhook(world.admin, world.payments, name="chat", url="http://127.0.0.1:9/hook")
     token, _ = tokens.create_token(world.bob, "ci")
+    account = service_accounts.create_service_account(world.admin, world.payments, "ci")
+    account_token, _ = service_accounts.create_account_token(world.admin, account)
     personas = {
         "orgadmin": world.admin,
         "auditor": audrey,
@@ -278,6 +295,8 @@ def objects(world) -> dict:
         "webhook": webhook.pk,
         "user": world.sam.pk,
         "token": token.pk,
+        "service_account": account.pk,
+        "service_account_token": account_token.pk,
         "membership_id": member.pk,
         "policy_id": eu_policy.pk,
         "template_policy_id": template_policy.pk,
@@ -322,6 +341,7 @@ def test_each_persona_is_allowed_forbidden_or_not_found_as_expected(world, metho
         .replace("{membership_id}", str(ids["membership_id"]))
         .replace("{policy_id}", str(policy_id))
         .replace("{replay_id}", str(ids["replay"]))
+        .replace("{token_id}", str(ids["service_account_token"]))
     )
     client = api_client_for(ids["personas"][persona])
     if body == "archive":

@@ -21,7 +21,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from drf_spectacular.generators import SchemaGenerator
 
-from policies_app.accounts import tokens
+from policies_app.accounts import service_accounts, tokens
 from policies_app.models import (
     Approval,
     ApprovalPolicy,
@@ -33,6 +33,7 @@ from policies_app.models import (
     PolicyRepository,
     Project,
     ProjectMembership,
+    ServiceAccount,
     Team,
     Template,
     Webhook,
@@ -48,6 +49,13 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("loopback_allowed")
 COUNTS_FILE = Path(__file__).parent / "query_counts.json"
 UPDATING = os.environ.get("UPDATE_QUERY_COUNTS", "") not in ("", "0")
 PENDING = 'package env0\n\npending contains "wait" if true\n'
+
+
+def counted_service_account(world) -> ServiceAccount:
+    """The service account whose tokens are counted (its second token is made as the rows grow)."""
+    return ServiceAccount.objects.filter(name="counted").first() or service_accounts.create_service_account(
+        world.admin, world.payments, "counted"
+    )
 
 
 def watched(world) -> tuple[Deployment, Webhook]:
@@ -83,6 +91,11 @@ def grow(world, rows: int, start: int) -> None:
         DeploymentEvent.objects.create(deployment=deployment, kind="approved", actor=approver)
         WebhookDelivery.objects.create(webhook=webhook, deployment=deployment, event="ping", body="{}")
         tokens.create_token(world.alice, f"token {number}")
+        account = service_accounts.create_service_account(world.admin, world.payments, f"machine-{number}")
+        service_accounts.create_account_token(world.admin, account)
+        counted = counted_service_account(world)
+        if service_accounts.live_tokens(counted).count() < service_accounts.MAX_LIVE_TOKENS:
+            service_accounts.create_account_token(world.admin, counted)
         parent = Project.objects.create(name=f"p{number}", parent=world.payments)
         child = Project.objects.create(name=f"c{number}", parent=parent)
         policy = make_policy(f"policy {number}", PENDING)
@@ -193,6 +206,8 @@ ENDPOINTS = {
     "api webhook deliveries": ("api", "/api/v1/webhooks/{webhook}/deliveries/", "admin"),
     "api users": ("api", "/api/v1/users/", "admin"),
     "api tokens": ("api", "/api/v1/tokens/"),
+    "api service accounts": ("api", "/api/v1/service-accounts/", "admin"),
+    "api service account tokens": ("api", "/api/v1/service-accounts/{service_account}/tokens/", "admin"),
     "api audit": ("api", "/api/v1/audit/", "admin"),
     "page queue waiting for me": ("page", "/"),
     "page queue all, searched and sorted": (
@@ -276,6 +291,7 @@ def test_each_endpoint_executes_its_pinned_number_of_queries_however_many_rows(w
         template=world.template.pk,
         policy=policy,
         replay=replay,
+        service_account=counted_service_account(world).pk,
     )
     fetch = api_get(api, user, path) if kind == "api" else page_get(client, user, path)
     grow(world, 2, 0)

@@ -60,10 +60,14 @@ class AccountChangeSerializer(serializers.Serializer):
 
 
 class ApiTokenSerializer(serializers.ModelSerializer):
+    expires_in_days = serializers.IntegerField(
+        write_only=True, required=False, allow_null=True, default=None, help_text="Default 90 days."
+    )
+
     class Meta:
         model = ApiToken
-        fields = ["id", "name", "prefix", "created_at", "last_used_at"]
-        read_only_fields = ["prefix", "created_at", "last_used_at"]
+        fields = ["id", "name", "prefix", "created_at", "last_used_at", "expires_at", "expires_in_days"]
+        read_only_fields = ["prefix", "created_at", "last_used_at", "expires_at"]
         validators = []
 
 

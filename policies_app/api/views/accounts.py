@@ -54,13 +54,16 @@ class ApiTokenViewSet(
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # the schema generator asks without a user
             return ApiToken.objects.none()
-        return ApiToken.objects.filter(user=self.request.user)
+        # A service account's tokens are its project admins' to manage (/service-accounts/), not its own.
+        return ApiToken.objects.filter(user=self.request.user, service_account__isnull=True)
 
     @extend_schema(request=ApiTokenSerializer, responses={201: ApiTokenCreatedSerializer})
     def create(self, request: Request) -> Response:
         serializer = ApiTokenSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        token, key = tokens.create_token(request.user, serializer.validated_data["name"])
+        token, key = tokens.create_token(
+            request.user, serializer.validated_data["name"], serializer.validated_data["expires_in_days"]
+        )
         token.key = key
         return Response(ApiTokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
 

@@ -95,7 +95,11 @@ class Command(BaseCommand):
             token, _ = ApiToken.objects.get_or_create(
                 user=user,
                 name=DEMO_TOKEN_NAME,
-                defaults={"prefix": tokens.key_prefix(key), "key_hash": tokens.key_hash(key)},
+                defaults={
+                    "prefix": tokens.key_prefix(key),
+                    "key_hash": tokens.key_hash(key),
+                    "expires_at": tokens.expiry(None),
+                },
             )
             same = token.key_hash == tokens.key_hash(key)
             shown[name] = key if same else "(replaced since: make a new one on the user's page)"

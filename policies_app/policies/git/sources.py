@@ -27,6 +27,7 @@ from policies_app.choices import RegoVersion
 from policies_app.errors import Invalid
 from policies_app.guards import egress, file_sandbox
 from policies_app.models import ApprovalPolicy, PolicyRepository, PolicyRevision
+from policies_app.ops import metrics
 from policies_app.policies.authoring import require_author, require_name_free, store_revision
 from policies_app.policies.content import PolicyContent, validated_content
 from policies_app.policies.engine import require_compiles, run_content_tests
@@ -303,6 +304,7 @@ def _record_sync_error(policy: ApprovalPolicy, errors: dict[str, list[str]], com
     if commit:
         message = f"at commit {commit[:12]}: {message}"
     logger.warning("syncing policy %s failed: %s", policy.name, message)
+    metrics.SYNC_FAILURES.inc()
     ApprovalPolicy.objects.filter(pk=policy.pk).update(sync_error=message, synced_at=timezone.now())
     policy.sync_error = message
 
@@ -332,4 +334,5 @@ def sync_all_repository_policies() -> list[SyncOutcome]:
             outcomes.extend(_sync_group(policies, None, draft=False))
         except Exception:  # noqa: BLE001 - one broken folder must not stop the others
             logger.exception("syncing %s failed", ", ".join(policy.name for policy in policies))
+            metrics.SYNC_FAILURES.inc()
     return outcomes
