@@ -51,7 +51,11 @@ MAX_CONSECUTIVE_POLL_FAILURES = 5
 
 def say(text: str) -> None:
     """Print at once: a pipeline log must show why the gate waits while it waits, not when it ends."""
-    print(text, flush=True)
+    try:
+        print(text, flush=True)
+    except UnicodeEncodeError:  # a runner whose console is not UTF-8: ✓ and ✗ must not end the gate
+        encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+        print(text.encode(encoding, "replace").decode(encoding), flush=True)
 
 
 class GateError(Exception):
@@ -157,8 +161,30 @@ def deployment_request(args: argparse.Namespace, deployment_type: str) -> dict[s
 
 def describe(deployment: dict[str, Any]) -> str:
     status = deployment.get("status", "?")
-    decision = deployment.get("decision") or "none yet"
-    return f"deployment {deployment.get('id')} is {status} (decision: {decision})"
+    if status in UNDECIDED:
+        decision = deployment.get("decision") or "none yet"
+        return f"deployment {deployment.get('id')} is {status} (decision: {decision})"
+    # A final status is the whole verdict; which policy decision led there is in the reasons below.
+    return f"deployment {deployment.get('id')} is {status}"
+
+
+def requirement_lines(deployment: dict[str, Any], final: bool = False) -> list[str]:
+    """Each requirement the policies declare, with its state ("2/2 approvals ✓") and, while it waits,
+    who may still clear it."""
+    requirements = deployment.get("requirements")
+    if not isinstance(requirements, list):
+        return []
+    lines = []
+    for item in requirements:
+        if not isinstance(item, dict):
+            continue
+        line = f"  requirement: {item.get('summary', '?')} ({item.get('policy', '?')})"
+        if not final and not item.get("met"):
+            people = item.get("may_satisfy")
+            if isinstance(people, list):
+                line += f"; can be cleared by {', '.join(map(str, people)) or 'nobody who may still approve'}"
+        lines.append(line)
+    return lines
 
 
 def messages_of(deployment: dict[str, Any], kind: str) -> list[str]:
@@ -185,6 +211,8 @@ def report_final(deployment: dict[str, Any], out: Callable[[str], None]) -> int:
     for kind in ("deny", "warn"):
         for message in messages_of(deployment, kind):
             out(f"  {kind}: {message}")
+    for line in requirement_lines(deployment, final=True):
+        out(line)
     approvals = approvals_of(deployment)
     if approvals:
         out(f"approvals ({len(approvals)}):")
@@ -220,6 +248,7 @@ def wait_for_verdict(
     """Poll the deployment until its status says what the pipeline must do, and return the exit code."""
     deadline = clock() + timeout
     shown_pending: list[str] | None = None
+    shown_requirements: list[str] = []
     shown_status: str | None = None
     shown_approvals = 0
     failures = 0
@@ -235,6 +264,11 @@ def wait_for_verdict(
                 for message in pending or ["(no policy gave a reason; waiting for an approver)"]:
                     out(f"  pending: {message}")
                 shown_pending = pending
+            requirements = requirement_lines(deployment)
+            if requirements != shown_requirements:
+                for line in requirements:
+                    out(line)
+                shown_requirements = requirements
             approvals = approvals_of(deployment)
             if len(approvals) > shown_approvals:
                 for approval in approvals[shown_approvals:]:

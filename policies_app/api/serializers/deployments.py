@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from policies_app.choices import DeploymentType, TriggerName
+from policies_app.deployments import requirements
 from policies_app.deployments.lifecycle import queued_reason
 from policies_app.models import Approval, Deployment, Evaluation
 from policies_app.projects.tree import ProjectTree
@@ -79,6 +80,11 @@ class DeploymentSerializer(serializers.ModelSerializer):
     approvers_to_act = serializers.SerializerMethodField(
         help_text="Who may still approve or reject (a single deployment only; null in lists)."
     )
+    requirements = serializers.SerializerMethodField(
+        help_text="What its policies declare clears it (METADATA custom), each with its state: "
+        'required, approved (by whom), met, summary ("2/2 approvals ✓") and who may still satisfy it '
+        "(a single deployment only; null in lists)."
+    )
 
     class Meta:
         model = Deployment
@@ -107,6 +113,7 @@ class DeploymentSerializer(serializers.ModelSerializer):
             "queued_behind",
             "queued_reason",
             "approvers_to_act",
+            "requirements",
         ]
 
     def get_queued_reason(self, deployment: Deployment) -> str | None:
@@ -114,14 +121,31 @@ class DeploymentSerializer(serializers.ModelSerializer):
             return queued_reason(deployment.queued_behind_id)
         return None
 
+    def _still_to_act(self, deployment: Deployment) -> list:
+        """Who may still act on a pending deployment, read once for both fields that show it."""
+        cached = self.context.setdefault("_still_to_act", {})
+        if deployment.pk not in cached:
+            from policies_app.notifications.approval_emails import approvers_still_to_act
+
+            acted = {approval.user_id for approval in deployment.approvals.all()}
+            tree = ProjectTree.around([deployment.environment.project], with_policies=False)
+            cached[deployment.pk] = approvers_still_to_act(deployment, tree, acted)
+        return cached[deployment.pk]
+
     def get_approvers_to_act(self, deployment: Deployment) -> list[str] | None:
         if not self.context.get("with_progress") or deployment.status != "pending_approval":
             return None
-        from policies_app.notifications.approval_emails import approvers_still_to_act
+        return [user.username for user in self._still_to_act(deployment)]
 
-        acted = {approval.user_id for approval in deployment.approvals.all()}
-        tree = ProjectTree.around([deployment.environment.project], with_policies=False)
-        return [user.username for user in approvers_still_to_act(deployment, tree, acted)]
+    def get_requirements(self, deployment: Deployment) -> list[dict] | None:
+        if not self.context.get("with_progress"):
+            return None
+        pending = deployment.status == "pending_approval"
+        candidates = self._still_to_act(deployment) if pending else []
+        progress = requirements.progress_for(
+            deployment.evaluations.all(), deployment.approvals.all(), candidates
+        )
+        return [item.as_dict() for item in progress]
 
     def get_cost_estimation(self, deployment: Deployment) -> dict:
         return {
