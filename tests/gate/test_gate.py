@@ -265,6 +265,10 @@ def test_a_rejection_prints_the_rejecter_and_the_comment_and_exits_four(world, p
             process.kill()
     assert process.returncode == 4, out + err
     assert "rejected by alice: not on a Friday" in out
+    # The final word is the rejection, not the reasons it waited for.
+    assert f"deployment {Deployment.objects.get().pk} is rejected\n" in out
+    assert "(decision: pending)" not in out.split("waiting for approval")[-1]
+    assert "  deny: rejected by alice: not on a Friday" in out
 
 
 @pytest.mark.django_db(transaction=True)
@@ -366,6 +370,33 @@ def test_without_wait_a_pending_deployment_exits_three(world, pipeline):
     result = pipeline("deploy")
     assert result.returncode == 3, result.stdout + result.stderr
     assert "pending: needs one approver" in result.stdout
+
+
+TWO_WITH_SECURITY = """# METADATA
+# custom:
+#   approvals: 2
+#   team: security team
+package env0
+
+import rego.v1
+
+import data.lib.approvals
+
+pending contains "two approvals, one from security" if {
+	count(input.approvers) < 2
+}
+
+pending contains "two approvals, one from security" if approvals.count_in_team("security team") < 1
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_gate_prints_each_requirement_with_its_state_and_who_can_clear_it(world, pipeline):
+    world.platform.approval_policies.add(make_policy("production", TWO_WITH_SECURITY))
+    result = pipeline("deploy")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "  requirement: 0/2 approvals ✗ (production); can be cleared by admin, alice, sam" in result.stdout
+    assert "  requirement: security team 0/1 ✗ (production); can be cleared by sam" in result.stdout
 
 
 @pytest.mark.django_db(transaction=True)

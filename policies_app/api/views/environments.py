@@ -11,7 +11,7 @@ from policies_app.api.serializers.deployments import DeploymentSerializer, Trigg
 from policies_app.api.serializers.environments import EnvironmentSerializer
 from policies_app.api.serializers.policies import PolicySerializer
 from policies_app.api.views.common import UpdateViewSet
-from policies_app.api.views.deployments import with_details
+from policies_app.api.views.deployments import one_with_details, with_details
 from policies_app.deployments import lifecycle
 from policies_app.iac.state_view import tfstate_view
 from policies_app.models import ApprovalPolicy, Deployment
@@ -71,9 +71,11 @@ class EnvironmentViewSet(UpdateViewSet):
             policy_data=data["policy_data"],
             idempotency_key=data["idempotency_key"],
         )
-        deployment = with_details(Deployment.objects.select_related("deployer")).get(pk=deployment.pk)
+        # Answered as a single deployment is shown: with who may act on it and its requirements, which a
+        # pipeline prints when the verdict is already in.
+        deployment = one_with_details(Deployment.objects.select_related("deployer")).get(pk=deployment.pk)
         return Response(
-            DeploymentSerializer(deployment).data,
+            DeploymentSerializer(deployment, context={"with_progress": True}).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
