@@ -9,6 +9,12 @@ from policies_app.models import Approval, Deployment, Evaluation
 from policies_app.projects.tree import ProjectTree
 
 
+def web_address(url: str) -> None:
+    """Links are shown on the page as links: only http and https (URLField alone also takes ftp)."""
+    if url and not url.lower().startswith(("https://", "http://")):
+        raise serializers.ValidationError("Enter an http or https URL.")
+
+
 class CostEstimationSerializer(serializers.Serializer):
     total_monthly_cost = serializers.FloatField(required=False, allow_null=True)
     monthly_cost_diff = serializers.FloatField(required=False, allow_null=True)
@@ -28,6 +34,19 @@ class TriggerDeploymentSerializer(serializers.Serializer):
     variables = DeploymentVariablesSerializer(required=False, default=dict)
     policy_data = serializers.JSONField(required=False, allow_null=True, default=None)
     idempotency_key = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    commit_sha = serializers.RegexField(
+        r"^[0-9a-fA-F]{7,64}$",
+        required=False,
+        allow_blank=True,
+        default="",
+        error_messages={"invalid": "A commit SHA is 7 to 64 hexadecimal characters."},
+    )
+    pull_request_url = serializers.URLField(
+        required=False, allow_blank=True, default="", max_length=500, validators=[web_address]
+    )
+    ci_run_url = serializers.URLField(
+        required=False, allow_blank=True, default="", max_length=500, validators=[web_address]
+    )
 
     def validate_plan(self, plan):
         if plan is not None and not isinstance(plan, dict):
@@ -74,6 +93,7 @@ class DeploymentSerializer(serializers.ModelSerializer):
     cost_estimation = serializers.SerializerMethodField()
     evaluations = EvaluationSerializer(many=True, read_only=True)
     approvals = ApprovalSerializer(many=True, read_only=True)
+    web_url = serializers.SerializerMethodField(help_text="The deployment's page in the web UI.")
     queued_reason = serializers.SerializerMethodField(
         help_text="Why a queued deployment is not evaluated yet (an earlier release is unfinished)."
     )
@@ -94,6 +114,10 @@ class DeploymentSerializer(serializers.ModelSerializer):
             "type",
             "trigger_name",
             "revision",
+            "commit_sha",
+            "pull_request_url",
+            "ci_run_url",
+            "web_url",
             "template_commit",
             "status",
             "decision",
@@ -115,6 +139,11 @@ class DeploymentSerializer(serializers.ModelSerializer):
             "approvers_to_act",
             "requirements",
         ]
+
+    def get_web_url(self, deployment: Deployment) -> str:
+        from policies_app.notifications.approval_emails import deployment_url
+
+        return deployment_url(deployment.pk)
 
     def get_queued_reason(self, deployment: Deployment) -> str | None:
         if deployment.status == "queued" and deployment.queued_behind_id:

@@ -15,7 +15,7 @@ from policies_app.api.views.deployments import one_with_details, with_details
 from policies_app.deployments import lifecycle
 from policies_app.iac.state_view import tfstate_view
 from policies_app.models import ApprovalPolicy, Deployment
-from policies_app.projects import environments, states
+from policies_app.projects import environment_paths, environments, states
 from policies_app.projects.tree import tree_for
 
 
@@ -28,6 +28,15 @@ class EnvironmentViewSet(UpdateViewSet):
         if self.action in ("deployments", "state"):
             return visible  # the environment's row is enough; its policies are not shown
         return visible.prefetch_related("template__approval_policies")
+
+    def get_object(self):
+        """By id, or by path (``project/environment``) where a pipeline names the environment."""
+        key = self.kwargs.get(self.lookup_field, "")
+        if key.isdigit():
+            return super().get_object()
+        environment = environment_paths.find_visible_environment(self.request.user, key)
+        self.check_object_permissions(self.request, environment)
+        return environment
 
     def perform_create(self, serializer):
         serializer.instance = environments.create_environment(self.request.user, **serializer.validated_data)
@@ -70,6 +79,7 @@ class EnvironmentViewSet(UpdateViewSet):
             variables=data["variables"],
             policy_data=data["policy_data"],
             idempotency_key=data["idempotency_key"],
+            links={name: data[name] for name in lifecycle.CHANGE_LINKS},
         )
         # Answered as a single deployment is shown: with who may act on it and its requirements, which a
         # pipeline prints when the verdict is already in.
