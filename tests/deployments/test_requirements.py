@@ -207,3 +207,16 @@ def test_a_declaration_that_cannot_be_understood_names_the_file_and_field(custom
     source = f"# METADATA\n# custom:\n#   {custom}\npackage env0\n"
     with pytest.raises(RequirementDeclarationError, match=problem.replace("[", r"\[")):
         declared_requirements([("lib/x.rego", source)])
+
+
+def test_saving_a_policy_whose_declaration_cannot_be_understood_is_a_400_naming_the_file(world, api):
+    source = "# METADATA\n# custom:\n#   approvals: two\npackage env0\n\nallow contains 1 if true\n"
+    response = api(world.admin).post(
+        "/api/v1/policies/",
+        {"name": "bad", "rego_version": "v1", "modules": [{"filename": "main.rego", "source": source}]},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert response.json()["modules"] == [
+        "requirements: main.rego: custom.approvals must be a whole number from 1 to 100"
+    ]
