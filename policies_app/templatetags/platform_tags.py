@@ -1,6 +1,5 @@
-from typing import Any
-
 from datetime import datetime
+from typing import Any
 
 from django import template
 from django.utils import timezone
