@@ -122,3 +122,24 @@ def test_the_environment_page_shows_its_id_path_and_a_pipeline_snippet(world, cl
     )
     assert "PLATFORM_URL: https://platform.example.com" in page
     assert "PLATFORM_TOKEN: ${{ secrets.PLATFORM_TOKEN }}" in page
+
+
+def test_the_pipeline_snippets_are_yaml_whose_gate_step_names_the_environment():
+    import shlex
+
+    import yaml
+
+    from policies_app.projects.environment_paths import pipeline_snippets
+
+    snippets = dict(pipeline_snippets("Platform/Payments EU/prod's", "https://platform.example.com"))
+    github = yaml.safe_load(snippets["GitHub Actions"])
+    gate_step = next(step for step in github if step["name"] == "Wait for approval")
+    assert gate_step["env"]["PLATFORM_URL"] == "https://platform.example.com"
+    assert shlex.split(gate_step["run"])[:4] == [
+        "policy-gate",
+        "deploy",
+        "--environment",
+        "Platform/Payments EU/prod's",
+    ]
+    gitlab = yaml.safe_load(snippets["GitLab CI"])
+    assert shlex.split(gitlab["deploy"]["script"][1])[3] == "Platform/Payments EU/prod's"
