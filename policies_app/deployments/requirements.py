@@ -36,7 +36,14 @@ logger = logging.getLogger(__name__)
 
 _METADATA = re.compile(r"^\s*#\s*METADATA\s*$")
 _PACKAGE = re.compile(r"^\s*package\s")
-MAX_REQUIREMENTS = 20  # a declaration is shown on every page of the deployment: kept short
+MAX_REQUIREMENTS = 20
+# The fields of ``custom`` read here; any other is another tool's and left alone.
+_DIRECT_FIELDS = (
+    "approvals",
+    "team",
+    "team_approvals",
+    "users",
+)  # a declaration is shown on every page of the deployment: kept short
 
 
 class RequirementDeclarationError(ValueError):
@@ -63,6 +70,18 @@ def _package_annotation(source: str) -> dict[str, Any] | None:
     return None
 
 
+def _resolved(value: Any, field: str, data: Any) -> Any:
+    """A value, or what ``data.x.y`` names in the policy's data (a catalog policy's parameters)."""
+    if not (isinstance(value, str) and value.startswith("data.")):
+        return value
+    found = data
+    for key in value.split(".")[1:]:
+        if not isinstance(found, dict) or key not in found:
+            raise RequirementDeclarationError(f"custom.{field}: {value} is not in the policy's data")
+        found = found[key]
+    return found
+
+
 def _count(value: Any, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 100:
         raise RequirementDeclarationError(f"custom.{field} must be a whole number from 1 to 100")
@@ -77,9 +96,10 @@ def _names(value: Any, field: str) -> list[str]:
     return [v.strip() for v in value]
 
 
-def _one(raw: Any, field: str) -> dict[str, Any]:
+def _one(raw: Any, field: str, data: Any) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise RequirementDeclarationError(f"custom.{field} must be a mapping")
+    raw = {key: _resolved(value, f"{field}.{key}", data) for key, value in raw.items()}
     unknown = sorted(set(raw) - {"approvals", "team", "users", "title"})
     if unknown:
         raise RequirementDeclarationError(f"custom.{field}: unknown field {', '.join(map(str, unknown))}")
@@ -95,8 +115,9 @@ def _one(raw: Any, field: str) -> dict[str, Any]:
     return requirement
 
 
-def declared_requirements(modules: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
-    """The requirements declared by a policy's modules (filename, source); tests are not looked at.
+def declared_requirements(modules: Iterable[tuple[str, str]], data: Any = None) -> list[dict[str, Any]]:
+    """The requirements declared by a policy's modules (filename, source); tests are not looked at. A
+    value written ``data.policyData.count`` is read from the policy's ``data``.
 
     Raises RequirementDeclarationError, naming the file, for a declaration that cannot be understood."""
     found: list[dict[str, Any]] = []
@@ -108,11 +129,15 @@ def declared_requirements(modules: Iterable[tuple[str, str]]) -> list[dict[str, 
             custom = annotation.get("custom") if annotation else None
             if not isinstance(custom, dict):
                 continue
+            custom = {
+                key: _resolved(value, key, data) if key in _DIRECT_FIELDS else value
+                for key, value in custom.items()
+            }
             if "requirements" in custom:
                 listed = custom["requirements"]
                 if not isinstance(listed, list):
                     raise RequirementDeclarationError("custom.requirements must be a list")
-                found += [_one(raw, f"requirements[{i}]") for i, raw in enumerate(listed)]
+                found += [_one(raw, f"requirements[{i}]", data) for i, raw in enumerate(listed)]
             if "approvals" in custom:
                 found.append({"approvals": _count(custom["approvals"], "approvals")})
             if "team" in custom:
@@ -133,7 +158,7 @@ def requirements_of_revision(revision: Any) -> list[dict[str, Any]]:
     """What a revision declares, for its evaluation's outcome. A declaration that cannot be understood
     is not a reason to stop a deployment (the Rego decides): it is logged and nothing is shown."""
     try:
-        return declared_requirements((m.filename, m.source) for m in revision.modules.all())
+        return declared_requirements(((m.filename, m.source) for m in revision.modules.all()), revision.data)
     except RequirementDeclarationError:
         logger.warning("policy revision %s declares requirements that cannot be read", revision.pk)
         return []

@@ -102,7 +102,7 @@ def validated_content(
         module_problems.append("Only tests (*_test.rego) were given: the policy itself needs a module.")
     if not module_problems:
         try:  # what the policy says clears it, read as the deployment page will read it
-            declared_requirements((m["filename"], m["source"]) for m in modules)
+            declared_requirements(((m["filename"], m["source"]) for m in modules), data)
         except RequirementDeclarationError as problem:
             module_problems.append(f"requirements: {problem}")
     if module_problems:

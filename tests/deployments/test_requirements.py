@@ -220,3 +220,30 @@ def test_saving_a_policy_whose_declaration_cannot_be_understood_is_a_400_naming_
     assert response.json()["modules"] == [
         "requirements: main.rego: custom.approvals must be a whole number from 1 to 100"
     ]
+
+
+def test_a_catalog_policy_declares_its_requirements_from_its_parameters(world, api):
+    from policies_app.models import ApprovalPolicy
+
+    for entry, name, parameters in (
+        ("require-approvers", "two approvers", {"count": 2}),
+        ("require-team-approver", "security", {"team": "security team"}),
+    ):
+        response = api(world.admin).post(
+            "/api/v1/policies/install/",
+            {"entry": entry, "name": name, "parameters": parameters},
+            format="json",
+        )
+        assert response.status_code == 201, response.json()
+        world.platform.approval_policies.add(ApprovalPolicy.objects.get(name=name))
+    body = trigger(api, world)
+    assert sorted(r["summary"] for r in body["requirements"]) == ["0/2 approvals ✗", "security team 0/1 ✗"]
+
+
+def test_a_declaration_may_read_the_policys_data_and_names_what_is_missing():
+    source = "# METADATA\n# custom:\n#   approvals: data.policyData.count\n#   severity: data.elsewhere\npackage env0\n"
+    assert declared_requirements([("a.rego", source)], {"policyData": {"count": 3}}) == [{"approvals": 3}]
+    with pytest.raises(
+        RequirementDeclarationError, match="a.rego: custom.approvals: data.policyData.count is not"
+    ):
+        declared_requirements([("a.rego", source)], {"policyData": {}})
