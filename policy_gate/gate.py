@@ -1,11 +1,16 @@
 """Pipeline gate: ask the platform whether a deployment may go ahead, and wait for the answer.
 
     policy-gate deploy --environment 7 --plan plan.json --wait
+    policy-gate deploy --environment "Payments EU/prod" --plan plan.json --wait
     policy-gate destroy --environment 7 --plan plan.json --wait
     policy-gate complete --deployment 42 --status succeeded --state terraform.tfstate
 
 ``policy-gate`` is installed by ``pip install`` of the project; ``python gate.py`` runs a copy of this
 one file the same way, from any directory.
+
+The commit, pull request and CI run are read from the CI's variables (GitHub Actions, GitLab CI,
+Bitbucket Pipelines, Azure Pipelines, CircleCI, Jenkins) unless --commit, --pull-request-url or
+--ci-run-url say otherwise; the deployment's page is printed once it is requested.
 
 Exit codes (what a pipeline step branches on):
     0  released: the deployment may be applied (status approved or succeeded); `complete` accepted
@@ -15,6 +20,9 @@ Exit codes (what a pipeline step branches on):
     3  pending approval (only without --wait)
     4  stopped: denied by a policy, rejected by an approver, cancelled, expired, superseded (or failed)
     5  timed out waiting; the deployment was cancelled unless --keep-on-timeout
+
+Why this module is long: it is the whole client, one file a pipeline copies (the CI variables of six
+systems included).
 
 Standard library only, on purpose: a pipeline copies this one file to its runner and runs it with any
 Python 3.11, without installing Django or the platform. A test keeps it that way.
@@ -28,6 +36,7 @@ import os
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from typing import Any
@@ -51,7 +60,11 @@ MAX_CONSECUTIVE_POLL_FAILURES = 5
 
 def say(text: str) -> None:
     """Print at once: a pipeline log must show why the gate waits while it waits, not when it ends."""
-    print(text, flush=True)
+    try:
+        print(text, flush=True)
+    except UnicodeEncodeError:  # a runner whose console is not UTF-8: ✓ and ✗ must not end the gate
+        encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+        print(text.encode(encoding, "replace").decode(encoding), flush=True)
 
 
 class GateError(Exception):
@@ -138,6 +151,94 @@ def read_json_file(path: str, what: str) -> Any:
         raise GateError(f"the {what} file {path} is not valid JSON: {exc}") from None
 
 
+def _github_actions(env: dict[str, str]) -> dict[str, str]:
+    server, repository = env.get("GITHUB_SERVER_URL", "https://github.com"), env.get("GITHUB_REPOSITORY", "")
+    links = {"commit_sha": env.get("GITHUB_SHA", "")}
+    if repository and env.get("GITHUB_RUN_ID"):
+        links["ci_run_url"] = f"{server}/{repository}/actions/runs/{env['GITHUB_RUN_ID']}"
+    # A pull_request run checks out refs/pull/<number>/merge.
+    ref = env.get("GITHUB_REF", "").split("/")
+    if repository and len(ref) == 4 and ref[:2] == ["refs", "pull"] and ref[2].isdigit():
+        links["pull_request_url"] = f"{server}/{repository}/pull/{ref[2]}"
+    return links
+
+
+def _gitlab_ci(env: dict[str, str]) -> dict[str, str]:
+    links = {"commit_sha": env.get("CI_COMMIT_SHA", ""), "ci_run_url": env.get("CI_PIPELINE_URL", "")}
+    if env.get("CI_PROJECT_URL") and env.get("CI_MERGE_REQUEST_IID"):
+        links["pull_request_url"] = f"{env['CI_PROJECT_URL']}/-/merge_requests/{env['CI_MERGE_REQUEST_IID']}"
+    return links
+
+
+def _bitbucket(env: dict[str, str]) -> dict[str, str]:
+    origin = env.get("BITBUCKET_GIT_HTTP_ORIGIN", "")
+    links = {"commit_sha": env.get("BITBUCKET_COMMIT", "")}
+    if origin and env.get("BITBUCKET_BUILD_NUMBER"):
+        links["ci_run_url"] = f"{origin}/pipelines/results/{env['BITBUCKET_BUILD_NUMBER']}"
+    if origin and env.get("BITBUCKET_PR_ID"):
+        links["pull_request_url"] = f"{origin}/pull-requests/{env['BITBUCKET_PR_ID']}"
+    return links
+
+
+def _azure_pipelines(env: dict[str, str]) -> dict[str, str]:
+    links = {"commit_sha": env.get("BUILD_SOURCEVERSION", "")}
+    collection, project = env.get("SYSTEM_COLLECTIONURI", ""), env.get("SYSTEM_TEAMPROJECT", "")
+    if collection and project and env.get("BUILD_BUILDID"):
+        links["ci_run_url"] = (
+            f"{collection.rstrip('/')}/{urllib.parse.quote(project)}/_build/results?buildId={env['BUILD_BUILDID']}"
+        )
+    return links
+
+
+# Each CI's marker variable and what its variables say; the first CI whose marker is set is used.
+CI_SYSTEMS: list[tuple[str, Callable[[dict[str, str]], dict[str, str]]]] = [
+    ("GITHUB_ACTIONS", _github_actions),
+    ("GITLAB_CI", _gitlab_ci),
+    ("BITBUCKET_BUILD_NUMBER", _bitbucket),
+    ("TF_BUILD", _azure_pipelines),
+    # CircleCI and Jenkins (multibranch: CHANGE_URL) name their links outright.
+    (
+        "CIRCLECI",
+        lambda env: {
+            "commit_sha": env.get("CIRCLE_SHA1", ""),
+            "ci_run_url": env.get("CIRCLE_BUILD_URL", ""),
+            "pull_request_url": env.get("CIRCLE_PULL_REQUEST", ""),
+        },
+    ),
+    (
+        "JENKINS_URL",
+        lambda env: {
+            "commit_sha": env.get("GIT_COMMIT", ""),
+            "ci_run_url": env.get("BUILD_URL", ""),
+            "pull_request_url": env.get("CHANGE_URL", ""),
+        },
+    ),
+]
+
+
+def links_from_ci(env: dict[str, str]) -> dict[str, str]:
+    """The commit, pull request and CI run of the pipeline the gate runs in, from its CI's variables."""
+    for marker, read in CI_SYSTEMS:
+        if env.get(marker):
+            return {name: value for name, value in read(env).items() if value}
+    return {}
+
+
+def change_links(args: argparse.Namespace, env: dict[str, str]) -> dict[str, str]:
+    """What the CI says, each overridden by its option when given."""
+    links = links_from_ci(env)
+    for name in ("commit_sha", "pull_request_url", "ci_run_url"):
+        given = getattr(args, name, None)
+        if given:
+            links[name] = given
+    return links
+
+
+def environment_path(environment: str) -> str:
+    """The API path of an environment given by id or by project/environment path."""
+    return urllib.parse.quote(environment.strip().strip("/"), safe="/")
+
+
 def deployment_request(args: argparse.Namespace, deployment_type: str) -> dict[str, Any]:
     body: dict[str, Any] = {"type": deployment_type, "trigger_name": args.trigger}
     if args.revision:
@@ -152,13 +253,36 @@ def deployment_request(args: argparse.Namespace, deployment_type: str) -> dict[s
         body["cost_estimation"] = cost
     if args.idempotency_key:
         body["idempotency_key"] = args.idempotency_key
+    body.update(change_links(args, dict(os.environ)))
     return body
 
 
 def describe(deployment: dict[str, Any]) -> str:
     status = deployment.get("status", "?")
-    decision = deployment.get("decision") or "none yet"
-    return f"deployment {deployment.get('id')} is {status} (decision: {decision})"
+    if status in UNDECIDED:
+        decision = deployment.get("decision") or "none yet"
+        return f"deployment {deployment.get('id')} is {status} (decision: {decision})"
+    # A final status is the whole verdict; which policy decision led there is in the reasons below.
+    return f"deployment {deployment.get('id')} is {status}"
+
+
+def requirement_lines(deployment: dict[str, Any], final: bool = False) -> list[str]:
+    """Each requirement the policies declare, with its state ("2/2 approvals ✓") and, while it waits,
+    who may still clear it."""
+    requirements = deployment.get("requirements")
+    if not isinstance(requirements, list):
+        return []
+    lines = []
+    for item in requirements:
+        if not isinstance(item, dict):
+            continue
+        line = f"  requirement: {item.get('summary', '?')} ({item.get('policy', '?')})"
+        if not final and not item.get("met"):
+            people = item.get("may_satisfy")
+            if isinstance(people, list):
+                line += f"; can be cleared by {', '.join(map(str, people)) or 'nobody who may still approve'}"
+        lines.append(line)
+    return lines
 
 
 def messages_of(deployment: dict[str, Any], kind: str) -> list[str]:
@@ -185,6 +309,8 @@ def report_final(deployment: dict[str, Any], out: Callable[[str], None]) -> int:
     for kind in ("deny", "warn"):
         for message in messages_of(deployment, kind):
             out(f"  {kind}: {message}")
+    for line in requirement_lines(deployment, final=True):
+        out(line)
     approvals = approvals_of(deployment)
     if approvals:
         out(f"approvals ({len(approvals)}):")
@@ -220,6 +346,7 @@ def wait_for_verdict(
     """Poll the deployment until its status says what the pipeline must do, and return the exit code."""
     deadline = clock() + timeout
     shown_pending: list[str] | None = None
+    shown_requirements: list[str] = []
     shown_status: str | None = None
     shown_approvals = 0
     failures = 0
@@ -235,6 +362,11 @@ def wait_for_verdict(
                 for message in pending or ["(no policy gave a reason; waiting for an approver)"]:
                     out(f"  pending: {message}")
                 shown_pending = pending
+            requirements = requirement_lines(deployment)
+            if requirements != shown_requirements:
+                for line in requirements:
+                    out(line)
+                shown_requirements = requirements
             approvals = approvals_of(deployment)
             if len(approvals) > shown_approvals:
                 for approval in approvals[shown_approvals:]:
@@ -277,10 +409,14 @@ def wait_for_verdict(
 def command_deploy(args: argparse.Namespace, deployment_type: str) -> int:
     client = Client(args.url, args.token)
     body = deployment_request(args, deployment_type)
-    deployment = client.request("POST", f"/api/v1/environments/{args.environment}/deployments/", body)
+    deployment = client.request(
+        "POST", f"/api/v1/environments/{environment_path(args.environment)}/deployments/", body
+    )
     if not isinstance(deployment, dict) or "id" not in deployment:
         raise GateError(f"the platform answered without a deployment id: {deployment!r}")
     say(f"{deployment_type} requested: {describe(deployment)}")
+    page = deployment.get("web_url") or f"{client.base_url}/deployments/{deployment['id']}/"
+    say(f"deployment page: {page}")
     return wait_for_verdict(
         client,
         deployment,
@@ -334,7 +470,11 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     for deployment_type in ("deploy", "destroy"):
         sub = commands.add_parser(deployment_type, parents=[common], help=f"request a {deployment_type}")
-        sub.add_argument("--environment", required=True, help="environment id")
+        sub.add_argument(
+            "--environment",
+            required=True,
+            help="environment id, or its path: project/environment (as much of the project path as is unique)",
+        )
         sub.add_argument("--plan", help="plan JSON (`terraform show -json plan.out`), - for stdin")
         sub.add_argument("--wait", action="store_true", help="wait while the deployment is pending approval")
         sub.add_argument("--revision", default="")
@@ -342,6 +482,13 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--idempotency-key", default="", help="makes a retried request return the same deployment"
         )
+        sub.add_argument(
+            "--commit", dest="commit_sha", default="", help="commit SHA (default: from the CI's variables)"
+        )
+        sub.add_argument(
+            "--pull-request-url", default="", help="pull/merge request URL (default: from the CI's variables)"
+        )
+        sub.add_argument("--ci-run-url", default="", help="CI run URL (default: from the CI's variables)")
         sub.add_argument("--cost-total", type=float, default=None, help="total monthly cost")
         sub.add_argument("--cost-diff", type=float, default=None, help="monthly cost difference")
         sub.add_argument("--timeout", type=positive_number, default=3600.0, help="seconds (default 3600)")

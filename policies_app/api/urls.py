@@ -27,4 +27,13 @@ router.register("tokens", accounts.ApiTokenViewSet, basename="token")
 router.register("service-accounts", service_accounts.ServiceAccountViewSet, basename="service-account")
 router.register("audit", audit.AuditEntryViewSet, basename="audit")
 
-urlpatterns = [path("me/", accounts.MeView.as_view(), name="me"), *router.urls]
+urlpatterns = [
+    path("me/", accounts.MeView.as_view(), name="me"),
+    *router.urls,
+    # Triggering by path (project/environment, "/" included): ids and one-segment keys take the route above.
+    path(
+        "environments/<path:pk>/deployments/",
+        environments.EnvironmentViewSet.as_view({"get": "deployments", "post": "deployments"}),
+        name="environment-deployments-by-path",
+    ),
+]

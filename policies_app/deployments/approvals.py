@@ -16,6 +16,7 @@ from policies_app.choices import (
     CANCELLABLE_STATUSES,
     ApprovalDecision,
     Capability,
+    Decision,
     DeploymentStatus,
     EventKind,
 )
@@ -51,6 +52,9 @@ def record_approval(
                 DeploymentStatus.REJECTED,
                 tree=tree,
                 evaluation_due_at=None,
+                # The final word is the approver's: the policies' pending reasons stay in the evaluations.
+                decision=Decision.DENY,
+                messages=rejection_messages(user, comment),
             )
             lifecycle.record_event(locked, EventKind.REJECTED, user, comment)
         else:
@@ -59,6 +63,12 @@ def record_approval(
         action = "deployment.rejected" if decision == ApprovalDecision.REJECT else "deployment.approved"
         audit.record(user, action, deployment, after={"comment": comment})
     return approval
+
+
+def rejection_messages(user: AbstractBaseUser, comment: str) -> dict[str, list[str]]:
+    """What a rejected deployment says was decided, in place of the reasons it waited for."""
+    reason = f"rejected by {user.get_username()}" + (f": {comment.strip()}" if comment.strip() else "")
+    return {"deny": [reason[:10_000]], "pending": [], "warn": [], "allow": []}
 
 
 def refusal_to_decide(

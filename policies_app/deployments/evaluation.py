@@ -11,6 +11,7 @@ from django.db import transaction
 
 from policies_app.choices import ApprovalDecision, Decision, RequestType
 from policies_app.deployments.policy_input import build_policy_input
+from policies_app.deployments.requirements import requirements_of_revision
 from policies_app.guards.masking import scrub, scrubbed, secrets_of
 from policies_app.models import ApprovalPolicy, Deployment, Environment, PolicyRevision
 from policies_app.policies.engine import evaluator_for, revision_key
@@ -132,6 +133,8 @@ def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevis
                 "decision": outcome.decision,
                 **{kind: scrubbed(outcome.messages.get(kind, []), secrets) for kind in MESSAGE_KINDS},
                 "error": scrub(str(outcome.error), secrets) if outcome.error else None,
+                # What the policy declares clears it (METADATA custom), shown while and after it waits.
+                "requirements": requirements_of_revision(revision) if revision else [],
             }
         )
     logger.info(

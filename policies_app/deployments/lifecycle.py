@@ -144,6 +144,10 @@ def make_evaluation_due(deployment_id: int, resume: bool) -> None:
     wake_evaluation(deployment_id, resume)
 
 
+# What a deployment may say about the change that caused it.
+CHANGE_LINKS = ("commit_sha", "pull_request_url", "ci_run_url")
+
+
 def trigger_deployment(
     environment: Environment,
     deployer: AbstractBaseUser,
@@ -157,8 +161,10 @@ def trigger_deployment(
     variables: dict[str, Any] | None = None,
     policy_data: Any = None,
     idempotency_key: str = "",
+    links: dict[str, str] | None = None,
 ) -> tuple[Deployment, bool]:
-    """Queue a deployment for evaluation. A repeated idempotency key returns the first deployment."""
+    """Queue a deployment for evaluation. A repeated idempotency key returns the first deployment.
+    ``links``: commit_sha, pull_request_url and ci_run_url, each optional (checked by the caller)."""
     require_may_trigger(environment, deployer)
     try:
         check_plan(environment.template.type, type, plan)
@@ -194,6 +200,7 @@ def trigger_deployment(
                 variables=variables or {},
                 policy_data=policy_data,
                 idempotency_key=idempotency_key,
+                **{name: value for name, value in (links or {}).items() if name in CHANGE_LINKS},
                 evaluation_due_at=None if release else now,
                 evaluation_enqueued_at=None if release else now,
                 queued_behind_id=release,

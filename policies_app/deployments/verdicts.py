@@ -11,7 +11,7 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from policies_app import audit
-from policies_app.choices import Decision, DeploymentStatus, EventKind
+from policies_app.choices import Decision, DeploymentStatus, EventKind, RequestType
 from policies_app.deployments import lifecycle
 from policies_app.deployments.evaluation import Verdict, judge, pinned_revisions, request_type_for
 from policies_app.guards import file_sandbox
@@ -28,6 +28,13 @@ STATUS_FOR_DECISION = {
     Decision.PENDING: DeploymentStatus.PENDING_APPROVAL,
     Decision.DENY: DeploymentStatus.DENIED,
     Decision.ERROR: DeploymentStatus.ERROR,
+}
+# The event trail is read by people: what caused an evaluation, not the Rego input's spelling of it.
+EVALUATION_CAUSES = {
+    RequestType.DEPLOY: "deploy requested",
+    RequestType.DESTROY: "destroy requested",
+    RequestType.DEPLOY_RESUME: "re-evaluated after an approval",
+    RequestType.DESTROY_RESUME: "re-evaluated after an approval (destroy)",
 }
 EVENT_FOR_STATUS = {
     DeploymentStatus.APPROVED: EventKind.RELEASED,
@@ -64,7 +71,7 @@ def _record_verdict(
             DeploymentEvent(
                 deployment=deployment,
                 kind=EventKind.EVALUATED,
-                detail=f"{verdict.request_type}: {verdict.decision}",
+                detail=f"{EVALUATION_CAUSES.get(verdict.request_type, verdict.request_type)}: {verdict.decision}",
             )
         ]
         # Only what this evaluation saw is done: an approval recorded after it started is still due.

@@ -38,6 +38,10 @@ class Deployment(models.Model):
         help_text="The commit of the template's repository its first evaluation read: later evaluations "
         "(after each approval) read the same files, however the branch moved meanwhile.",
     )
+    # Links to the change that caused it, as the pipeline tells them (policy_gate fills them from CI).
+    commit_sha = models.CharField(max_length=64, blank=True, help_text="The commit the pipeline ran on.")
+    pull_request_url = models.URLField(max_length=500, blank=True, help_text="The pull or merge request.")
+    ci_run_url = models.URLField(max_length=500, blank=True, help_text="The CI run that triggered it.")
     plan = models.JSONField(null=True, blank=True)
     total_monthly_cost = models.FloatField(null=True, blank=True)
     monthly_cost_diff = models.FloatField(null=True, blank=True)

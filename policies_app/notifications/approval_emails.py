@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from policies_app import access, audit, wakeups
 from policies_app.choices import Capability, DeploymentStatus, EmailMode
+from policies_app.deployments import requirements
 from policies_app.deployments.plan_summary import summarise_plan
 from policies_app.errors import Invalid
 from policies_app.guards.names import one_line
@@ -94,7 +95,20 @@ class DeploymentLines:
     body: str
 
 
-def describe_waiting(deployment: Deployment, full_name: str) -> DeploymentLines:
+def requirement_lines(deployment: Deployment, tree: ProjectTree) -> list[str]:
+    """Each requirement its policies declare, with its state and who may still clear it."""
+    approvals = list(deployment.approvals.select_related("user"))
+    candidates = approvers_still_to_act(deployment, tree, {approval.user_id for approval in approvals})
+    lines = []
+    for item in requirements.progress_for(deployment.evaluations.defer("input_json"), approvals, candidates):
+        line = f"  {item.summary} ({item.policy})"
+        if not item.met:
+            line += f": can be cleared by {', '.join(item.may_satisfy) or 'nobody who may still approve'}"
+        lines.append(line)
+    return ["Required before it is released:", *lines] if lines else []
+
+
+def describe_waiting(deployment: Deployment, full_name: str, tree: ProjectTree) -> DeploymentLines:
     summary = summarise_plan(deployment.plan)
     pending = deployment.messages.get("pending", []) if isinstance(deployment.messages, dict) else []
     lines = [
@@ -106,6 +120,7 @@ def describe_waiting(deployment: Deployment, full_name: str) -> DeploymentLines:
     if deployment.monthly_cost_diff is not None:
         lines.append(f"Monthly cost change: {deployment.monthly_cost_diff:+.2f}")
     lines += [f"Waiting because: {message}" for message in pending]
+    lines += requirement_lines(deployment, tree)
     if deployment.expires_at:
         lines.append(f"Expires unless decided by {deployment.expires_at:%Y-%m-%d %H:%M} UTC.")
     lines += ["", f"Review, approve or reject: {deployment_url(deployment.pk)}"]
@@ -133,6 +148,7 @@ def send_approval_emails(deployment_id: int | None = None) -> int:
     deployments = _loaded([row.deployment_id for row in rows])
     tree = ProjectTree.around(d.environment.project for d in deployments.values())
     sent = 0
+    described: dict[int, DeploymentLines] = {}
     for row in rows:
         deployment = deployments[row.deployment_id]
         # Claimed first, so two senders (the task and the sweep) never both send it.
@@ -142,7 +158,11 @@ def send_approval_emails(deployment_id: int | None = None) -> int:
             continue
         if deployment.status != DeploymentStatus.PENDING_APPROVAL:
             continue  # decided meanwhile: nothing to ask any more
-        lines = describe_waiting(deployment, tree.full_name(deployment.environment.project))
+        if deployment.pk not in described:  # one deployment's lines serve all its approvers
+            described[deployment.pk] = describe_waiting(
+                deployment, tree.full_name(deployment.environment.project), tree
+            )
+        lines = described[deployment.pk]
         try:
             send_mail(lines.subject, lines.body, None, [row.user.email])
         except Exception:  # noqa: BLE001 - the mail server may be down: unclaim, the sweep retries
@@ -178,7 +198,7 @@ def send_daily_digests(now: datetime | None = None) -> int:
         ]
         if waiting:
             parts = [
-                describe_waiting(deployment, tree.full_name(deployment.environment.project)).body
+                describe_waiting(deployment, tree.full_name(deployment.environment.project), tree).body
                 for deployment in waiting
             ]
             subject = f"[Policy platform] {len(waiting)} deployment(s) wait for your approval"

@@ -9,6 +9,7 @@ from typing import Any
 
 from policies_app import rego
 from policies_app.choices import Enforcement, RegoVersion
+from policies_app.deployments.requirements import RequirementDeclarationError, declared_requirements
 from policies_app.errors import Invalid
 from policies_app.models import PolicyRevision
 from policies_app.models.policies import is_test_module
@@ -99,6 +100,11 @@ def validated_content(
         seen.add(filename)
     if modules and not module_problems and all(is_test_module(name) for name in seen):
         module_problems.append("Only tests (*_test.rego) were given: the policy itself needs a module.")
+    if not module_problems:
+        try:  # what the policy says clears it, read as the deployment page will read it
+            declared_requirements(((m["filename"], m["source"]) for m in modules), data)
+        except RequirementDeclarationError as problem:
+            module_problems.append(f"requirements: {problem}")
     if module_problems:
         problems["modules"] = module_problems
     if problems:

@@ -1,7 +1,12 @@
+from datetime import datetime
 from typing import Any
 
 from django import template
+from django.utils import timezone
+from django.utils.dateformat import format as date_format
 from django.utils.html import format_html
+from django.utils.text import capfirst
+from django.utils.timesince import timesince, timeuntil
 
 from policies_app.choices import APPROVAL_TONES, DECISION_TONES, STATUS_TONES
 
@@ -50,3 +55,36 @@ def policy_attachments(context: dict[str, Any], policy: Any) -> dict[str, Any]:
 
     request = context["request"]
     return {"request": request, "policy": policy, "choices": attachment_choices(request.user, policy)}
+
+
+@register.filter
+def when(moment: datetime | None, seconds: str = "") -> str:
+    """A moment with its time zone and how long ago (or how soon) it is: "2026-12-02 16:20 UTC (5 minutes
+    ago)", the exact instant in the element's ``datetime`` and title. ``|when:"s"`` shows seconds."""
+    if moment is None:
+        return ""
+    local = timezone.localtime(moment)
+    shown = date_format(local, "Y-m-d H:i:s T" if seconds else "Y-m-d H:i T")
+    now = timezone.now()
+    if abs((moment - now).total_seconds()) < 60:
+        relative = "just now"
+    elif moment <= now:
+        relative = f"{timesince(moment, now, depth=1)} ago"
+    else:
+        relative = f"in {timeuntil(moment, now, depth=1)}"
+    return format_html(
+        '<time datetime="{}" title="{}">{}</time> <span class="muted small">({})</span>',
+        moment.isoformat(),
+        date_format(local, "Y-m-d H:i:s T"),
+        shown,
+        relative.replace("\xa0", " "),
+    )
+
+
+@register.filter
+def evaluation_cause(request_type: str) -> str:
+    """What caused an evaluation, in words; the Rego input's spelling (env0's ``deployResume``) is policy
+    authors' vocabulary, found in the evaluation's input JSON."""
+    from policies_app.deployments.verdicts import EVALUATION_CAUSES
+
+    return capfirst(EVALUATION_CAUSES.get(request_type, request_type))

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from policies_app import access
 from policies_app.choices import FINAL_STATUSES, DeploymentStatus, DeploymentType
-from policies_app.deployments import inbox
+from policies_app.deployments import inbox, requirements
 from policies_app.deployments.approvals import available_actions, cancel_deployment, record_approval
 from policies_app.deployments.lifecycle import queued_reason
 from policies_app.deployments.plan_summary import summarise_plan
@@ -101,11 +101,13 @@ def _live_context(request: HttpRequest, deployment: Deployment) -> dict[str, Any
         )
     )
     pending = deployment.status == DeploymentStatus.PENDING_APPROVAL
+    still_to_act = approvers_still_to_act(deployment, tree, acted) if pending else []
     return {
         "deployment": deployment,
         "project_name": tree.full_name(project),
         "approvals": approvals,
-        "still_to_act": approvers_still_to_act(deployment, tree, acted) if pending else [],
+        "still_to_act": still_to_act,
+        "requirements": requirements.progress_for(evaluations, approvals, still_to_act),
         "latest_evaluation": evaluations[-1] if evaluations else None,
         "older_evaluations": list(reversed(evaluations[:-1])),
         "events": deployment.events.select_related("actor"),

@@ -4,6 +4,7 @@ apply to it, its recent deployments and Terraform state; creating and editing on
 import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -14,7 +15,7 @@ from policies_app import access
 from policies_app.choices import Capability
 from policies_app.guards.masking import environment_variables_shown
 from policies_app.models import Environment, Project
-from policies_app.projects import environments
+from policies_app.projects import environment_paths, environments
 from policies_app.projects.state_summary import summarise_state
 from policies_app.projects.tree import tree_for
 from policies_app.web.admin_forms import EnvironmentForm
@@ -35,7 +36,10 @@ def environment_detail(request: HttpRequest, pk: int) -> HttpResponse:
     tree = tree_for(environment.project)
     current_state = environment.states.select_related("uploaded_by").order_by("-created_at", "-id").first()
     shown = environment_variables_shown(environment)
+    path = environment_paths.environment_path(tree, environment)
     context = {
+        "environment_path": path,
+        "pipeline_snippets": environment_paths.pipeline_snippets(path, settings.PLATFORM_URL),
         "environment": environment,
         "environment_variables": shown["environment"],
         "terraform_variables": shown["terraform"],

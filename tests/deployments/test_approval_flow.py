@@ -274,6 +274,7 @@ def test_each_policy_s_outcome_is_recorded_with_the_revision_that_decided(world,
             "warn": [],
             "allow": [],
             "error": None,
+            "requirements": [],  # it declares none (tests/deployments/test_requirements.py)
         }
     ]
 

@@ -265,6 +265,10 @@ def test_a_rejection_prints_the_rejecter_and_the_comment_and_exits_four(world, p
             process.kill()
     assert process.returncode == 4, out + err
     assert "rejected by alice: not on a Friday" in out
+    # The final word is the rejection, not the reasons it waited for.
+    assert f"deployment {Deployment.objects.get().pk} is rejected\n" in out
+    assert "(decision: pending)" not in out.split("waiting for approval")[-1]
+    assert "  deny: rejected by alice: not on a Friday" in out
 
 
 @pytest.mark.django_db(transaction=True)
@@ -368,6 +372,33 @@ def test_without_wait_a_pending_deployment_exits_three(world, pipeline):
     assert "pending: needs one approver" in result.stdout
 
 
+TWO_WITH_SECURITY = """# METADATA
+# custom:
+#   approvals: 2
+#   team: security team
+package env0
+
+import rego.v1
+
+import data.lib.approvals
+
+pending contains "two approvals, one from security" if {
+	count(input.approvers) < 2
+}
+
+pending contains "two approvals, one from security" if approvals.count_in_team("security team") < 1
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_gate_prints_each_requirement_with_its_state_and_who_can_clear_it(world, pipeline):
+    world.platform.approval_policies.add(make_policy("production", TWO_WITH_SECURITY))
+    result = pipeline("deploy")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "  requirement: 0/2 approvals ✗ (production); can be cleared by admin, alice, sam" in result.stdout
+    assert "  requirement: security team 0/1 ✗ (production); can be cleared by sam" in result.stdout
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_bad_token_exits_two_with_the_apis_message(world, pipeline):
     result = pipeline("deploy", "--wait", token="not-a-real-token")
@@ -405,3 +436,80 @@ def test_destroy_then_complete_records_the_outcome_and_the_new_state(world, pipe
     again = pipeline("complete", "--deployment", str(deployment.pk), "--status", "succeeded")
     assert again.returncode == 2
     assert "HTTP 409" in again.stderr
+
+
+GITHUB_PULL_REQUEST_RUN = {
+    "GITHUB_ACTIONS": "true",
+    "GITHUB_SHA": "9fceb02d0ae598e95dc970b74767f19372d61af8",
+    "GITHUB_SERVER_URL": "https://github.com",
+    "GITHUB_REPOSITORY": "acme/infra",
+    "GITHUB_RUN_ID": "123456",
+    "GITHUB_REF": "refs/pull/42/merge",
+}
+
+
+def test_the_links_come_from_each_cis_variables():
+    assert gate.links_from_ci(GITHUB_PULL_REQUEST_RUN) == {
+        "commit_sha": "9fceb02d0ae598e95dc970b74767f19372d61af8",
+        "ci_run_url": "https://github.com/acme/infra/actions/runs/123456",
+        "pull_request_url": "https://github.com/acme/infra/pull/42",
+    }
+    # A push to a branch has no pull request.
+    assert "pull_request_url" not in gate.links_from_ci(
+        {**GITHUB_PULL_REQUEST_RUN, "GITHUB_REF": "refs/heads/main"}
+    )
+    assert gate.links_from_ci(
+        {
+            "GITLAB_CI": "true",
+            "CI_COMMIT_SHA": "b" * 40,
+            "CI_PIPELINE_URL": "https://gitlab.example.com/acme/infra/-/pipelines/77",
+            "CI_PROJECT_URL": "https://gitlab.example.com/acme/infra",
+            "CI_MERGE_REQUEST_IID": "5",
+        }
+    ) == {
+        "commit_sha": "b" * 40,
+        "ci_run_url": "https://gitlab.example.com/acme/infra/-/pipelines/77",
+        "pull_request_url": "https://gitlab.example.com/acme/infra/-/merge_requests/5",
+    }
+    assert gate.links_from_ci(
+        {"JENKINS_URL": "https://ci/", "GIT_COMMIT": "c" * 40, "BUILD_URL": "https://ci/job/infra/9/"}
+    ) == {"commit_sha": "c" * 40, "ci_run_url": "https://ci/job/infra/9/"}
+    assert gate.links_from_ci({"GITHUB_SHA": "a" * 40}) == {}, "no CI's marker, no links"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_in_github_actions_the_gate_sends_the_links_names_the_environment_by_path_and_prints_the_page(
+    world, pipeline, tmp_path, settings
+):
+    world.platform.approval_policies.add(make_policy("allow", ALLOW))
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(plan_with(("aws_s3_bucket.logs", ["create"]))))
+    command = pipeline.command(
+        "deploy",
+        "--environment",
+        "Payments/Payments EU/prod",
+        "--plan",
+        str(plan_file),
+        "--wait",
+        with_plan=False,
+    )
+    env = {**os.environ, **GITHUB_PULL_REQUEST_RUN}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    deployment = Deployment.objects.get()
+    assert deployment.environment_id == world.environment.pk
+    assert (deployment.commit_sha, deployment.pull_request_url, deployment.ci_run_url) == (
+        "9fceb02d0ae598e95dc970b74767f19372d61af8",
+        "https://github.com/acme/infra/pull/42",
+        "https://github.com/acme/infra/actions/runs/123456",
+    )
+    assert f"deployment page: {settings.PLATFORM_URL}/deployments/{deployment.pk}/" in result.stdout
+    # An option wins over the CI's variable (this one waits behind the first, unfinished: not for long).
+    subprocess.run(
+        [*command, "--commit", "d" * 40, "--timeout", "1", "--poll-interval", "0.2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert Deployment.objects.latest("id").commit_sha == "d" * 40

@@ -297,3 +297,59 @@ def test_an_admin_creates_a_project_adds_a_member_and_attaches_a_policy_without_
         assert page.locator("h1").count() == 1, path
         photograph(page, name)
     assert "policy.attached" in page.goto(f"{site}/audit/").text()
+
+
+REQUIREMENTS = """# METADATA
+# custom:
+#   approvals: 2
+#   team: security team
+package env0
+
+import rego.v1
+
+import data.lib.approvals
+
+pending contains "two approvals, one from the security team" if count(input.approvers) < 2
+
+pending contains "two approvals, one from the security team" if approvals.count_in_team("security team") < 1
+
+allow contains "cleared" if {
+	count(input.approvers) >= 2
+	approvals.count_in_team("security team") >= 1
+}
+"""
+
+
+def test_an_approver_sees_what_clears_the_deployment_and_the_change_behind_it(world, page_for, site):
+    world.platform.approval_policies.add(make_policy("production", REQUIREMENTS))
+    deployment, _ = lifecycle.trigger_deployment(
+        world.environment,
+        world.bob,
+        plan=PLAN,
+        links={
+            "commit_sha": "9fceb02d0ae598e95dc970b74767f19372d61af8",
+            "pull_request_url": "https://github.com/acme/infra/pull/42",
+            "ci_run_url": "https://github.com/acme/infra/actions/runs/123456",
+        },
+    )
+    approvals.record_approval(Deployment.objects.get(pk=deployment.pk), world.alice, "approve", "ok")
+    page = page_for("sam")
+    page.goto(f"{site}/deployments/{deployment.pk}/")
+    cleared = page.locator("#requirements + ul").inner_text()
+    assert "1/2 approvals ✗" in cleared and "security team 0/1 ✗" in cleared
+    assert "can be cleared by sam" in cleared
+    assert (
+        page.locator("a", has_text="pull request").get_attribute("href")
+        == "https://github.com/acme/infra/pull/42"
+    )
+    assert "deployResume" not in page.content()
+    photograph(page, "deployment-requirements")
+
+    page.click("button[value=approve]")
+    page.wait_for_selector("text=You approved deployment")
+    assert "security team 1/1 ✓" in page.locator("#requirements + ul").inner_text()
+
+    page.goto(f"{site}/environments/{world.environment.pk}/")
+    page.click("#pipeline summary")
+    assert "--environment 'Platform/Payments/Payments EU/prod'" in page.inner_text("#pipeline")
+    photograph(page, "environment-pipeline")

@@ -3,9 +3,16 @@
 from rest_framework import serializers
 
 from policies_app.choices import DeploymentType, TriggerName
+from policies_app.deployments import requirements
 from policies_app.deployments.lifecycle import queued_reason
 from policies_app.models import Approval, Deployment, Evaluation
 from policies_app.projects.tree import ProjectTree
+
+
+def web_address(url: str) -> None:
+    """Links are shown on the page as links: only http and https (URLField alone also takes ftp)."""
+    if url and not url.lower().startswith(("https://", "http://")):
+        raise serializers.ValidationError("Enter an http or https URL.")
 
 
 class CostEstimationSerializer(serializers.Serializer):
@@ -27,6 +34,19 @@ class TriggerDeploymentSerializer(serializers.Serializer):
     variables = DeploymentVariablesSerializer(required=False, default=dict)
     policy_data = serializers.JSONField(required=False, allow_null=True, default=None)
     idempotency_key = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    commit_sha = serializers.RegexField(
+        r"^[0-9a-fA-F]{7,64}$",
+        required=False,
+        allow_blank=True,
+        default="",
+        error_messages={"invalid": "A commit SHA is 7 to 64 hexadecimal characters."},
+    )
+    pull_request_url = serializers.URLField(
+        required=False, allow_blank=True, default="", max_length=500, validators=[web_address]
+    )
+    ci_run_url = serializers.URLField(
+        required=False, allow_blank=True, default="", max_length=500, validators=[web_address]
+    )
 
     def validate_plan(self, plan):
         if plan is not None and not isinstance(plan, dict):
@@ -73,11 +93,17 @@ class DeploymentSerializer(serializers.ModelSerializer):
     cost_estimation = serializers.SerializerMethodField()
     evaluations = EvaluationSerializer(many=True, read_only=True)
     approvals = ApprovalSerializer(many=True, read_only=True)
+    web_url = serializers.SerializerMethodField(help_text="The deployment's page in the web UI.")
     queued_reason = serializers.SerializerMethodField(
         help_text="Why a queued deployment is not evaluated yet (an earlier release is unfinished)."
     )
     approvers_to_act = serializers.SerializerMethodField(
         help_text="Who may still approve or reject (a single deployment only; null in lists)."
+    )
+    requirements = serializers.SerializerMethodField(
+        help_text="What its policies declare clears it (METADATA custom), each with its state: "
+        'required, approved (by whom), met, summary ("2/2 approvals ✓") and who may still satisfy it '
+        "(a single deployment only; null in lists)."
     )
 
     class Meta:
@@ -88,6 +114,10 @@ class DeploymentSerializer(serializers.ModelSerializer):
             "type",
             "trigger_name",
             "revision",
+            "commit_sha",
+            "pull_request_url",
+            "ci_run_url",
+            "web_url",
             "template_commit",
             "status",
             "decision",
@@ -107,21 +137,44 @@ class DeploymentSerializer(serializers.ModelSerializer):
             "queued_behind",
             "queued_reason",
             "approvers_to_act",
+            "requirements",
         ]
+
+    def get_web_url(self, deployment: Deployment) -> str:
+        from policies_app.notifications.approval_emails import deployment_url
+
+        return deployment_url(deployment.pk)
 
     def get_queued_reason(self, deployment: Deployment) -> str | None:
         if deployment.status == "queued" and deployment.queued_behind_id:
             return queued_reason(deployment.queued_behind_id)
         return None
 
+    def _still_to_act(self, deployment: Deployment) -> list:
+        """Who may still act on a pending deployment, read once for both fields that show it."""
+        cached = self.context.setdefault("_still_to_act", {})
+        if deployment.pk not in cached:
+            from policies_app.notifications.approval_emails import approvers_still_to_act
+
+            acted = {approval.user_id for approval in deployment.approvals.all()}
+            tree = ProjectTree.around([deployment.environment.project], with_policies=False)
+            cached[deployment.pk] = approvers_still_to_act(deployment, tree, acted)
+        return cached[deployment.pk]
+
     def get_approvers_to_act(self, deployment: Deployment) -> list[str] | None:
         if not self.context.get("with_progress") or deployment.status != "pending_approval":
             return None
-        from policies_app.notifications.approval_emails import approvers_still_to_act
+        return [user.username for user in self._still_to_act(deployment)]
 
-        acted = {approval.user_id for approval in deployment.approvals.all()}
-        tree = ProjectTree.around([deployment.environment.project], with_policies=False)
-        return [user.username for user in approvers_still_to_act(deployment, tree, acted)]
+    def get_requirements(self, deployment: Deployment) -> list[dict] | None:
+        if not self.context.get("with_progress"):
+            return None
+        pending = deployment.status == "pending_approval"
+        candidates = self._still_to_act(deployment) if pending else []
+        progress = requirements.progress_for(
+            deployment.evaluations.all(), deployment.approvals.all(), candidates
+        )
+        return [item.as_dict() for item in progress]
 
     def get_cost_estimation(self, deployment: Deployment) -> dict:
         return {

@@ -11,12 +11,12 @@ from policies_app.api.serializers.deployments import DeploymentSerializer, Trigg
 from policies_app.api.serializers.environments import EnvironmentSerializer
 from policies_app.api.serializers.policies import PolicySerializer
 from policies_app.api.views.common import UpdateViewSet
-from policies_app.api.views.deployments import with_details
+from policies_app.api.views.deployments import one_with_details, with_details
 from policies_app.deployments import lifecycle
 from policies_app.guards.masking import shown_state, shown_state_view
 from policies_app.iac.state_view import tfstate_view
 from policies_app.models import ApprovalPolicy, Deployment
-from policies_app.projects import environments, states
+from policies_app.projects import environment_paths, environments, states
 from policies_app.projects.tree import tree_for
 
 
@@ -29,6 +29,15 @@ class EnvironmentViewSet(UpdateViewSet):
         if self.action in ("deployments", "state"):
             return visible  # the environment's row is enough; its policies are not shown
         return visible.prefetch_related("template__approval_policies")
+
+    def get_object(self):
+        """By id, or by path (``project/environment``) where a pipeline names the environment."""
+        key = self.kwargs.get(self.lookup_field, "")
+        if key.isdigit():
+            return super().get_object()
+        environment = environment_paths.find_visible_environment(self.request.user, key)
+        self.check_object_permissions(self.request, environment)
+        return environment
 
     def perform_create(self, serializer):
         serializer.instance = environments.create_environment(self.request.user, **serializer.validated_data)
@@ -71,10 +80,13 @@ class EnvironmentViewSet(UpdateViewSet):
             variables=data["variables"],
             policy_data=data["policy_data"],
             idempotency_key=data["idempotency_key"],
+            links={name: data[name] for name in lifecycle.CHANGE_LINKS},
         )
-        deployment = with_details(Deployment.objects.select_related("deployer")).get(pk=deployment.pk)
+        # Answered as a single deployment is shown: with who may act on it and its requirements, which a
+        # pipeline prints when the verdict is already in.
+        deployment = one_with_details(Deployment.objects.select_related("deployer")).get(pk=deployment.pk)
         return Response(
-            DeploymentSerializer(deployment).data,
+            DeploymentSerializer(deployment, context={"with_progress": True}).data,
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 

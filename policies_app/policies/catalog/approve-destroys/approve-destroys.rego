@@ -1,3 +1,6 @@
+# METADATA
+# custom:
+#   approvals: data.policyData.approvals
 package env0
 
 import rego.v1

@@ -1,3 +1,6 @@
+# METADATA
+# custom:
+#   team: data.policyData.team
 package env0
 
 import rego.v1
