@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('policies_app', '0013_webhook_secret_encrypted'),
+        ('policies_app', '0015_service_accounts_token_expiry'),
     ]
 
     operations = [
