@@ -156,7 +156,9 @@ def first_break(entries: Iterator[AuditEntry], report: ChainReport) -> Break | N
     expected, previous = 1, GENESIS_HASH
     for entry in entries:
         if entry.sequence != expected:
-            missing = f"#{expected}" if entry.sequence == expected + 1 else f"#{expected} to #{entry.sequence - 1}"
+            missing = (
+                f"#{expected}" if entry.sequence == expected + 1 else f"#{expected} to #{entry.sequence - 1}"
+            )
             return Break(entry.sequence, entry.pk, f"entries {missing} are missing before it (deleted)")
         if entry.previous_hash != previous:
             return Break(
@@ -188,7 +190,9 @@ def _checkpoint_problems(public_key: Ed25519PublicKey | None, report: ChainRepor
         report.checkpoints += 1
         if public_key is not None:
             try:
-                public_key.verify(bytes.fromhex(checkpoint.signature), canonical_json(checkpoint.signed_fields()))
+                public_key.verify(
+                    bytes.fromhex(checkpoint.signature), canonical_json(checkpoint.signed_fields())
+                )
             except (InvalidSignature, ValueError):
                 signer = "" if checkpoint.key_id == key_id else f" (signed by key {checkpoint.key_id})"
                 problems.append(

@@ -83,9 +83,7 @@ def _locked_head(using: str) -> tuple[int, str]:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [CHAIN_LOCK_KEY])
-    last = (
-        AuditEntry.objects.using(using).order_by("-sequence").values_list("sequence", "entry_hash").first()
-    )
+    last = AuditEntry.objects.using(using).order_by("-sequence").values_list("sequence", "entry_hash").first()
     return last or (0, GENESIS_HASH)
 
 
