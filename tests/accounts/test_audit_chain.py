@@ -7,7 +7,6 @@ tampered one; two writers on PostgreSQL never fork the chain."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -22,7 +21,7 @@ from django.db import connection, connections
 from policies_app.accounts import audit_chain
 from policies_app.models import AuditCheckpoint, AuditEntry
 from tests.accounts.live import api_call
-from tests.builders import api_key_for, make_policy, ONE_APPROVER
+from tests.builders import ONE_APPROVER, api_key_for, make_policy
 from tests.processes import ROOT, gunicorn, platform_environment
 
 SCRIPT = ROOT / "docs" / "verify_audit_export.py"
@@ -104,7 +103,10 @@ def test_entries_are_numbered_without_gaps_each_holding_the_hash_of_the_one_befo
     entries = chain()
     assert [e.sequence for e in entries] == list(range(1, len(entries) + 1))
     assert entries[0].previous_hash == "0" * 64
-    assert all(later.previous_hash == earlier.entry_hash for earlier, later in zip(entries, entries[1:]))
+    assert all(
+        later.previous_hash == earlier.entry_hash
+        for earlier, later in zip(entries, entries[1:], strict=False)
+    )
     approved = AuditEntry.objects.get(action="deployment.approved")
     assert approved.actor_name == "alice"
     call_command("verify_audit")
