@@ -6,10 +6,12 @@ tampered one; two writers on PostgreSQL never fork the chain."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
 import threading
+from types import SimpleNamespace
 
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -317,4 +319,37 @@ def test_two_writers_on_postgresql_never_fork_the_chain(world):
     entries = chain()
     assert len(entries) == AuditEntry.objects.count() >= 2 * per_thread
     assert [e.sequence for e in entries] == list(range(1, len(entries) + 1))
+    call_command("verify_audit")
+
+
+@pytest.mark.django_db
+def test_the_migration_chains_existing_entries_in_the_order_they_were_written(world):
+    from datetime import timedelta
+
+    from django.apps import apps
+    from django.utils import timezone
+
+    migration = importlib.import_module("policies_app.migrations.0019_audit_hash_chain")
+    now = timezone.now()
+    written = [
+        AuditEntry.objects.create(
+            action=f"a{i}", target_type="t", target_id="1", target_repr="x", actor=world.bob
+        )
+        for i in range(3)
+    ]
+    # As before the chain: written out of id order, no sequence (moved out of the way), no hashes.
+    for entry, minutes in zip(written, (5, 1, 3), strict=True):
+        AuditEntry.objects.filter(pk=entry.pk).update(
+            created_at=now - timedelta(minutes=minutes),
+            sequence=entry.sequence + 1000,
+            previous_hash="",
+            entry_hash="",
+            actor_name="",
+        )
+    migration.chain_existing_entries(apps, SimpleNamespace(connection=connection))
+    assert [(e.action, e.sequence, e.actor_name) for e in chain()] == [
+        ("a0", 1, "bob"),
+        ("a2", 2, "bob"),
+        ("a1", 3, "bob"),
+    ]
     call_command("verify_audit")
