@@ -3,7 +3,7 @@
 from django.contrib import admin
 
 from policies_app.admin.display import ReadOnlyAdminMixin
-from policies_app.models import AuditEntry, OrganisationMembership, Team
+from policies_app.models import AuditCheckpoint, AuditEntry, OrganisationMembership, Team
 
 
 @admin.register(Team)
@@ -28,8 +28,15 @@ class OrganisationMembershipAdmin(admin.ModelAdmin):
 
 @admin.register(AuditEntry)
 class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["created_at", "actor", "action", "target_repr", "project"]
+    list_display = ["sequence", "created_at", "actor", "action", "target_repr", "project"]
     list_filter = ["action", "target_type"]
     search_fields = ["target_repr", "actor__username", "action"]
     list_select_related = ["actor", "project"]
     date_hierarchy = "created_at"
+
+
+@admin.register(AuditCheckpoint)
+class AuditCheckpointAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["sequence", "created_at", "key_id", "entry_hash"]
+    list_filter = ["key_id"]
+    search_fields = ["entry_hash", "key_id"]
