@@ -353,3 +353,16 @@ def test_the_migration_chains_existing_entries_in_the_order_they_were_written(wo
         ("a1", 3, "bob"),
     ]
     call_command("verify_audit")
+
+
+@pytest.mark.django_db
+def test_an_entry_is_never_changed_and_many_are_appended_under_one_lock(world):
+    entry = AuditEntry.objects.create(action="x", target_type="t", target_id="1", target_repr="x")
+    entry.after = {"changed": True}
+    with pytest.raises(ValueError, match="never changed"):
+        entry.save()
+    AuditEntry.objects.bulk_append(
+        AuditEntry(action=f"bulk.{i}", target_type="t", target_id=str(i), target_repr="x") for i in range(3)
+    )
+    assert [e.sequence for e in chain()] == [1, 2, 3, 4]
+    call_command("verify_audit")
