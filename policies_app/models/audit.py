@@ -16,6 +16,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -38,9 +39,15 @@ def canonical_json(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode("ascii")
 
 
+def _number(text: str) -> float | int:
+    # PostgreSQL's jsonb keeps a number as a decimal and gives 1e+16 back as 10000000000000000: every
+    # float Python writes with a positive exponent (all of them integers) is hashed as that integer.
+    return int(Decimal(text)) if "e+" in text else float(text)
+
+
 def as_stored(value: Any) -> Any:
-    """A JSON value as the database gives it back (tuples become lists, keys become strings)."""
-    return None if value is None else json.loads(json.dumps(value))
+    """A JSON value as either database gives it back (tuples become lists, keys strings, 1e+16 an int)."""
+    return None if value is None else json.loads(json.dumps(value), parse_float=_number)
 
 
 def hashed_fields(entry: AuditEntry) -> dict[str, Any]:

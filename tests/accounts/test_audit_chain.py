@@ -366,3 +366,10 @@ def test_an_entry_is_never_changed_and_many_are_appended_under_one_lock(world):
     )
     assert [e.sequence for e in chain()] == [1, 2, 3, 4]
     call_command("verify_audit")
+
+
+@pytest.mark.django_db
+def test_values_hash_the_same_once_read_back_from_the_database(world):
+    values = {"cost": 0.1, "big": 1e16, "huge": 1.5e300, "tiny": 1e-7, "whole": 2.0, "ids": (1, 2), "n": None}
+    AuditEntry.objects.create(action="x", target_type="t", target_id="1", target_repr="x", after=values)
+    call_command("verify_audit")
