@@ -151,8 +151,9 @@ class ChainReport:
         return self.problems[0] if self.problems else None
 
 
-def first_break(entries: Iterator[AuditEntry], report: ChainReport) -> Break | None:
-    """Walk the entries in sequence order; the first break, or None (``report`` counts what was walked)."""
+def first_break(entries: Iterator[AuditEntry], report: ChainReport, signed: dict[int, str]) -> Break | None:
+    """Walk the entries in sequence order; the first break, or None. ``report`` counts what was walked;
+    ``signed`` (sequence: hash), for the sequences checkpoints name, is filled with the hashes found."""
     expected, previous = 1, GENESIS_HASH
     for entry in entries:
         if entry.sequence != expected:
@@ -169,25 +170,21 @@ def first_break(entries: Iterator[AuditEntry], report: ChainReport) -> Break | N
             )
         if entry_hash_of(hashed_fields(entry)) != entry.entry_hash:
             return Break(entry.sequence, entry.pk, "its content does not match its hash (edited)")
+        if entry.sequence in signed:
+            signed[entry.sequence] = entry.entry_hash
         report.entries += 1
         report.head = (entry.sequence, entry.entry_hash)
         expected, previous = expected + 1, entry.entry_hash
     return None
 
 
-def _checkpoint_problems(public_key: Ed25519PublicKey | None, report: ChainReport) -> list[Break]:
+def _checkpoint_problems(
+    checkpoints: list[AuditCheckpoint], hashes: dict[int, str], public_key: Ed25519PublicKey | None
+) -> list[Break]:
     problems = []
-    hashes: dict[int, str] = {}
-    checkpoints = list(AuditCheckpoint.objects.order_by("sequence", "id"))
-    wanted = {checkpoint.sequence for checkpoint in checkpoints}
-    for sequence, entry_hash in AuditEntry.objects.filter(sequence__in=wanted).values_list(
-        "sequence", "entry_hash"
-    ):
-        hashes[sequence] = entry_hash
     key_id = key_id_of(public_key) if public_key is not None else None
     log_end = AuditEntry.objects.aggregate(end=Max("sequence"))["end"] or 0
     for checkpoint in checkpoints:
-        report.checkpoints += 1
         if public_key is not None:
             try:
                 public_key.verify(
@@ -213,7 +210,7 @@ def _checkpoint_problems(public_key: Ed25519PublicKey | None, report: ChainRepor
                     f"#{log_end} (its tail deleted)",
                 )
             )
-        elif checkpoint.sequence in hashes and hashes[checkpoint.sequence] != checkpoint.entry_hash:
+        elif hashes[checkpoint.sequence] not in ("", checkpoint.entry_hash):  # "": after a break
             problems.append(
                 Break(checkpoint.sequence, None, "its hash is not the one its checkpoint signed (rewritten)")
             )
@@ -226,11 +223,13 @@ def verify(public_key: Ed25519PublicKey | None = None) -> ChainReport:
     if public_key is None:
         private = signing_key()
         public_key = private.public_key() if private is not None else None
-    report = ChainReport(signatures_checked=public_key is not None)
-    broken = first_break(AuditEntry.objects.order_by("sequence").iterator(chunk_size=2000), report)
+    checkpoints = list(AuditCheckpoint.objects.order_by("sequence", "id"))
+    report = ChainReport(signatures_checked=public_key is not None, checkpoints=len(checkpoints))
+    signed = dict.fromkeys((checkpoint.sequence for checkpoint in checkpoints), "")
+    broken = first_break(AuditEntry.objects.order_by("sequence").iterator(chunk_size=2000), report, signed)
     if broken is not None:
         report.problems.append(broken)
-    report.problems.extend(_checkpoint_problems(public_key, report))
+    report.problems.extend(_checkpoint_problems(checkpoints, signed, public_key))
     return report
 
 
