@@ -132,7 +132,7 @@ def build(deployment_count: int) -> dict:
         ],
         batch_size=1000,
     )
-    AuditEntry.objects.bulk_create(
+    AuditEntry.objects.bulk_append(
         [
             AuditEntry(
                 actor=admin,

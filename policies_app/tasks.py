@@ -8,7 +8,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import DatabaseError
 
-from policies_app.accounts import users
+from policies_app.accounts import audit_chain, users
 from policies_app.deployments.sweeps import resend_lost_evaluations, sweep_waiting_deployments
 from policies_app.deployments.verdicts import evaluate_deployment
 from policies_app.models import ApprovalPolicy
@@ -102,3 +102,9 @@ def send_invitations_task(user_id: int) -> int:
 @shared_task
 def send_daily_digests_task() -> int:
     return approval_emails.send_daily_digests()
+
+
+@shared_task
+def write_audit_checkpoint_task() -> int | None:
+    checkpoint = audit_chain.write_checkpoint()
+    return checkpoint.sequence if checkpoint is not None else None

@@ -455,3 +455,13 @@ METRICS_ALLOWED_NETWORKS = env_networks("METRICS_ALLOWED_NETWORKS")
 READINESS_TIMEOUT_SECONDS = env_number("READINESS_TIMEOUT_SECONDS", 3)
 if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
+
+# The audit log's hash chain (policies_app/accounts/audit_chain.py): its head is signed periodically with
+# this Ed25519 private key (PEM, or the base64 of its 32 raw bytes); unset, no checkpoint is written.
+# `manage.py audit_public_key` prints the public key to hand to whoever verifies an export.
+AUDIT_SIGNING_KEY = os.environ.get("AUDIT_SIGNING_KEY", "")
+AUDIT_CHECKPOINT_INTERVAL_SECONDS = env_number("AUDIT_CHECKPOINT_INTERVAL_SECONDS", 3600)
+CELERY_BEAT_SCHEDULE["sign-audit-checkpoint"] = {
+    "task": "policies_app.tasks.write_audit_checkpoint_task",
+    "schedule": AUDIT_CHECKPOINT_INTERVAL_SECONDS,
+}

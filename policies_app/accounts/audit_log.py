@@ -26,6 +26,7 @@ from policies_app.choices import Capability
 from policies_app.models import AuditEntry
 
 EXPORT_FIELDS = ("id", "created_at", "actor", "action", "target_type", "target_id", "target", "project")
+CHAIN_FIELDS = ("sequence", "previous_hash", "entry_hash")
 EXPORT_LIMIT = 100_000
 # What a spreadsheet reads as the start of a formula (OWASP, "CSV Injection").
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
@@ -100,6 +101,10 @@ def as_record(entry: AuditEntry) -> dict[str, Any]:
         "project": entry.project_id,
         "before": entry.before,
         "after": entry.after,
+        # Its place in the tamper-evident chain (models/audit.py): verify_audit checks them.
+        "sequence": entry.sequence,
+        "previous_hash": entry.previous_hash,
+        "entry_hash": entry.entry_hash,
     }
 
 
@@ -128,7 +133,7 @@ def export_csv(entries: Iterable[AuditEntry]) -> Iterator[str]:
         buffer.truncate()
         return text
 
-    writer.writerow([*EXPORT_FIELDS, "before", "after"])
+    writer.writerow([*EXPORT_FIELDS, "before", "after", *CHAIN_FIELDS])
     yield flush()
     for entry in entries:
         record = as_record(entry)
@@ -138,6 +143,7 @@ def export_csv(entries: Iterable[AuditEntry]) -> Iterator[str]:
                 *(record[name] for name in EXPORT_FIELDS),
                 json.dumps(entry.before, sort_keys=True) if entry.before is not None else None,
                 json.dumps(entry.after, sort_keys=True) if entry.after is not None else None,
+                *(record[name] for name in CHAIN_FIELDS),
             )
         )
         yield flush()

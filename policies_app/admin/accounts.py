@@ -20,7 +20,7 @@ from django.urls import reverse
 
 from policies_app import audit
 from policies_app.admin.display import ChangedInTheProductMixin, ReadOnlyAdminMixin
-from policies_app.models import AuditEntry, OrganisationMembership, Team
+from policies_app.models import AuditCheckpoint, AuditEntry, OrganisationMembership, Team
 
 
 @admin.register(Team)
@@ -49,7 +49,7 @@ class OrganisationMembershipAdmin(ChangedInTheProductMixin, admin.ModelAdmin):
 
 @admin.register(AuditEntry)
 class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["created_at", "actor", "action", "target_repr", "project"]
+    list_display = ["sequence", "created_at", "actor", "action", "target_repr", "project"]
     list_filter = ["action", "target_type"]
     search_fields = ["target_repr", "actor__username", "action"]
     list_select_related = ["actor", "project"]
@@ -170,3 +170,10 @@ class PlatformGroupAdmin(SuperusersOnlyMixin, GroupAdmin):
         for group in queryset:
             audit.record(request.user, "group.deleted", group, before=_group_snapshot(group))
         super().delete_queryset(request, queryset)
+
+
+@admin.register(AuditCheckpoint)
+class AuditCheckpointAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ["sequence", "created_at", "key_id", "entry_hash"]
+    list_filter = ["key_id"]
+    search_fields = ["entry_hash", "key_id"]

@@ -1,4 +1,4 @@
-from policies_app.models.audit import AuditEntry
+from policies_app.models.audit import AuditCheckpoint, AuditEntry
 from policies_app.models.deployments import Approval, Deployment, DeploymentEvent, Evaluation
 from policies_app.models.environments import Environment, EnvironmentState
 from policies_app.models.notifications import ApprovalRequestEmail, InvitationEmail, NotificationPreference
@@ -28,6 +28,7 @@ __all__ = [
     "Approval",
     "ConfigurationView",
     "ApprovalPolicy",
+    "AuditCheckpoint",
     "AuditEntry",
     "Deployment",
     "DeploymentEvent",

@@ -11,6 +11,7 @@ from django.urls import reverse
 from policies_app.models import (
     Approval,
     ApprovalPolicy,
+    AuditCheckpoint,
     AuditEntry,
     Deployment,
     DeploymentEvent,
@@ -64,6 +65,7 @@ def full_world(world):
     AuditEntry.objects.create(
         actor=world.admin, action="policy.created", target_type="approvalpolicy", target_id="1"
     )
+    AuditCheckpoint.objects.create(sequence=1, entry_hash="0" * 64, key_id="0" * 16, signature="00" * 64)
     EnvironmentState.objects.create(
         environment=world.environment, document={"version": 4, "serial": 3, "resources": []}, serial=3
     )
@@ -90,6 +92,7 @@ def test_every_model_of_the_app_is_registered():
         "ProjectMembership",
         "OrganisationMembership",
         "AuditEntry",
+        "AuditCheckpoint",
         "Template",
         "Environment",
         "EnvironmentState",
@@ -153,7 +156,8 @@ def test_a_projects_page_shows_the_policies_it_inherits(admin_client, full_world
 
 def test_the_deployment_trail_cannot_be_changed_or_deleted_in_the_admin(admin_client, full_world):
     deployment = Deployment.objects.get()
-    for model in (Deployment, Evaluation, Approval, DeploymentEvent, PolicyRevision, EnvironmentState):
+    trail = (Deployment, Evaluation, Approval, DeploymentEvent, PolicyRevision, EnvironmentState)
+    for model in (*trail, AuditEntry, AuditCheckpoint):
         model_admin = admin.site._registry[model]
         request = admin_client.get(admin_url(model, "changelist")).wsgi_request
         assert not model_admin.has_add_permission(request), model.__name__

@@ -22,6 +22,9 @@ class AuditEntrySerializer(serializers.ModelSerializer):
             "project",
             "before",
             "after",
+            "sequence",
+            "previous_hash",
+            "entry_hash",
         ]
 
 
