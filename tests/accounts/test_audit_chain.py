@@ -329,7 +329,7 @@ def test_the_migration_chains_existing_entries_in_the_order_they_were_written(wo
     from django.apps import apps
     from django.utils import timezone
 
-    migration = importlib.import_module("policies_app.migrations.0019_audit_hash_chain")
+    migration = importlib.import_module("policies_app.migrations.0017_audit_hash_chain")
     now = timezone.now()
     written = [
         AuditEntry.objects.create(

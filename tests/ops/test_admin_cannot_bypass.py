@@ -21,6 +21,7 @@ from django.urls import reverse
 
 from policies_app.models import (
     Approval,
+    AuditCheckpoint,
     AuditEntry,
     Deployment,
     DeploymentEvent,
@@ -57,8 +58,11 @@ def one_row_of_every_model(world) -> None:
     Approval.objects.create(deployment=deployment, user=world.alice, decision="approve", comment="ok")
     DeploymentEvent.objects.create(deployment=deployment, kind="triggered", actor=world.bob)
     OrganisationMembership.objects.create(user=world.vera, role="auditor")
-    AuditEntry.objects.create(
+    entry = AuditEntry.objects.create(
         actor=world.admin, action="project.created", target_type="project", target_id="1"
+    )
+    AuditCheckpoint.objects.create(
+        sequence=entry.sequence, entry_hash=entry.entry_hash, key_id="k", signature="00" * 64
     )
     EnvironmentState.objects.create(
         environment=world.environment, document={"version": 4, "serial": 1}, serial=1
