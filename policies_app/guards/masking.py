@@ -8,11 +8,10 @@ list, never another's."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from policies_app.models import Environment, Evaluation
+    from policies_app.models import Environment
 
 # What an API or a page shows instead of a sensitive value; sending it back keeps the stored value.
 MASK = "********"
@@ -47,12 +46,3 @@ def masked_input(document: Any, sensitive_variables: dict[str, list[str]]) -> An
     if not isinstance(variables, dict) or not sensitive_variables:
         return document
     return {**document, "variables": masked_variables(variables, sensitive_variables)}
-
-
-def shown_input(evaluation: Evaluation) -> str:
-    """The policy input an evaluation gave the engine, as the API and the pages show it to anyone who may
-    see the deployment: the exact stored bytes when nothing in it is sensitive, else the document with
-    its sensitive variables masked."""
-    if not evaluation.sensitive_variables:
-        return evaluation.input_json
-    return json.dumps(masked_input(json.loads(evaluation.input_json), evaluation.sensitive_variables))

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from policies_app import access, audit, wakeups
 from policies_app.choices import Capability, DeploymentStatus, EmailMode
+from policies_app.deployments import stored_inputs
 from policies_app.deployments.plan_summary import summarise_plan
 from policies_app.errors import Invalid
 from policies_app.guards.names import one_line
@@ -94,7 +95,7 @@ class DeploymentLines:
 
 
 def describe_waiting(deployment: Deployment, full_name: str) -> DeploymentLines:
-    summary = summarise_plan(deployment.plan)
+    summary = summarise_plan(stored_inputs.plan_of(deployment))
     pending = deployment.messages.get("pending", []) if isinstance(deployment.messages, dict) else []
     lines = [
         f"{deployment.get_type_display()} #{deployment.pk} of {full_name} / {deployment.environment.name}",
