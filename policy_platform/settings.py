@@ -379,7 +379,9 @@ POLICY_REPLAY_CONCURRENCY = int(
 # removes those older than this many days, keeping decisions, messages and the audit trail. Unset: kept
 # forever.
 EVALUATION_INPUT_RETENTION_DAYS = (
-    env_number("EVALUATION_INPUT_RETENTION_DAYS", 1) if os.environ.get("EVALUATION_INPUT_RETENTION_DAYS") else None
+    env_number("EVALUATION_INPUT_RETENTION_DAYS", 1)
+    if os.environ.get("EVALUATION_INPUT_RETENTION_DAYS")
+    else None
 )
 EVALUATION_INPUT_PURGE_BATCH = int(env_number("EVALUATION_INPUT_PURGE_BATCH", 500))
 # The policy editor checks the modules as one types (debounced): its own, generous, rate.

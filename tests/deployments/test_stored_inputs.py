@@ -25,7 +25,7 @@ pending contains "waiting for two approvers" if count(input.approvers) < 2
 def big_plan(count: int = 40, marker: str = "") -> dict:
     plan = plan_with(*((f"aws_s3_bucket.b{i}{marker}", ["create"]) for i in range(count)))
     # Keys in no particular order, text that JSON escapes, floats: all must come back as they were.
-    plan["zz_note"] = "café \u2603 \"quoted\" \\ tab\t"
+    plan["zz_note"] = 'café \u2603 "quoted" \\ tab\t'
     plan["a_ratio"] = 0.1 + 0.2
     return plan
 
@@ -84,7 +84,10 @@ def test_every_evaluation_input_is_rebuilt_byte_for_byte_and_the_plan_is_stored_
 
     # Each evaluation's input, through the one reader, the API, the page and "try it" / replays.
     assert [stored_inputs.input_of(e) for e in evaluations] == engine_inputs
-    assert api(world.vera).get(f"/api/v1/deployments/{deployment_id}/input/").content.decode() == engine_inputs[-1]
+    assert (
+        api(world.vera).get(f"/api/v1/deployments/{deployment_id}/input/").content.decode()
+        == engine_inputs[-1]
+    )
     page = api(world.vera)
     page.force_login(world.vera)
     for evaluation, seen in zip(evaluations, engine_inputs, strict=True):
@@ -119,3 +122,102 @@ def test_a_failed_closed_evaluation_shows_its_null_input(world, api):
     )
     assert stored_inputs.input_of(evaluation) == "null"
     assert api(world.vera).get(f"/api/v1/deployments/{deployment.pk}/input/").content == b"null"
+
+
+def test_purging_removes_old_inputs_and_plans_and_keeps_decisions_and_the_audit_trail(world, api, settings):
+    from datetime import timedelta
+
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from policies_app.models import AuditEntry, DeploymentEvent
+
+    world.platform.approval_policies.add(make_policy("two approvers", TWO_APPROVERS))
+    old = trigger(api(world.bob), world.environment, plan=big_plan(marker="old"))
+    recent = trigger(api(world.bob), world.environment, plan=big_plan(marker="new"))
+    long_ago = timezone.now() - timedelta(days=40)
+    Deployment.objects.filter(pk=old).update(created_at=long_ago)
+    Evaluation.objects.filter(deployment_id=old).update(created_at=long_ago)
+    StoredDocument.objects.update(last_used_at=long_ago)  # both plans unused since; one still referenced
+    events, audit = DeploymentEvent.objects.count(), AuditEntry.objects.count()
+    old_deployment = Deployment.objects.get(pk=old)
+    assert old_deployment.status == "superseded"  # finished: its plan may go too
+    messages = old_deployment.evaluations.get().messages
+
+    settings.EVALUATION_INPUT_RETENTION_DAYS = 30
+    call_command("purge_inputs", "--batch", "1")
+
+    purged = Evaluation.objects.get(deployment_id=old)
+    assert purged.input_purged_at is not None and purged.input_json == ""
+    assert purged.messages == messages and purged.decision == "pending"
+    assert stored_inputs.input_of(purged) is None
+    answer = api(world.vera).get(f"/api/v1/deployments/{old}/input/")
+    assert answer.status_code == 410 and "purged" in answer.json()["detail"]
+    page = api(world.vera)
+    page.force_login(world.vera)
+    assert page.get(reverse("web:evaluation-input", args=[old, purged.pk])).status_code == 410
+    shown = page.get(reverse("web:deployment-detail", args=[old])).content.decode()
+    assert "input purged" in shown and "Plan: purged" in shown
+    assert stored_inputs.plan_of(Deployment.objects.get(pk=old)) is None
+    with pytest.raises(Exception, match="no recorded input"):
+        replay.recorded_input(world.vera, old)
+    # The recent deployment keeps everything; the old plan's document is gone, the recent one's stays.
+    assert json.loads(api(world.vera).get(f"/api/v1/deployments/{recent}/input/").content)["plan"]
+    assert list(StoredDocument.objects.values_list("key", flat=True)) == [
+        Deployment.objects.get(pk=recent).plan_document_id
+    ]
+    assert (DeploymentEvent.objects.count(), AuditEntry.objects.count()) == (events, audit)
+
+
+def test_purging_needs_a_retention_period(settings):
+    from django.core.management import CommandError, call_command
+
+    settings.EVALUATION_INPUT_RETENTION_DAYS = None
+    with pytest.raises(CommandError, match="retention"):
+        call_command("purge_inputs")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_moves_existing_plans_and_inputs_and_rebuilds_them_exactly():
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = (
+        ("policies_app", "0013_webhook_secret_encrypted"),
+        ("policies_app", "0014_stored_documents"),
+    )
+    executor = MigrationExecutor(connection)
+    executor.migrate([before])
+    old = executor.loader.project_state([before]).apps
+    user = old.get_model("auth", "User").objects.create(username="bob")
+    project = old.get_model("policies_app", "Project").objects.create(name="p")
+    template = old.get_model("policies_app", "Template").objects.create(name="t", type="terraform")
+    environment = old.get_model("policies_app", "Environment").objects.create(
+        name="e", project=project, template=template
+    )
+    plan = big_plan()
+    deployment = old.get_model("policies_app", "Deployment").objects.create(
+        environment=environment, deployer=user, plan=plan
+    )
+    whole = json.dumps(
+        {"deploymentRequest": {"type": "deploy"}, "plan": plan, "approvers": []}, separators=(",", ":")
+    )
+    spaced = json.dumps({"plan": plan})  # not the platform's serialisation: kept whole
+    rows = [
+        old.get_model("policies_app", "Evaluation").objects.create(
+            deployment=deployment, request_type="deploy", input_json=text, decision="allow", engine="x"
+        )
+        for text in (whole, whole, spaced, "null")
+    ]
+
+    executor = MigrationExecutor(connection)
+    executor.migrate([after])
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+    migrated = Deployment.objects.get(pk=deployment.pk)
+    assert stored_inputs.plan_of(migrated) == plan
+    inputs = stored_inputs.inputs_of(Evaluation.objects.filter(pk__in=[row.pk for row in rows]))
+    assert [inputs[row.pk] for row in rows] == [whole, whole, spaced, "null"]
+    assert len(Evaluation.objects.get(pk=rows[0].pk).input_json) < 100
+    # The deployment's canonical plan, and the text the two evaluations embedded (one document for both).
+    assert StoredDocument.objects.count() == 2

@@ -19,7 +19,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--days", type=float, help="keep this many days (default: EVALUATION_INPUT_RETENTION_DAYS)"
         )
-        parser.add_argument("--batch", type=int, help="rows per transaction (default: EVALUATION_INPUT_PURGE_BATCH)")
+        parser.add_argument(
+            "--batch", type=int, help="rows per transaction (default: EVALUATION_INPUT_PURGE_BATCH)"
+        )
 
     def handle(self, *args: Any, days: float | None, batch: int | None, **options: Any) -> None:
         days = days if days is not None else settings.EVALUATION_INPUT_RETENTION_DAYS
