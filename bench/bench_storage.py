@@ -120,7 +120,11 @@ def main() -> int:
     print("; ".join(f"{step}: {seconds * 1000:.0f} ms" for step, seconds in timings.items()))
     print(
         f"database growth: {grown / 1e6:.3f} MB = {ratio:.3f}x the plan"
-        + ("" if arguments.smoke else f" (target at most {TARGET_RATIO}x: {'met' if ratio <= TARGET_RATIO else 'MISSED'})")
+        + (
+            ""
+            if arguments.smoke
+            else f" (target at most {TARGET_RATIO}x: {'met' if ratio <= TARGET_RATIO else 'MISSED'})"
+        )
     )
     shutil.rmtree(workdir, ignore_errors=True)
     return 0 if statuses == expected else 1
