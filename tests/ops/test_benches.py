@@ -82,12 +82,21 @@ def runnable(name: str) -> bool:
     )
 
 
+def selected(session) -> set[str]:
+    """The benches whose smoke test this session runs (all, or those chosen with -k)."""
+    return {
+        item.callspec.params["name"]
+        for item in session.items
+        if getattr(item, "originalname", "") == "test_the_bench_runs_in_its_smoke_mode"
+    }
+
+
 @pytest.fixture(scope="module")
-def smoke_runs(tmp_path_factory):
-    """Every runnable bench's smoke mode, started at once."""
+def smoke_runs(request, tmp_path_factory):
+    """The smoke mode of every selected bench that can run here, started at once."""
     directory = tmp_path_factory.mktemp("bench-smoke")
     runs = {}
-    for name in filter(runnable, BENCHES):
+    for name in sorted(filter(runnable, selected(request.session))):
         if name in NEEDS_POSTGRES:
             drop_database(bench_database(name))
         output = directory / f"{name}.log"
