@@ -62,11 +62,15 @@ def _texts(keys: Iterable[str]) -> dict[str, str]:
     return {key: input_codec.decompress(body) for key, body in rows}
 
 
+def load_plan(key: str | None) -> Any:
+    """The plan stored under ``key`` (None for None)."""
+    return None if key is None else json.loads(_texts([key])[key])
+
+
 def plan_of(deployment: Deployment) -> Any:
     """A deployment's plan (None when it sent none or the plan was purged), read once per object."""
     if not hasattr(deployment, "_plan"):
-        key = deployment.plan_document_id
-        deployment._plan = None if key is None else json.loads(_texts([key])[key])
+        deployment._plan = load_plan(deployment.plan_document_id)
     return deployment._plan
 
 
