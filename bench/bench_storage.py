@@ -126,8 +126,21 @@ def main() -> int:
             else f" (target at most {TARGET_RATIO}x: {'met' if ratio <= TARGET_RATIO else 'MISSED'})"
         )
     )
+    stored = stored_plan_bytes(deployment.pk)
+    if stored is not None:
+        print(f"the plan as stored: {stored / 1e3:.0f} kB compressed = {stored / plan_bytes:.3f}x its JSON")
     shutil.rmtree(workdir, ignore_errors=True)
     return 0 if statuses == expected else 1
+
+
+def stored_plan_bytes(deployment_id: int) -> int | None:
+    """The compressed size of the deployment's stored plan (None on a checkout that stores plans inline)."""
+    from policies_app import models
+
+    if not hasattr(models, "StoredDocument"):
+        return None
+    key = models.Deployment.objects.filter(pk=deployment_id).values_list("plan_document_id", flat=True)[0]
+    return len(models.StoredDocument.objects.get(key=key).body)
 
 
 if __name__ == "__main__":
