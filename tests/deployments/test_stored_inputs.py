@@ -221,3 +221,13 @@ def test_the_migration_moves_existing_plans_and_inputs_and_rebuilds_them_exactly
     assert len(Evaluation.objects.get(pk=rows[0].pk).input_json) < 100
     # The deployment's canonical plan, and the text the two evaluations embedded (one document for both).
     assert StoredDocument.objects.count() == 2
+
+    # And back: the plan inline again, every input whole.
+    executor = MigrationExecutor(connection)
+    executor.migrate([before])
+    old = executor.loader.project_state([before]).apps
+    assert old.get_model("policies_app", "Deployment").objects.get(pk=deployment.pk).plan == plan
+    inputs = dict(old.get_model("policies_app", "Evaluation").objects.values_list("pk", "input_json"))
+    assert [inputs[row.pk] for row in rows] == [whole, whole, spaced, "null"]
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())

@@ -134,7 +134,13 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
             }
         )
 
-    @extend_schema(responses=OpenApiResponse(description="The full policy input of the latest evaluation"))
+    @extend_schema(
+        responses={
+            200: OpenApiResponse(description="The full policy input of the latest evaluation"),
+            404: OpenApiResponse(description="The deployment has not been evaluated yet"),
+            410: OpenApiResponse(description="The input was purged (retention of policy inputs)"),
+        }
+    )
     @action(detail=True, methods=["get"])
     def input(self, request: Request, pk: str | None = None) -> HttpResponse:
         deployment = self.get_object()
