@@ -231,3 +231,32 @@ def test_the_migration_moves_existing_plans_and_inputs_and_rebuilds_them_exactly
     assert [inputs[row.pk] for row in rows] == [whole, whole, spaced, "null"]
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+COUNTS_CHANGES = """
+package env0
+
+deny contains sprintf("%d changes", [count(input.plan.resource_changes)]) if count(input.plan.resource_changes) > 10
+"""
+
+
+def test_try_it_and_lists_read_the_plan_only_where_they_need_it(world, api):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    deployment_id = trigger(api(world.bob), world.environment, plan=big_plan(count=40))
+    policy = make_policy("counts changes", COUNTS_CHANGES)
+    tried = api(world.admin).post(
+        f"/api/v1/policies/{policy.pk}/evaluate/", {"deployment": deployment_id}, format="json"
+    )
+    assert tried.status_code == 200, tried.content
+    assert tried.json()["decision"] == "deny" and tried.json()["deny"] == ["40 changes"]
+
+    page = api(world.alice)
+    page.force_login(world.alice)
+    with CaptureQueriesContext(connection) as queries:
+        assert api(world.alice).get("/api/v1/deployments/").status_code == 200
+        assert api(world.alice).get(f"/api/v1/deployments/{deployment_id}/").status_code == 200
+        assert page.get("/?view=all").status_code == 200
+    read = [q["sql"] for q in queries if "storeddocument" in q["sql"] or "inputpiece" in q["sql"]]
+    assert read == []
