@@ -31,6 +31,11 @@ ROOT = Path(__file__).resolve().parents[1]
 CHECKOV_SECONDS = {"chain": 2.96, "chain4k": 4.13, "wide": 14.6, "modules": 5.39}
 
 
+# The configurations' sizes; --smoke shrinks them (a tenth or less) to prove the bench still runs.
+SIZES = {"chain": 2000, "chain4k": 4000, "wide": 2000, "module_calls": 50, "module_resources": 20}
+SMOKE_SIZES = {"chain": 20, "chain4k": 40, "wide": 20, "module_calls": 3, "module_resources": 20}
+
+
 def write_chain(directory: Path, length: int) -> None:
     lines = ["locals {", "  l0 = 0"]
     lines += [f"  l{i} = local.l{i - 1} + 1" for i in range(1, length)]
@@ -38,7 +43,7 @@ def write_chain(directory: Path, length: int) -> None:
     (directory / "main.tf").write_text("\n".join(lines) + "\n")
 
 
-def write_wide(directory: Path, resources: int = 2000, files: int = 10) -> None:
+def write_wide(directory: Path, resources: int, files: int = 10) -> None:
     per_file = resources // files
     for f in range(files):
         blocks = []
@@ -56,7 +61,7 @@ def write_wide(directory: Path, resources: int = 2000, files: int = 10) -> None:
         (directory / f"resources_{f:02d}.tf").write_text("\n".join(blocks))
 
 
-def write_modules(directory: Path, calls: int = 50, resources: int = 20) -> None:
+def write_modules(directory: Path, calls: int, resources: int) -> None:
     module = directory / "modules" / "unit"
     module.mkdir(parents=True)
     body = ['variable "name" {\n  type = string\n}\n']
@@ -75,12 +80,11 @@ def write_modules(directory: Path, calls: int = 50, resources: int = 20) -> None
 
 
 def expected_outputs(name: str) -> dict:
-    if name == "chain":
-        return {"last": 1999}
-    if name == "chain4k":
-        return {"last": 3999}
+    if name in ("chain", "chain4k"):
+        return {"last": SIZES[name] - 1}
     if name == "modules":
-        return {f"m{c:02d}": [f"m{c:02d}-done", f"m{c:02d}-19"] for c in range(50)}
+        last = SIZES["module_resources"] - 1
+        return {f"m{c:02d}": [f"m{c:02d}-done", f"m{c:02d}-{last:02d}"] for c in range(SIZES["module_calls"])}
     return {}
 
 
@@ -107,10 +111,9 @@ def check(name: str, document: dict) -> str:
     for key, expected in expected_outputs(name).items():
         if values.get(key) != expected:
             problems.append(f"output {key} = {values.get(key)!r}, expected {expected!r}")
-    if name == "wide" and len(document["resources"]) != 4000:
-        problems.append(f"{len(document['resources'])} resource instances, expected 4000")
-    if name == "modules" and len(document["resources"]) != 1000:
-        problems.append(f"{len(document['resources'])} resource instances, expected 1000")
+    expected = {"wide": 2 * SIZES["wide"], "modules": SIZES["module_calls"] * SIZES["module_resources"]}
+    if name in expected and len(document["resources"]) != expected[name]:
+        problems.append(f"{len(document['resources'])} resource instances, expected {expected[name]}")
     return "ok" if not problems else "; ".join(problems[:3])
 
 
@@ -144,14 +147,18 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--keep", help="generate the configurations here and keep them")
     parser.add_argument("--no-terraform", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="tiny configurations, one run: proves it runs")
     arguments = parser.parse_args()
+    if arguments.smoke:
+        SIZES.update(SMOKE_SIZES)
+        arguments.runs = 1
     base = Path(arguments.keep or tempfile.mkdtemp(prefix="bench-iac-"))
     base.mkdir(parents=True, exist_ok=True)
     builders = {
-        "chain": lambda d: write_chain(d, 2000),
-        "chain4k": lambda d: write_chain(d, 4000),
-        "wide": write_wide,
-        "modules": write_modules,
+        "chain": lambda d: write_chain(d, SIZES["chain"]),
+        "chain4k": lambda d: write_chain(d, SIZES["chain4k"]),
+        "wide": lambda d: write_wide(d, SIZES["wide"]),
+        "modules": lambda d: write_modules(d, SIZES["module_calls"], SIZES["module_resources"]),
     }
     command = our_command()
     terraform = None if arguments.no_terraform else shutil.which("terraform")
@@ -225,7 +232,7 @@ def main() -> int:
     print(f"(medians of {arguments.runs} runs; command: {' '.join(Path(c).name for c in command)})")
     if not arguments.keep:
         shutil.rmtree(base)
-    return 0
+    return 0 if all(row[5] == "ok" for row in rows) else 1
 
 
 if __name__ == "__main__":

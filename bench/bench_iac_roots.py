@@ -25,12 +25,32 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+CHECKED = {"exit": False}  # --smoke: a command that fails fails the bench
 
 
 def timed(command: list[str], cwd: Path) -> float:
     started = time.perf_counter()
-    subprocess.run(command, cwd=cwd, capture_output=True, check=False)
+    completed = subprocess.run(command, cwd=cwd, capture_output=True, check=False)
+    if CHECKED["exit"] and completed.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed ({completed.returncode}): {completed.stderr[-500:]!r}")
     return time.perf_counter() - started
+
+
+def smoke_corpus(work: Path) -> Path:
+    """A corpus of one repository with one example root calling its module: what --smoke times (the
+    real corpus, built by bench_module_corpus.py, takes minutes)."""
+    module = work / "corpus" / "originals" / "smoke-module"
+    (module / "examples" / "basic").mkdir(parents=True, exist_ok=True)
+    (module / "main.tf").write_text(
+        'variable "name" {\n  type = string\n}\n'
+        'resource "terraform_data" "this" {\n  input = var.name\n}\n'
+        'output "name" {\n  value = terraform_data.this.input\n}\n'
+    )
+    (module / "examples" / "basic" / "main.tf").write_text(
+        'module "this" {\n  source = "../.."\n  name   = "smoke"\n}\n'
+        'output "name" {\n  value = module.this.name\n}\n'
+    )
+    return module.parent
 
 
 def module_tree_size(root: Path, corpus: Path) -> int:
@@ -87,8 +107,13 @@ def main() -> int:
     )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--against", help="another checkout of the project to time the same way")
+    parser.add_argument("--smoke", action="store_true", help="one run of a stand-in root: proves it runs")
     arguments = parser.parse_args()
     corpus = Path(arguments.work) / "corpus" / "originals"
+    if arguments.smoke:
+        CHECKED["exit"] = True
+        arguments.roots, arguments.runs = 1, 1
+        corpus = smoke_corpus(Path(tempfile.mkdtemp(prefix="bench-roots-smoke-")))
     versions = {"this": ROOT}
     if arguments.against:
         versions["against"] = Path(arguments.against).resolve()

@@ -45,6 +45,7 @@ def build(deployment_count: int) -> dict:
     from django.test import override_settings
     from django.utils import timezone
 
+    from policies_app.deployments.stored_inputs import store_plan
     from policies_app.models import (
         Approval,
         AuditEntry,
@@ -93,6 +94,7 @@ def build(deployment_count: int) -> dict:
             for i in range(30)
         ],
     }
+    plan_document = store_plan(plan)  # one stored plan, as identical plans share
     now = timezone.now()
     batch = [
         Deployment(
@@ -101,7 +103,7 @@ def build(deployment_count: int) -> dict:
             status="pending_approval" if n % 5 == 0 else statuses[n % len(statuses)],
             decision="pending",
             revision=f"rev-{n}",
-            plan=plan,
+            plan_document_id=plan_document,
             messages={"deny": [], "pending": ["needs two approvals"], "warn": [], "allow": []},
             pending_since=now,
         )
@@ -184,7 +186,12 @@ def main() -> int:
     )
     parser.add_argument("--deployments", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument(
+        "--smoke", action="store_true", help="100 deployments, 1 render a page: proves it runs"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.deployments, args.runs = 100, 1
     sys.path.insert(0, str(ROOT))
     os.chdir(ROOT)
     scratch = Path(tempfile.mkdtemp(prefix="bench-pages-"))
@@ -192,6 +199,8 @@ def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "policy_platform.settings")
     os.environ["DJANGO_DEBUG"] = "false"
     os.environ.setdefault("DJANGO_SECRET_KEY", "bench")
+    # Debug off, as in production, needs a key for the webhooks' secrets (a throw-away database: any key).
+    os.environ.setdefault("SECRET_ENCRYPTION_KEYS", "YmVuY2gtcGFnZXMtc2VjcmV0cy1hdC1yZXN0LWtleSE=")
     os.environ["LOG_LEVEL"] = "WARNING"
     import django
 
@@ -255,7 +264,7 @@ def main() -> int:
 
         with connections["default"]._nodb_cursor() as cursor:
             cursor.execute(f'DROP DATABASE IF EXISTS "{postgres_name}"')
-    return 0 if worst < TARGET_MS else 1
+    return 0 if worst < TARGET_MS or args.smoke else 1
 
 
 if __name__ == "__main__":

@@ -106,19 +106,26 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--budget-s", type=float, default=240.0, help="stop repeating runs beyond this total")
+    parser.add_argument(
+        "--smoke", action="store_true", help="10 resources, 1 and 10 policies, 1 run: proves it runs"
+    )
     args = parser.parse_args()
     started = time.monotonic()
-    inputs = {size: make_input(size) for size in (10, 1_000, 10_000)}
+    sizes, counts = ((10,), (1, 10)) if args.smoke else ((10, 1_000, 10_000), (1, 10, 50))
+    args.runs = 1 if args.smoke else args.runs
+    inputs = {size: make_input(size) for size in sizes}
+    status = 0
     print(
         f"{'engine':8} {'policies':>8} {'resources':>9} {'input MB':>8} {'median ms':>10} {'min ms':>8} {'runs':>4}"
     )
     for engine in args.engines.split(","):
         for resources, input_json in inputs.items():
-            for count in (1, 10, 50):
+            for count in counts:
                 policies = make_policies(count)
                 warm = evaluate_policies(policies, input_json, engine, timeout_s=300)
                 if warm.decision == "error":
                     print(f"{engine:8} {count:8} {resources:9}  error: {warm.error}")
+                    status = 1
                     continue
                 times = []
                 for _ in range(args.runs):
@@ -132,7 +139,7 @@ def main() -> int:
                     flush=True,
                 )
     print(f"total {time.monotonic() - started:.0f} s")
-    return 0
+    return status
 
 
 if __name__ == "__main__":

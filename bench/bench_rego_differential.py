@@ -28,7 +28,9 @@ def main() -> int:
     parser.add_argument("--cases", type=int, default=1000)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--show", type=int, default=5, help="disagreements to print in full")
+    parser.add_argument("--smoke", action="store_true", help="10 cases: proves it runs")
     args = parser.parse_args()
+    args.cases = 10 if args.smoke else args.cases
     status = 0
     for engine in (engine for engine in ENGINES if engine != REFERENCE):
         started = time.monotonic()

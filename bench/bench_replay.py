@@ -132,7 +132,10 @@ def main() -> int:
     parser.add_argument("--deployments", type=int, default=500)
     parser.add_argument("--resources", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=1, help="timed replays (the figure is their median)")
+    parser.add_argument("--smoke", action="store_true", help="10 deployments of 20 resources: proves it runs")
     arguments = parser.parse_args()
+    if arguments.smoke:
+        arguments.deployments, arguments.resources = 10, 20
 
     workdir = tempfile.mkdtemp(prefix="bench-replay-")
     os.environ["PLATFORM_VAR_DIR"] = workdir

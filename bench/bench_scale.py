@@ -44,11 +44,14 @@ sys.path.insert(0, str(ROOT))
 WORK = ROOT / "bench" / "out" / "scale"
 # The bench's process and the server it starts sign sessions with the same key.
 SECRET_KEY = "bench-scale-secret"
+# And encrypt the secrets they store with the same key (a production server refuses to start without one).
+ENCRYPTION_KEY = "YmVuY2gtc2NhbGUtc2VjcmV0cy1hdC1yZXN0LWtleSE="
 
 
 def setup_django(database_url: str) -> None:
     os.environ["DATABASE_URL"] = database_url
     os.environ["DJANGO_SECRET_KEY"] = SECRET_KEY
+    os.environ.setdefault("SECRET_ENCRYPTION_KEYS", ENCRYPTION_KEY)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "policy_platform.settings")
     os.environ.setdefault("PLATFORM_VAR_DIR", str(WORK / "var"))
     import django
@@ -83,7 +86,19 @@ def main() -> None:
     parser.add_argument(
         "--only", choices=sorted(MEASUREMENTS), action="append", help="run only these measurements"
     )
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="a tiny organisation generated again, 3 requests per figure: proves it runs (its figures are not)",
+    )
     args = parser.parse_args()
+    args.triggers = 30
+    if args.smoke:
+        import scale_world
+
+        scale_world.shrink_for_smoke()
+        args.deployments, args.regenerate, args.requests, args.triggers = 300, True, 3, 3
+        args.only = args.only or ["queues", "effective-policies", "trigger-to-decision"]
     if not args.database_url.startswith("postgres"):
         raise SystemExit("Set DATABASE_URL (or --database-url) to a PostgreSQL database of the bench's own.")
     WORK.mkdir(parents=True, exist_ok=True)
@@ -755,7 +770,7 @@ def print_world() -> None:
 MEASUREMENTS = {
     "queues": lambda base, args: measure_lists(base, args.requests),
     "effective-policies": lambda base, args: measure_effective_policies(base, args.requests),
-    "trigger-to-decision": lambda base, args: measure_trigger_to_decision(base, 30),
+    "trigger-to-decision": lambda base, args: measure_trigger_to_decision(base, args.triggers),
     "pipelines": lambda base, args: measure_concurrent_pipelines(base),
     "approvals": lambda base, args: measure_approval_throughput(base, args.platform_pid),
 }

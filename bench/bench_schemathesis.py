@@ -31,7 +31,12 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=100, help="requests per operation")
     parser.add_argument("--seed", type=int, default=None, help="repeat a run (default: new requests)")
     parser.add_argument("--operations", default="", help="only operations matching this regular expression")
+    parser.add_argument(
+        "--smoke", action="store_true", help="one example of each deployment operation: proves it runs"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.examples, args.operations = 1, args.operations or "deployments"
     if not args.database_url.startswith("postgres"):
         raise SystemExit("Set DATABASE_URL (or --database-url) to a PostgreSQL database of the bench's own.")
 
@@ -48,6 +53,10 @@ def main() -> None:
         "DJANGO_SETTINGS_MODULE": "policy_platform.settings",
         "PLATFORM_VAR_DIR": str(work),
         "DJANGO_SECRET_KEY": "bench-schemathesis-secret",
+        # Debug off, as in production, needs a key for the secrets it stores (the bench's own database).
+        "SECRET_ENCRYPTION_KEYS": os.environ.get(
+            "SECRET_ENCRYPTION_KEYS", "YmVuY2gtZnV6ei1zZWNyZXRzLWF0LXJlc3Qta2V5ISE="
+        ),
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
         # The run is one user sending thousands of requests: production's per-user rate would answer
         # most of them 429 and leave the operations untested.

@@ -38,6 +38,14 @@ BENCH_CHAIN = 8  # projects 1..8: the Bench chain, one per level
 SPAN = timedelta(days=730)  # deployments were made over the last two years
 PENDING_SHARE_OF_RECENT = 0.5  # of the last 2% of deployments, this share still waits for approvers
 
+
+def shrink_for_smoke() -> None:
+    """An organisation of a few hundred rows, generated in seconds: proves the generation still runs
+    against the current schema (bench_scale.py --smoke)."""
+    global PROJECTS, ROOTS, ENVIRONMENTS, TEMPLATES, USERS, TEAMS, GENERIC_POLICIES
+    PROJECTS, ROOTS, ENVIRONMENTS, TEMPLATES, USERS, TEAMS, GENERIC_POLICIES = 120, 6, 200, 10, 40, 8, 2
+
+
 TRIGGER_POLICIES = [
     # (name, rego): ten env0-style policies that a small plan passes (one warns): the measured leaf's.
     ("bench cost ceiling", 'deny contains "over 5000/month" if input.costEstimation.totalMonthlyCost > 5000'),
@@ -250,6 +258,7 @@ def generate(deployments: int, template_repository: Path, seed: int = 8) -> None
     from django.contrib.auth.hashers import make_password
     from django.db import connection, transaction
 
+    from policies_app.deployments.stored_inputs import store_plan
     from policies_app.models import ApprovalPolicy, PolicyRevision
     from policies_app.policies import authoring
 
@@ -335,7 +344,8 @@ def generate(deployments: int, template_repository: Path, seed: int = 8) -> None
                 "type",
                 "trigger_name",
                 "revision",
-                "plan",
+                "template_commit",
+                "plan_document_id",
                 "total_monthly_cost",
                 "monthly_cost_diff",
                 "variables",
@@ -522,6 +532,7 @@ def generate(deployments: int, template_repository: Path, seed: int = 8) -> None
             {"address": "aws_instance.app", "type": "aws_instance", "change": {"actions": ["update"]}}
         ],
     }
+    plan_key = store_plan(plan)  # one stored document, shared by every deployment (as identical plans are)
     for pk in range(1, deployments + 1):
         environment = rng.randint(2, ENVIRONMENTS)
         created = first + step * pk
@@ -590,7 +601,8 @@ def generate(deployments: int, template_repository: Path, seed: int = 8) -> None
             kind,
             rng.choice(["cd", "user", "scheduled"]),
             f"{pk:x}",
-            plan,
+            "",  # template_commit: its template has no repository
+            plan_key,
             cost,
             diff,
             {"terraform": {"region": "eu-west-1"}},

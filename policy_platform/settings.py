@@ -382,6 +382,15 @@ POLICY_REPLAY_MAX_LIMIT = int(env_number("POLICY_REPLAY_MAX_LIMIT", 5000))
 POLICY_REPLAY_CONCURRENCY = int(
     env_number("POLICY_REPLAY_CONCURRENCY", env_number("POLICY_ENGINE_WORKERS", 2))
 )
+# Retention of policy inputs (the plan, variables and views each evaluation saw): `manage.py purge_inputs`
+# removes those older than this many days, keeping decisions, messages and the audit trail. Unset: kept
+# forever.
+EVALUATION_INPUT_RETENTION_DAYS = (
+    env_number("EVALUATION_INPUT_RETENTION_DAYS", 1)
+    if os.environ.get("EVALUATION_INPUT_RETENTION_DAYS")
+    else None
+)
+EVALUATION_INPUT_PURGE_BATCH = int(env_number("EVALUATION_INPUT_PURGE_BATCH", 500))
 # The policy editor checks the modules as one types (debounced): its own, generous, rate.
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["editor_check"] = os.environ.get(
     "API_THROTTLE_EDITOR_CHECK", "240/minute"

@@ -6,7 +6,8 @@ import json
 from django.contrib import admin
 
 from policies_app.admin.display import ReadOnlyAdminMixin, json_block, pre
-from policies_app.guards.masking import masked_variables, shown_input, shown_plan
+from policies_app.deployments.stored_inputs import plan_of, purged_detail, shown_input
+from policies_app.guards.masking import masked_variables, shown_plan
 from policies_app.models import Approval, Deployment, DeploymentEvent, Evaluation
 
 
@@ -54,7 +55,7 @@ class DeploymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     ]
     list_select_related = ["environment__project", "deployer"]
     date_hierarchy = "created_at"
-    exclude = ["plan", "messages", "variables", "policy_data"]
+    exclude = ["plan_document", "messages", "variables", "policy_data"]
     readonly_fields = ["messages_json", "plan_json", "variables_json", "policy_data_json"]
     inlines = [ApprovalInline, EvaluationInline, DeploymentEventInline]
 
@@ -64,7 +65,9 @@ class DeploymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Plan")
     def plan_json(self, deployment: Deployment) -> str:
-        return json_block(shown_plan(deployment.plan, deployment.environment.sensitive_variables))
+        if deployment.plan_purged_at is not None:
+            return pre(f"Purged on {deployment.plan_purged_at:%Y-%m-%d} (retention of policy inputs).")
+        return json_block(shown_plan(plan_of(deployment), deployment.environment.sensitive_variables))
 
     @admin.display(description="Variables")
     def variables_json(self, deployment: Deployment) -> str:
@@ -96,10 +99,13 @@ class EvaluationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="Input")
     def input_document(self, evaluation: Evaluation) -> str:
+        shown = shown_input(evaluation)
+        if shown is None:
+            return pre(purged_detail(evaluation))
         try:
-            return json_block(json.loads(shown_input(evaluation)))
+            return json_block(json.loads(shown))
         except ValueError:
-            return pre(evaluation.input_json)
+            return pre(shown)
 
 
 @admin.register(Approval)

@@ -1,7 +1,6 @@
 """Evaluating a deployment: what its policies are shown and what they decide (which policies apply is
 the project tree's business: tree.py)."""
 
-import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -10,6 +9,7 @@ from typing import Any
 from django.db import transaction
 
 from policies_app.choices import ApprovalDecision, Decision, RequestType
+from policies_app.deployments.input_codec import Span, encode_input
 from policies_app.deployments.policy_input import build_policy_input
 from policies_app.deployments.requirements import requirements_of_revision
 from policies_app.guards.masking import scrub, scrubbed, secrets_of
@@ -88,6 +88,7 @@ class Verdict:
     duration_ms: float = 0.0
     template_commit: str = ""  # the commit the template's configuration was read at, if any
     sensitive_paths: list[Any] = field(default_factory=list)  # kept beside the input (guards/masking.py)
+    input_spans: list[Span] = field(default_factory=list)  # its shared pieces, stored once (stored_inputs)
 
 
 def _verdict_without_policies(deployment: Deployment, request_type: str, input_json: str) -> Verdict:
@@ -112,11 +113,12 @@ def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevis
     """Build the input once, run every pinned policy revision over it, and combine their decisions."""
     started = time.perf_counter()
     built = build_policy_input(deployment, request_type)
-    input_json = json.dumps(built.document, separators=(",", ":"))
+    input_json, spans = encode_input(built.document)
     if not revisions:
         verdict = _verdict_without_policies(deployment, request_type, input_json)
         verdict.template_commit = built.template_commit
         verdict.sensitive_paths = built.sensitivity.paths
+        verdict.input_spans = spans
         return verdict
     revision_by_key = {revision_key(r): r for r in revisions}
     result = evaluator_for(revisions)(input_json)
@@ -157,6 +159,7 @@ def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevis
         duration_ms=result.duration_ms,
         template_commit=built.template_commit,
         sensitive_paths=built.sensitivity.paths,
+        input_spans=spans,
     )
 
 

@@ -84,7 +84,7 @@ def count_waiting_for(user: AbstractBaseUser) -> int:
 
 
 # A list never shows these, and on a large table reading them is most of a list's cost.
-LIST_DEFERRED = ("plan", "variables", "policy_data")
+LIST_DEFERRED = ("variables", "policy_data")
 
 
 def deployments_for(user: AbstractBaseUser, filters: QueueFilters) -> QuerySet[Deployment]:

@@ -37,6 +37,7 @@ from policies_app.choices import (
     DeploymentStatus,
     EventKind,
 )
+from policies_app.deployments.stored_inputs import store_plan
 from policies_app.errors import Conflict, Invalid
 from policies_app.iac.plan_formats import PlanFormatError, check_plan
 from policies_app.models import Deployment, DeploymentEvent, Environment
@@ -174,6 +175,8 @@ def trigger_deployment(
         existing = Deployment.objects.filter(environment=environment, idempotency_key=idempotency_key).first()
         if existing is not None:
             return _same_request_or_conflict(existing, type, revision), False
+    # Stored before the environment's lock is taken: compressing a large plan takes a while.
+    plan_document = store_plan(plan)
     try:
         with transaction.atomic():
             # Triggers of one environment are serialised: each sees the one before it.
@@ -194,7 +197,7 @@ def trigger_deployment(
                 type=type,
                 trigger_name=trigger_name,
                 revision=revision,
-                plan=plan,
+                plan_document_id=plan_document,
                 total_monthly_cost=total_monthly_cost,
                 monthly_cost_diff=monthly_cost_diff,
                 variables=variables or {},

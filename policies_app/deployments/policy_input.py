@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 
 from policies_app.choices import TERRAFORM_LIKE_TYPES, ApprovalDecision, RequestType
+from policies_app.deployments.stored_inputs import plan_of
 from policies_app.guards import file_sandbox
 from policies_app.guards.masking import Sensitivity
 from policies_app.guards.sensitive_marks import state_view_paths
@@ -142,7 +143,7 @@ def build_policy_input(deployment: Deployment, request_type: str) -> PolicyInput
             "totalMonthlyCost": deployment.total_monthly_cost,
             "monthlyCostDiff": deployment.monthly_cost_diff,
         },
-        "plan": deployment.plan,
+        "plan": plan_of(deployment),
         "deployerUser": user_view(deployment.deployer),
         "approvers": [user_view(approval.user) for approval in approvals],
         "variables": {

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from policies_app import audit
 from policies_app.choices import Decision, DeploymentStatus, EventKind, RequestType
-from policies_app.deployments import lifecycle
+from policies_app.deployments import lifecycle, stored_inputs
 from policies_app.deployments.evaluation import Verdict, judge, pinned_revisions, request_type_for
 from policies_app.guards import file_sandbox
 from policies_app.models import Deployment, DeploymentEvent, Evaluation
@@ -48,11 +48,12 @@ def _record_verdict(
 ) -> None:
     """Store the evaluation and move the deployment where its decision leads, in one transaction."""
     target = STATUS_FOR_DECISION[verdict.decision]
+    stored = stored_inputs.store_input(verdict.input_json, verdict.input_spans)
     with transaction.atomic():
         evaluation = Evaluation.objects.create(
             deployment=deployment,
             request_type=verdict.request_type,
-            input_json=verdict.input_json,
+            input_json=stored.skeleton,
             decision=verdict.decision,
             messages=verdict.messages,
             outcomes=verdict.outcomes,
@@ -62,6 +63,7 @@ def _record_verdict(
             sensitive_variables=deployment.environment.sensitive_variables,
             sensitive_paths=verdict.sensitive_paths,
         )
+        stored_inputs.record_input(evaluation, stored)
         seen = Evaluation.policy_revisions.through
         seen.objects.bulk_create(
             seen(evaluation_id=evaluation.pk, policyrevision_id=revision.pk) for revision in verdict.revisions

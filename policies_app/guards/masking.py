@@ -216,13 +216,13 @@ def masked_input(document: Any, sensitive_variables: dict[str, list[str]]) -> An
     return shown_document(document, Sensitivity(sensitive_variables or {}))
 
 
-def shown_input(evaluation: Evaluation) -> str:
-    """The policy input an evaluation gave the engine, as the API and the pages show it to anyone who may
-    see the deployment: the exact stored bytes when nothing in it is sensitive, else the document with
-    its sensitive values masked."""
-    document = json.loads(evaluation.input_json)
-    shown = shown_document(document, Sensitivity.of(evaluation))
-    return evaluation.input_json if shown is document else json.dumps(shown)
+def shown_input_text(text: str, sensitivity: Sensitivity) -> str:
+    """A policy input's text (as the engine saw it) as the API and the pages show it to anyone who may see
+    the deployment: the exact bytes when nothing in it is sensitive, else the document with its sensitive
+    values masked."""
+    document = json.loads(text)
+    shown = shown_document(document, sensitivity)
+    return text if shown is document else json.dumps(shown)
 
 
 def shown_plan(plan: Any, sensitive_variables: dict[str, list[str]]) -> Any:

@@ -1,5 +1,12 @@
 from policies_app.models.audit import AuditCheckpoint, AuditEntry
-from policies_app.models.deployments import Approval, Deployment, DeploymentEvent, Evaluation
+from policies_app.models.deployments import (
+    Approval,
+    Deployment,
+    DeploymentEvent,
+    Evaluation,
+    InputPiece,
+    StoredDocument,
+)
 from policies_app.models.environments import Environment, EnvironmentState
 from policies_app.models.notifications import ApprovalRequestEmail, InvitationEmail, NotificationPreference
 from policies_app.models.policies import ApprovalPolicy, PolicyModule, PolicyRevision
@@ -36,6 +43,8 @@ __all__ = [
     "EnvironmentState",
     "OrganisationMembership",
     "Evaluation",
+    "InputPiece",
+    "StoredDocument",
     "PolicyModule",
     "PolicyReplay",
     "PolicyRepository",

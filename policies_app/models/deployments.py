@@ -42,7 +42,13 @@ class Deployment(models.Model):
     commit_sha = models.CharField(max_length=64, blank=True, help_text="The commit the pipeline ran on.")
     pull_request_url = models.URLField(max_length=500, blank=True, help_text="The pull or merge request.")
     ci_run_url = models.URLField(max_length=500, blank=True, help_text="The CI run that triggered it.")
-    plan = models.JSONField(null=True, blank=True)
+    # The plan is kept once, compressed (StoredDocument); read it with stored_inputs.plan_of.
+    plan_document = models.ForeignKey(
+        "StoredDocument", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    plan_purged_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the retention period removed its plan (purge_inputs)."
+    )
     total_monthly_cost = models.FloatField(null=True, blank=True)
     monthly_cost_diff = models.FloatField(null=True, blank=True)
     variables = models.JSONField(default=dict, blank=True, help_text="{environment: {...}, terraform: {...}}")
@@ -101,12 +107,33 @@ class Deployment(models.Model):
         return f"{self.type} #{self.pk} of {self.environment}"
 
 
+class StoredDocument(models.Model):
+    """A large piece of policy inputs kept once: a plan, a state or configuration view. Addressed by the
+    SHA-256 of its text, so a deployment's evaluations and identical plans share one row; the text is
+    zstandard-compressed (deployments/input_codec.py)."""
+
+    key = models.CharField(max_length=64, primary_key=True)
+    body = models.BinaryField()
+    size = models.PositiveBigIntegerField(help_text="Characters of the text, before compression.")
+    # Set again whenever a new reference is made: the purge removes only documents unused since its
+    # cut-off, so a document being referenced concurrently is never removed.
+    last_used_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"stored document {self.key[:12]} ({self.size} characters)"
+
+
 class Evaluation(models.Model):
-    """One evaluation of a deployment's policies, kept forever with the exact input it saw."""
+    """One evaluation of a deployment's policies, with the exact input it saw (until a retention period
+    purges it: ``input_purged_at``). Read the input with stored_inputs.input_of, never this row alone."""
 
     deployment = models.ForeignKey(Deployment, on_delete=models.CASCADE, related_name="evaluations")
     request_type = models.CharField(max_length=20, choices=RequestType.choices)
-    input_json = models.TextField(help_text="The exact policy input, as given to the engine.")
+    input_json = models.TextField(
+        help_text="The policy input as given to the engine, without its shared pieces (input_pieces), "
+        '"null" when the evaluation failed before building one, "" once purged.'
+    )
+    input_purged_at = models.DateTimeField(null=True, blank=True)
     policy_revisions = models.ManyToManyField("PolicyRevision", blank=True, related_name="evaluations")
     decision = models.CharField(max_length=10, choices=Decision.choices)
     messages = models.JSONField(default=empty_messages)
@@ -132,6 +159,20 @@ class Evaluation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.request_type} evaluation of deployment #{self.deployment_id}: {self.decision}"
+
+
+class InputPiece(models.Model):
+    """A shared piece of an evaluation's input: the document to put back at ``offset`` of its skeleton."""
+
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="input_pieces")
+    offset = models.PositiveBigIntegerField()
+    document = models.ForeignKey(StoredDocument, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        ordering = ["evaluation", "offset"]
+
+    def __str__(self) -> str:
+        return f"piece of evaluation #{self.evaluation_id} at {self.offset}"
 
 
 class Approval(models.Model):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import lru_cache
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -21,7 +22,7 @@ from django.utils import timezone
 
 from policies_app import access, audit, wakeups
 from policies_app.choices import Capability, DeploymentStatus, EmailMode
-from policies_app.deployments import requirements
+from policies_app.deployments import requirements, stored_inputs
 from policies_app.deployments.plan_summary import summarise_plan
 from policies_app.errors import Invalid
 from policies_app.guards.names import one_line
@@ -108,14 +109,20 @@ def requirement_lines(deployment: Deployment, tree: ProjectTree) -> list[str]:
     return ["Required before it is released:", *lines] if lines else []
 
 
+@lru_cache(maxsize=64)
+def _plan_headline(plan_key: str | None) -> str:
+    """A stored plan never changes under its key: summarised once for every approver's email, not once
+    per email (10,000 resource changes take seconds)."""
+    return summarise_plan(stored_inputs.load_plan(plan_key)).headline
+
+
 def describe_waiting(deployment: Deployment, full_name: str, tree: ProjectTree) -> DeploymentLines:
-    summary = summarise_plan(deployment.plan)
     pending = deployment.messages.get("pending", []) if isinstance(deployment.messages, dict) else []
     lines = [
         f"{deployment.get_type_display()} #{deployment.pk} of {full_name} / {deployment.environment.name}",
         f"requested by {deployment.deployer.get_username()}, waits for your approval.",
         "",
-        f"Plan: {summary.headline}",
+        f"Plan: {_plan_headline(deployment.plan_document_id)}",
     ]
     if deployment.monthly_cost_diff is not None:
         lines.append(f"Monthly cost change: {deployment.monthly_cost_diff:+.2f}")

@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from policies_app import access, rego, wakeups
 from policies_app.choices import ReplayStatus
+from policies_app.deployments import stored_inputs
 from policies_app.errors import Forbidden, Invalid
 from policies_app.guards.masking import Sensitivity, scrubbed, secrets_of
 from policies_app.models import (
@@ -58,10 +59,8 @@ def environments_applying(policy: ApprovalPolicy) -> QuerySet[Environment]:
 def recorded_deployments(policy: ApprovalPolicy, limit: int, deployments: QuerySet[Deployment] | None = None):
     """The most recent deployments of the environments the policy applies to that have a recorded
     input, newest first, each with the id of its latest evaluation (``latest_evaluation``)."""
-    latest = (
-        Evaluation.objects.filter(deployment=OuterRef("pk"))
-        .exclude(input_json="null")
-        .order_by("-created_at", "-id")
+    latest = stored_inputs.recorded(Evaluation.objects.filter(deployment=OuterRef("pk"))).order_by(
+        "-created_at", "-id"
     )
     base = deployments if deployments is not None else Deployment.objects.all()
     return (
@@ -81,25 +80,23 @@ def recorded_input(user: AbstractBaseUser, deployment_id: Any) -> RecordedInput:
     """The input of a deployment's latest evaluation, for a user who may see the deployment (else
     Invalid: it "does not exist", as for any reference to an unseen object)."""
     evaluation = (
-        Evaluation.objects.filter(
-            deployment__in=access.visible_deployments(user), deployment_id=deployment_id
+        stored_inputs.recorded(
+            Evaluation.objects.filter(
+                deployment__in=access.visible_deployments(user), deployment_id=deployment_id
+            )
         )
-        .exclude(input_json="null")
         .order_by("-created_at", "-id")
-        .only("input_json", "sensitive_variables", "sensitive_paths")
+        .only("input_json", "input_purged_at", "sensitive_variables", "sensitive_paths")
         .first()
         if str(deployment_id).isdigit()
         else None
     )
-    if evaluation is None:
+    recorded = stored_inputs.input_of(evaluation) if evaluation is not None else None
+    if recorded is None:
         raise Invalid(
             {"deployment": [f"Deployment {deployment_id} does not exist or has no recorded input."]}
         )
-    return RecordedInput(evaluation.input_json, _secrets(evaluation))
-
-
-def _secrets(evaluation: Evaluation) -> frozenset[str]:
-    return secrets_of(json.loads(evaluation.input_json), Sensitivity.of(evaluation))
+    return RecordedInput(recorded, secrets_of(json.loads(recorded), Sensitivity.of(evaluation)))
 
 
 def may_read_replays(user: AbstractBaseUser) -> bool:
@@ -233,7 +230,8 @@ def replay_revision(
         for start in range(0, len(rows), _CHUNK):
             chunk = rows[start : start + _CHUNK]
             evaluations = Evaluation.objects.in_bulk([row[1] for row in chunk])
-            outcomes = workers.map(evaluate, [evaluations[row[1]].input_json for row in chunk])
+            inputs = stored_inputs.inputs_of(evaluations.values())
+            outcomes = workers.map(evaluate, [inputs[row[1]] or "null" for row in chunk])
             for offset, ((deployment_id, evaluation_id, environment, kind, created_at), outcome) in enumerate(
                 zip(chunk, outcomes, strict=True)
             ):
@@ -242,7 +240,8 @@ def replay_revision(
                 after_counts[entry["after"]] += 1
                 errors += entry["after_policy"]["decision"] == "error"
                 if entry["before"] != entry["after"]:
-                    secrets = _secrets(evaluations[evaluation_id])
+                    recorded = inputs[evaluation_id] or "null"
+                    secrets = secrets_of(json.loads(recorded), Sensitivity.of(evaluations[evaluation_id]))
                     changed.append(
                         {
                             "deployment": deployment_id,

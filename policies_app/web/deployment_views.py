@@ -17,12 +17,12 @@ from django.views.decorators.http import require_GET, require_POST
 
 from policies_app import access
 from policies_app.choices import FINAL_STATUSES, DeploymentStatus, DeploymentType
-from policies_app.deployments import inbox, requirements
+from policies_app.deployments import inbox, requirements, stored_inputs
 from policies_app.deployments.approvals import available_actions, cancel_deployment, record_approval
 from policies_app.deployments.lifecycle import queued_reason
 from policies_app.deployments.plan_summary import summarise_plan
+from policies_app.deployments.stored_inputs import plan_of
 from policies_app.errors import DomainError
-from policies_app.guards.masking import shown_input
 from policies_app.models import Deployment, PolicyRevision
 from policies_app.notifications.approval_emails import approvers_still_to_act
 from policies_app.projects.tree import ProjectTree
@@ -118,7 +118,7 @@ def _live_context(request: HttpRequest, deployment: Deployment) -> dict[str, Any
         else "",
         "revision": deployment.revision or deployment.environment.template.revision,
         "revision_from_template": not deployment.revision and bool(deployment.environment.template.revision),
-        "summary": summarise_plan(deployment.plan),
+        "summary": summarise_plan(plan_of(deployment)),
         "version": live_version(deployment, len(approvals), len(evaluations)),
         "final": deployment.status in FINAL_STATUSES,
     }
@@ -212,7 +212,10 @@ def evaluation_input(request: HttpRequest, pk: int, evaluation_pk: int) -> HttpR
     """The exact input an evaluation gave the engine, to debug a policy or replay it in a dry run."""
     deployment = _visible_deployment(request, pk)
     evaluation = get_object_or_404(deployment.evaluations, pk=evaluation_pk)
-    response = HttpResponse(shown_input(evaluation), content_type="application/json")
+    shown = stored_inputs.shown_input(evaluation)
+    if shown is None:
+        return HttpResponse(stored_inputs.purged_detail(evaluation), content_type="text/plain", status=410)
+    response = HttpResponse(shown, content_type="application/json")
     response["Content-Disposition"] = (
         f'inline; filename="deployment-{deployment.pk}-evaluation-{evaluation.pk}.json"'
     )

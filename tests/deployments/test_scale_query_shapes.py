@@ -7,6 +7,7 @@ from django.test.utils import CaptureQueriesContext
 
 from policies_app import access
 from policies_app.deployments import lifecycle
+from policies_app.deployments.stored_inputs import store_plan
 from policies_app.models import Deployment
 from tests.builders import make_policy
 
@@ -87,7 +88,9 @@ def test_the_deployment_list_reads_neither_plans_nor_what_it_does_not_show(world
     """A page of 100 deployments decoded every plan (up to the request size limit each) and built the
     environment, project and template of each row, none of which the list shows."""
     plan = {"format_version": "1.2", "resource_changes": [{"address": "aws_instance.x"}] * 50}
-    Deployment.objects.create(environment=world.environment, deployer=world.bob, plan=plan)
+    Deployment.objects.create(
+        environment=world.environment, deployer=world.bob, plan_document_id=store_plan(plan)
+    )
     with CaptureQueriesContext(connection) as queries:
         response = api(world.alice).get("/api/v1/deployments/")
     assert response.status_code == 200
@@ -97,5 +100,5 @@ def test_the_deployment_list_reads_neither_plans_nor_what_it_does_not_show(world
         query["sql"] for query in queries if query["sql"].startswith('SELECT "policies_app_deployment"."id"')
     ]
     assert len(rows) == 1
-    assert '"policies_app_deployment"."plan"' not in rows[0]
+    assert not [query for query in queries if "policies_app_storeddocument" in query["sql"]]
     assert '"policies_app_template"' not in rows[0]

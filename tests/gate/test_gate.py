@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from policies_app.deployments.approvals import record_approval
+from policies_app.deployments.stored_inputs import plan_of
 from policies_app.models import Deployment, EnvironmentState
 from policy_gate import gate
 from tests.builders import ONE_APPROVER, api_key_for, make_policy, plan_with
@@ -169,7 +170,7 @@ def test_a_released_deployment_exits_zero(world, pipeline):
     deployment = Deployment.objects.get()
     assert (deployment.status, deployment.trigger_name, deployment.revision) == ("approved", "cd", "main")
     assert deployment.idempotency_key == "run-1"
-    assert deployment.plan["resource_changes"][0]["address"] == "aws_s3_bucket.logs"
+    assert plan_of(deployment)["resource_changes"][0]["address"] == "aws_s3_bucket.logs"
 
 
 @pytest.mark.django_db(transaction=True)

@@ -8,6 +8,7 @@ from urllib.parse import urlparse
 import pytest
 from django.test import override_settings
 
+from policies_app.deployments.stored_inputs import plan_of
 from policies_app.models import Deployment, EnvironmentState
 from tests.builders import api_key_for
 from tests.processes import gunicorn
@@ -166,7 +167,7 @@ def test_gunicorn_reads_a_chunked_body_in_full_and_refuses_one_over_the_limit(wo
         status, created = chunked_post(base, deployments_url(world), token, body)
         assert status == 201, created
         stored = Deployment.objects.get(pk=created["id"])
-        assert stored.plan == plan
+        assert plan_of(stored) == plan
         assert stored.revision == "feature"
 
         status, refused = chunked_post(

@@ -10,6 +10,7 @@ import pytest
 from django.core import mail
 from rest_framework.test import APIClient
 
+from policies_app.deployments.stored_inputs import store_plan
 from policies_app.models import ApiToken, AuditEntry, Deployment
 from tests.builders import make_policy, plan_with
 from tests.receiver import Receiver
@@ -200,7 +201,7 @@ def test_a_deployment_shows_its_plan_summary_and_who_may_still_approve(api, worl
         environment=world.environment,
         deployer=world.bob,
         status="pending_approval",
-        plan=plan_with(("aws_db_instance.main", ["delete", "create"])),
+        plan_document_id=store_plan(plan_with(("aws_db_instance.main", ["delete", "create"]))),
     )
     summary = api(world.vera).get(f"/api/v1/deployments/{deployment.pk}/plan-summary/").json()
     assert summary["counts"]["replace"] == 1 and summary["resources"][0]["address"] == "aws_db_instance.main"

@@ -14,6 +14,7 @@ from django.core.management import call_command
 
 from policies_app import access
 from policies_app.accounts.tokens import user_for_key
+from policies_app.deployments.stored_inputs import input_of, plan_of
 from policies_app.models import ApprovalPolicy, Deployment, Environment, Evaluation, Project, Template
 from policies_app.projects.tree import effective_policies, tree_for
 from tests.processes import ROOT, platform_environment
@@ -115,7 +116,7 @@ def test_the_demo_queue_has_a_deployment_pending_for_the_right_reasons(load_demo
     load_demo()
     pending = Deployment.objects.get(idempotency_key="demo-pending-deletes")
     assert pending.status == "pending_approval", pending.error
-    assert pending.plan["resource_changes"]
+    assert plan_of(pending)["resource_changes"]
     assert "Needs two approvals, has 0" in pending.messages["pending"]
     assert any("security team" in message for message in pending.messages["pending"])
     over_budget = Deployment.objects.get(idempotency_key="demo-over-budget")
@@ -126,7 +127,7 @@ def test_the_demo_queue_has_a_deployment_pending_for_the_right_reasons(load_demo
 
 def configuration_seen(deployment: Deployment) -> dict:
     evaluation = Evaluation.objects.filter(deployment=deployment).latest("pk")
-    return json.loads(evaluation.input_json)["configuration"]
+    return json.loads(input_of(evaluation))["configuration"]
 
 
 def test_the_demo_templates_are_an_uploaded_archive_and_their_configuration_is_evaluated(load_demo):

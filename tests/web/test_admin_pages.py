@@ -14,6 +14,7 @@ from django.template import Template as DjangoTemplate
 from django.test import RequestFactory
 from django.urls import reverse
 
+from policies_app.deployments.stored_inputs import store_plan
 from policies_app.models import (
     ApiToken,
     Approval,
@@ -398,7 +399,9 @@ def pending(world, **fields):
         deployer=world.bob,
         status="pending_approval",
         decision="pending",
-        plan=plan_with(("aws_db_instance.main", ["delete"]), ("aws_s3_bucket.logs", ["create"])),
+        plan_document_id=store_plan(
+            plan_with(("aws_db_instance.main", ["delete"]), ("aws_s3_bucket.logs", ["create"]))
+        ),
         **fields,
     )
 

@@ -8,6 +8,7 @@ import pytest
 from django.contrib import admin
 from django.urls import reverse
 
+from policies_app.deployments.stored_inputs import store_plan
 from policies_app.models import (
     Approval,
     ApprovalPolicy,
@@ -47,7 +48,7 @@ def full_world(world):
         deployer=world.bob,
         status="pending_approval",
         decision="pending",
-        plan={"resource_changes": []},
+        plan_document_id=store_plan({"resource_changes": []}),
         messages={"deny": [], "pending": ["wait for a human"], "warn": [], "allow": []},
     )
     evaluation = Evaluation.objects.create(

@@ -17,16 +17,15 @@ from policies_app.api.serializers.deployments import (
     DeploymentSerializer,
 )
 from policies_app.choices import DeploymentStatus
-from policies_app.deployments import approvals, inbox, lifecycle
+from policies_app.deployments import approvals, inbox, lifecycle, stored_inputs
 from policies_app.deployments.plan_summary import summarise_plan
-from policies_app.guards.masking import shown_input
 from policies_app.models import Approval, Deployment, Evaluation, PolicyRevision
 
 
 def with_details(deployments_queryset):
     """What DeploymentSerializer shows, prefetched: a constant number of queries for any page."""
     revisions = PolicyRevision.objects.select_related("policy")
-    # An evaluation's stored input holds the whole plan (up to the request size limit) and is not shown.
+    # An evaluation's stored input (its skeleton: variables, approvers) is not shown.
     evaluations = Evaluation.objects.defer("input_json").prefetch_related(
         Prefetch("policy_revisions", queryset=revisions)
     )
@@ -113,7 +112,7 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     )
     @action(detail=True, methods=["get"], url_path="plan-summary")
     def plan_summary(self, request: Request, pk: str | None = None) -> Response:
-        summary = summarise_plan(self.get_object().plan)
+        summary = summarise_plan(stored_inputs.plan_of(self.get_object()))
         return Response(
             {
                 "format": summary.format or None,
@@ -135,7 +134,13 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
             }
         )
 
-    @extend_schema(responses=OpenApiResponse(description="The full policy input of the latest evaluation"))
+    @extend_schema(
+        responses={
+            200: OpenApiResponse(description="The full policy input of the latest evaluation"),
+            404: OpenApiResponse(description="The deployment has not been evaluated yet"),
+            410: OpenApiResponse(description="The input was purged (retention of policy inputs)"),
+        }
+    )
     @action(detail=True, methods=["get"])
     def input(self, request: Request, pk: str | None = None) -> HttpResponse:
         deployment = self.get_object()
@@ -144,7 +149,10 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
             return Response(
                 {"detail": "The deployment has not been evaluated yet."}, status=status.HTTP_404_NOT_FOUND
             )
-        return HttpResponse(shown_input(evaluation), content_type="application/json")
+        shown = stored_inputs.shown_input(evaluation)
+        if shown is None:
+            return Response({"detail": stored_inputs.purged_detail(evaluation)}, status=status.HTTP_410_GONE)
+        return HttpResponse(shown, content_type="application/json")
 
     def _decide(self, request: Request, decision: str) -> Response:
         deployment = self.get_object()
