@@ -93,7 +93,7 @@ def test_every_evaluation_input_is_rebuilt_byte_for_byte_and_the_plan_is_stored_
     for evaluation, seen in zip(evaluations, engine_inputs, strict=True):
         url = reverse("web:evaluation-input", args=[deployment_id, evaluation.pk])
         assert page.get(url).content.decode() == seen
-    assert replay.recorded_input(world.vera, deployment_id) == engine_inputs[-1]
+    assert replay.recorded_input(world.vera, deployment_id).input_json == engine_inputs[-1]
 
     # The plan: one compressed document, the deployment's and every evaluation's.
     assert stored_inputs.plan_of(deployment) == json.loads(input_codec.canonical_plan(plan))

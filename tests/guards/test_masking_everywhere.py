@@ -11,6 +11,7 @@ import tarfile
 import pytest
 from django.contrib.auth.models import Permission
 
+from policies_app.deployments import stored_inputs
 from policies_app.guards.masking import MASK
 from policies_app.models import Deployment, DeploymentEvent, Evaluation, PolicyReplay
 from tests.builders import make_policy, make_user
@@ -144,7 +145,7 @@ def test_finding_3_values_derived_from_a_sensitive_variable_are_masked_in_the_co
     assert database["values"]["input"] == {"url": MASK, "user": "app"}
     assert shown["variables"]["terraform"]["db_password"] == MASK
     # Policies are given the document as it was: no mask, no new diagnostic, no new key.
-    given = json.loads(Evaluation.objects.get(deployment_id=deployment["id"]).input_json)
+    given = json.loads(stored_inputs.input_of(Evaluation.objects.get(deployment_id=deployment["id"])))
     assert given["configuration"]["outputs"]["connection"]["value"] == (
         f"postgres://app:{PASSWORD}@db.internal:5432/app"
     )
