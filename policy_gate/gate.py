@@ -13,7 +13,10 @@ Exit codes (what a pipeline step branches on):
     2  error: the gate could not get a verdict (bad arguments or file, HTTP or network error, the
        evaluation failed closed)
     3  pending approval (only without --wait)
-    4  stopped: denied by a policy, rejected by an approver, cancelled, expired, superseded (or failed)
+    4  stopped: denied by a policy, rejected by an approver, cancelled, expired, superseded (or failed);
+       for `complete`: the release expired before the pipeline completed it (the platform's release
+       expiry, 24 hours unless the project sets another), so nothing was recorded and the environment
+       may already have moved on: trigger a new deployment
     5  timed out waiting; the deployment was cancelled unless --keep-on-timeout
 
 Standard library only, on purpose: a pipeline copies this one file to its runner and runs it with any
@@ -55,7 +58,13 @@ def say(text: str) -> None:
 
 
 class GateError(Exception):
-    """Something that ends the gate with exit code 2; the message is what the pipeline log shows."""
+    """Something that ends the gate with exit code 2; the message is what the pipeline log shows.
+    ``http_status`` and ``code``: the platform's answer, when it refused the request."""
+
+    def __init__(self, message: str, http_status: int | None = None, code: str = "") -> None:
+        super().__init__(message)
+        self.http_status = http_status
+        self.code = code
 
 
 class Client:
@@ -79,7 +88,8 @@ class Client:
             with urllib.request.urlopen(req, timeout=self.request_timeout) as response:
                 raw = response.read()
         except urllib.error.HTTPError as exc:
-            raise GateError(f"{method} {url} failed: HTTP {exc.code}: {api_message(exc)}") from None
+            message, code = api_message(exc)
+            raise GateError(f"{method} {url} failed: HTTP {exc.code}: {message}", exc.code, code) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise GateError(f"{method} {url} failed: cannot reach the platform: {reason}") from None
@@ -91,8 +101,9 @@ class Client:
             raise GateError(f"{method} {url} answered something that is not JSON: {raw[:200]!r}") from None
 
 
-def api_message(exc: urllib.error.HTTPError) -> str:
-    """The API's own explanation of an error, flattened to one line (DRF answers {"detail": ...} or field errors)."""
+def api_message(exc: urllib.error.HTTPError) -> tuple[str, str]:
+    """The API's own explanation of an error, flattened to one line (DRF answers {"detail": ...} or field
+    errors), and its code ("" when it gives none)."""
     try:
         raw = exc.read()
     except OSError:
@@ -101,8 +112,9 @@ def api_message(exc: urllib.error.HTTPError) -> str:
         body = json.loads(raw)
     except ValueError:
         text = raw.decode("utf-8", "replace").strip()
-        return text[:500] or str(exc.reason)
-    return flatten_errors(body) or str(exc.reason)
+        return text[:500] or str(exc.reason), ""
+    code = body.get("code") if isinstance(body, dict) else None
+    return flatten_errors(body) or str(exc.reason), code if isinstance(code, str) else ""
 
 
 def flatten_errors(body: Any, prefix: str = "") -> str:
@@ -192,7 +204,9 @@ def report_final(deployment: dict[str, Any], out: Callable[[str], None]) -> int:
             out(approval_line(approval))
     if status == "superseded" and deployment.get("superseded_by"):
         out(f"  superseded by deployment {deployment['superseded_by']}, a newer one of this environment")
-    if status == "expired":
+    if status == "expired" and deployment.get("released_at"):
+        out("  the release went stale: the pipeline did not complete it in time")
+    elif status == "expired":
         out("  nobody approved or rejected it in time")
     if status in RELEASED:
         out("released: the deployment may proceed")
@@ -296,7 +310,14 @@ def command_complete(args: argparse.Namespace) -> int:
     body: dict[str, Any] = {"status": args.status}
     if args.state:
         body["state"] = read_json_file(args.state, "state")
-    deployment = client.request("POST", f"/api/v1/deployments/{args.deployment}/complete/", body)
+    try:
+        deployment = client.request("POST", f"/api/v1/deployments/{args.deployment}/complete/", body)
+    except GateError as exc:
+        if exc.http_status == 409 and exc.code == "release_expired":
+            say(f"error: {exc}")
+            say("stopped: the release expired before it was completed; trigger a new deployment")
+            return EXIT_STOPPED
+        raise
     shown = deployment if isinstance(deployment, dict) else {"id": args.deployment, "status": args.status}
     say(f"recorded: {describe(shown)}")
     return EXIT_RELEASED
@@ -317,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="policy-gate",
         description="Gate a deployment on the approval-policy platform.",
         epilog="Exit codes: 0 released; 2 error (no verdict); 3 pending (without --wait); "
-        "4 denied, rejected, cancelled, expired or superseded; 5 timed out (deployment cancelled unless "
+        "4 denied, rejected, cancelled, expired or superseded (for complete: the release expired); 5 timed out (deployment cancelled unless "
         "--keep-on-timeout). 1 is Python's own: the gate could not start.",
     )
     common = argparse.ArgumentParser(add_help=False)
