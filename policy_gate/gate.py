@@ -187,7 +187,9 @@ def approvals_of(deployment: dict[str, Any]) -> list[dict[str, Any]]:
 def approval_line(approval: dict[str, Any]) -> str:
     verb = "rejected" if approval.get("decision") == "reject" else "approved"
     comment = str(approval.get("comment") or "").strip()
-    return f"  {verb} by {approval.get('user', '?')}" + (f": {comment}" if comment else "")
+    carried = approval.get("carried_over_from")
+    origin = f" (carried over from deployment {carried}: same plan)" if carried else ""
+    return f"  {verb} by {approval.get('user', '?')}{origin}" + (f": {comment}" if comment else "")
 
 
 def report_final(deployment: dict[str, Any], out: Callable[[str], None]) -> int:

@@ -88,6 +88,22 @@ def test_an_identical_re_plan_carries_the_approvals_over_and_is_released_without
     )
 
 
+def test_the_page_and_the_gate_say_who_approved_originally_and_where_from(carrying, api, client):
+    from django.urls import reverse
+
+    from policy_gate import gate
+
+    first = approved_and_applied(api, carrying)
+    again = trigger(api, carrying)
+    client.force_login(carrying.vera)
+    page = client.get(reverse("web:deployment-detail", args=[again["id"]])).content.decode()
+    assert f'carried over from <a href="/deployments/{first["id"]}/">deployment #{first["id"]}</a>' in page
+    [approval] = again["approvals"]
+    assert gate.approval_line(approval) == (
+        f"  approved by alice (carried over from deployment {first['id']}: same plan): read the plan"
+    )
+
+
 def test_a_changed_plan_starts_afresh(carrying, api):
     approved_and_applied(api, carrying)
     changed = trigger(api, carrying, plan=plan_with(("aws_s3_bucket.logs", ["create"])))
