@@ -21,6 +21,9 @@ Exit codes (what a pipeline step branches on):
 
 Standard library only, on purpose: a pipeline copies this one file to its runner and runs it with any
 Python 3.11, without installing Django or the platform. A test keeps it that way.
+
+Why this module is long: it is the whole client in one file on purpose, so that a pipeline can copy it
+alone; splitting it would make every runner fetch a package.
 """
 
 from __future__ import annotations

@@ -149,3 +149,14 @@ def test_a_pending_deployment_past_its_release_window_is_left_to_the_pending_exp
     assert waiting["status"] == "pending_approval"
     swept = sweeps.sweep_waiting_deployments(timezone.now() + timedelta(hours=25))
     assert swept["expired_releases"] == [] and swept["expired"] == []
+
+
+def test_the_deployment_page_says_when_a_release_expires(gated, api, client):
+    from django.urls import reverse
+
+    released = release(api, gated)
+    client.force_login(gated.vera)
+    page = client.get(reverse("web:deployment-detail", args=[released["id"]])).content.decode()
+    expires_at = Deployment.objects.get(pk=released["id"]).expires_at
+    assert f"<dt>Release expires</dt><dd>{expires_at:%Y-%m-%d %H:%M}" in page
+    assert "unless the pipeline completes it before" in page
