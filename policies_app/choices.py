@@ -142,13 +142,14 @@ S = DeploymentStatus
 # pending_approval -> approved | denied | rejected | cancelled | error (a resume that fails closed)
 #                     | expired (nobody decided in time) | superseded (a newer deployment of the environment)
 # approved -> succeeded | failed (reported by the pipeline) | cancelled (the pipeline will not apply it)
+#             | expired (the pipeline did not complete it in time: a stale release frees its environment)
 ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
     S.QUEUED: frozenset({S.EVALUATING, S.CANCELLED, S.SUPERSEDED}),
     S.EVALUATING: frozenset({S.PENDING_APPROVAL, S.APPROVED, S.DENIED, S.ERROR, S.CANCELLED, S.SUPERSEDED}),
     S.PENDING_APPROVAL: frozenset(
         {S.APPROVED, S.DENIED, S.REJECTED, S.CANCELLED, S.ERROR, S.EXPIRED, S.SUPERSEDED}
     ),
-    S.APPROVED: frozenset({S.SUCCEEDED, S.FAILED, S.CANCELLED}),
+    S.APPROVED: frozenset({S.SUCCEEDED, S.FAILED, S.CANCELLED, S.EXPIRED}),
     S.DENIED: frozenset(),
     S.ERROR: frozenset(),
     S.REJECTED: frozenset(),
@@ -208,6 +209,7 @@ class EventKind(models.TextChoices):
     SUPERSEDED = "superseded", "Superseded"
     QUEUED_BEHIND = "queued_behind", "Waits for an earlier release"
     STARTED = "started", "Started after the earlier release"
+    CARRIED_OVER = "carried_over", "Approvals carried over from an identical deployment"
 
 
 class EmailMode(models.TextChoices):

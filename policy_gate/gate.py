@@ -18,7 +18,10 @@ Exit codes (what a pipeline step branches on):
     2  error: the gate could not get a verdict (bad arguments or file, HTTP or network error, the
        evaluation failed closed)
     3  pending approval (only without --wait)
-    4  stopped: denied by a policy, rejected by an approver, cancelled, expired, superseded (or failed)
+    4  stopped: denied by a policy, rejected by an approver, cancelled, expired, superseded (or failed);
+       for `complete`: the release expired before the pipeline completed it (the platform's release
+       expiry, 24 hours unless the project sets another), so nothing was recorded and the environment
+       may already have moved on: trigger a new deployment
     5  timed out waiting; the deployment was cancelled unless --keep-on-timeout
 
 Why this module is long: it is the whole client, one file a pipeline copies (the CI variables of six
@@ -26,6 +29,9 @@ systems included).
 
 Standard library only, on purpose: a pipeline copies this one file to its runner and runs it with any
 Python 3.11, without installing Django or the platform. A test keeps it that way.
+
+Why this module is long: it is the whole client in one file on purpose, so that a pipeline can copy it
+alone; splitting it would make every runner fetch a package.
 """
 
 from __future__ import annotations
@@ -68,7 +74,13 @@ def say(text: str) -> None:
 
 
 class GateError(Exception):
-    """Something that ends the gate with exit code 2; the message is what the pipeline log shows."""
+    """Something that ends the gate with exit code 2; the message is what the pipeline log shows.
+    ``http_status`` and ``code``: the platform's answer, when it refused the request."""
+
+    def __init__(self, message: str, http_status: int | None = None, code: str = "") -> None:
+        super().__init__(message)
+        self.http_status = http_status
+        self.code = code
 
 
 class Client:
@@ -92,7 +104,8 @@ class Client:
             with urllib.request.urlopen(req, timeout=self.request_timeout) as response:
                 raw = response.read()
         except urllib.error.HTTPError as exc:
-            raise GateError(f"{method} {url} failed: HTTP {exc.code}: {api_message(exc)}") from None
+            message, code = api_message(exc)
+            raise GateError(f"{method} {url} failed: HTTP {exc.code}: {message}", exc.code, code) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise GateError(f"{method} {url} failed: cannot reach the platform: {reason}") from None
@@ -104,8 +117,9 @@ class Client:
             raise GateError(f"{method} {url} answered something that is not JSON: {raw[:200]!r}") from None
 
 
-def api_message(exc: urllib.error.HTTPError) -> str:
-    """The API's own explanation of an error, flattened to one line (DRF answers {"detail": ...} or field errors)."""
+def api_message(exc: urllib.error.HTTPError) -> tuple[str, str]:
+    """The API's own explanation of an error, flattened to one line (DRF answers {"detail": ...} or field
+    errors), and its code ("" when it gives none)."""
     try:
         raw = exc.read()
     except OSError:
@@ -114,8 +128,9 @@ def api_message(exc: urllib.error.HTTPError) -> str:
         body = json.loads(raw)
     except ValueError:
         text = raw.decode("utf-8", "replace").strip()
-        return text[:500] or str(exc.reason)
-    return flatten_errors(body) or str(exc.reason)
+        return text[:500] or str(exc.reason), ""
+    code = body.get("code") if isinstance(body, dict) else None
+    return flatten_errors(body) or str(exc.reason), code if isinstance(code, str) else ""
 
 
 def flatten_errors(body: Any, prefix: str = "") -> str:
@@ -299,7 +314,9 @@ def approvals_of(deployment: dict[str, Any]) -> list[dict[str, Any]]:
 def approval_line(approval: dict[str, Any]) -> str:
     verb = "rejected" if approval.get("decision") == "reject" else "approved"
     comment = str(approval.get("comment") or "").strip()
-    return f"  {verb} by {approval.get('user', '?')}" + (f": {comment}" if comment else "")
+    carried = approval.get("carried_over_from")
+    origin = f" (carried over from deployment {carried}: same plan)" if carried else ""
+    return f"  {verb} by {approval.get('user', '?')}{origin}" + (f": {comment}" if comment else "")
 
 
 def report_final(deployment: dict[str, Any], out: Callable[[str], None]) -> int:
@@ -318,7 +335,9 @@ def report_final(deployment: dict[str, Any], out: Callable[[str], None]) -> int:
             out(approval_line(approval))
     if status == "superseded" and deployment.get("superseded_by"):
         out(f"  superseded by deployment {deployment['superseded_by']}, a newer one of this environment")
-    if status == "expired":
+    if status == "expired" and deployment.get("released_at"):
+        out("  the release went stale: the pipeline did not complete it in time")
+    elif status == "expired":
         out("  nobody approved or rejected it in time")
     if status in RELEASED:
         out("released: the deployment may proceed")
@@ -432,7 +451,14 @@ def command_complete(args: argparse.Namespace) -> int:
     body: dict[str, Any] = {"status": args.status}
     if args.state:
         body["state"] = read_json_file(args.state, "state")
-    deployment = client.request("POST", f"/api/v1/deployments/{args.deployment}/complete/", body)
+    try:
+        deployment = client.request("POST", f"/api/v1/deployments/{args.deployment}/complete/", body)
+    except GateError as exc:
+        if exc.http_status == 409 and exc.code == "release_expired":
+            say(f"error: {exc}")
+            say("stopped: the release expired before it was completed; trigger a new deployment")
+            return EXIT_STOPPED
+        raise
     shown = deployment if isinstance(deployment, dict) else {"id": args.deployment, "status": args.status}
     say(f"recorded: {describe(shown)}")
     return EXIT_RELEASED
@@ -453,7 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="policy-gate",
         description="Gate a deployment on the approval-policy platform.",
         epilog="Exit codes: 0 released; 2 error (no verdict); 3 pending (without --wait); "
-        "4 denied, rejected, cancelled, expired or superseded; 5 timed out (deployment cancelled unless "
+        "4 denied, rejected, cancelled, expired or superseded (for complete: the release expired); 5 timed out (deployment cancelled unless "
         "--keep-on-timeout). 1 is Python's own: the gate could not start.",
     )
     common = argparse.ArgumentParser(add_help=False)

@@ -294,6 +294,12 @@ PLATFORM_URL = os.environ.get(
 ).rstrip("/")
 # A deployment waiting for approval this long expires (a project may set its own, inherited below it).
 DEPLOYMENT_PENDING_EXPIRY_HOURS = env_number("DEPLOYMENT_PENDING_EXPIRY_HOURS", 72)
+# A released deployment the pipeline has not completed this long expires and frees its environment (a
+# project may set its own, inherited below it).
+DEPLOYMENT_RELEASE_EXPIRY_HOURS = env_number("DEPLOYMENT_RELEASE_EXPIRY_HOURS", 24)
+# How long the approvals of a released deployment carry over to a new deployment of its environment with
+# the same plan, policy revisions and policy data (0: never; a project may set its own, inherited below it).
+APPROVAL_CARRY_OVER_HOURS = env_number("APPROVAL_CARRY_OVER_HOURS", 0)
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
 # Without an SMTP server the emails are printed on the console (the embedded default).
 EMAIL_BACKEND = (

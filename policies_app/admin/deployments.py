@@ -13,8 +13,9 @@ from policies_app.models import Approval, Deployment, DeploymentEvent, Evaluatio
 
 class ApprovalInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = Approval
+    fk_name = "deployment"
     extra = 0
-    fields = ["user", "decision", "comment", "created_at"]
+    fields = ["user", "decision", "comment", "created_at", "carried_over_from"]
     readonly_fields = fields
 
 

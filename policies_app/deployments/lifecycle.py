@@ -21,7 +21,6 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -43,6 +42,7 @@ from policies_app.iac.plan_formats import PlanFormatError, check_plan
 from policies_app.models import Deployment, DeploymentEvent, Environment
 from policies_app.notifications import approval_emails, webhooks
 from policies_app.projects.tree import ProjectTree, tree_for
+from policies_app.projects.windows import pending_expiry_hours, release_expiry_hours
 
 logger = logging.getLogger(__name__)
 
@@ -91,17 +91,14 @@ def _after_status_change(
         )
         Deployment.objects.filter(pk=deployment.pk).update(expires_at=deployment.expires_at)
         approval_emails.request_approvals(deployment, tree)
+    elif to_status == DeploymentStatus.APPROVED:
+        # A release the pipeline never completes would hold its environment for ever: it goes stale.
+        released_at = deployment.released_at or timezone.now()
+        deployment.expires_at = released_at + timedelta(hours=release_expiry_hours(tree, project))
+        Deployment.objects.filter(pk=deployment.pk).update(expires_at=deployment.expires_at)
     webhooks.queue_status_change(deployment, from_status, to_status, tree)
     if from_status in UNFINISHED_RELEASE_STATUSES and to_status in FINAL_STATUSES:
         start_held_deployments(deployment.environment_id)
-
-
-def pending_expiry_hours(tree: ProjectTree, project: Any) -> float:
-    """The nearest expiry set on the project or an ancestor, else the platform's default."""
-    for node in tree.chain(project):
-        if node.pending_expiry_hours is not None:
-            return node.pending_expiry_hours
-    return settings.DEPLOYMENT_PENDING_EXPIRY_HOURS
 
 
 def start_held_deployments(environment_id: int) -> list[int]:
@@ -285,7 +282,16 @@ def complete_deployment(
 
     with transaction.atomic():
         if not move_deployment(deployment.pk, DeploymentStatus.APPROVED, status, completed_at=timezone.now()):
-            current = Deployment.objects.values_list("status", flat=True).get(pk=deployment.pk)
+            current, released_at = Deployment.objects.values_list("status", "released_at").get(
+                pk=deployment.pk
+            )
+            if current == DeploymentStatus.EXPIRED and released_at is not None:
+                raise Conflict(
+                    "The release expired: the pipeline did not complete it in time, and another deployment "
+                    "of the environment may have started since. Nothing is recorded; trigger a new "
+                    "deployment for the current plan.",
+                    code="release_expired",
+                )
             raise Conflict(f"The deployment is {current}, not approved.", code="not_pending")
         record_event(deployment, EventKind.COMPLETED, user, status)
         audit.record(user, "deployment.completed", deployment, after={"status": status})

@@ -13,6 +13,7 @@ from django.utils import timezone
 from policies_app import audit
 from policies_app.choices import Decision, DeploymentStatus, EventKind, RequestType
 from policies_app.deployments import lifecycle, stored_inputs
+from policies_app.deployments.carry_over import carry_over_approvals
 from policies_app.deployments.evaluation import Verdict, judge, pinned_revisions, request_type_for
 from policies_app.guards import file_sandbox
 from policies_app.models import Deployment, DeploymentEvent, Evaluation
@@ -163,7 +164,9 @@ def evaluate_deployment(deployment_id: int, resume: bool = False) -> None:
         return  # already evaluated, or cancelled meanwhile
     try:
         revisions = pinned_revisions(deployment, tree)
-        verdict = judge(deployment, request_type_for(deployment, resume), revisions)
+        # Approvals carried over from an identical earlier release are judged as after an approval.
+        carried = not resume and carry_over_approvals(deployment, revisions, tree) is not None
+        verdict = judge(deployment, request_type_for(deployment, resume or carried), revisions)
     except DatabaseError:
         raise  # transient (a restarted database): the task is retried, never recorded as a verdict
     except Exception as problem:  # noqa: BLE001 - any other failure must fail closed, never release

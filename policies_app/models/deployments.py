@@ -76,7 +76,8 @@ class Deployment(models.Model):
     )
     released_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
-    # Set when it starts waiting for approvers, from its project's expiry (inherited, or the default).
+    # Set when it starts waiting for approvers, from its project's pending expiry, and again when it is
+    # released, from its project's release expiry (each inherited, or the platform's default).
     expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
     superseded_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="superseded"
@@ -180,7 +181,13 @@ class Approval(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="approvals")
     decision = models.CharField(max_length=10, choices=ApprovalDecision.choices)
     comment = models.TextField(blank=True)
+    # When it was given (a carried-over approval keeps the time of the original).
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set when the approval was given to an earlier deployment of the environment with the same plan,
+    # policy revisions and policy data, and carried over to this one (deployments/carry_over.py).
+    carried_over_from = models.ForeignKey(
+        Deployment, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         ordering = ["created_at", "id"]

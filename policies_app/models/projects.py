@@ -44,6 +44,20 @@ class Project(models.Model):
         help_text="Hours a deployment may wait for approval before it expires (applies to sub-projects "
         "that set none; empty: inherited, or the platform's default).",
     )
+    release_expiry_hours = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Hours a released deployment may wait for the pipeline to complete it before it expires "
+        "and frees its environment (applies to sub-projects that set none; empty: inherited, or the "
+        "platform's default).",
+    )
+    approval_carry_over_hours = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Hours during which the approvals of a released deployment carry over to a new deployment "
+        "of its environment with the same plan, policy revisions and policy data (0: never; applies to "
+        "sub-projects that set none; empty: inherited, or the platform's default, off).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,5 +1,5 @@
 """Use cases of the project tree: create, change (rename, move, attach policies, self-approval, expiry of
-waiting deployments) and give or take roles. Each checks who may do it; controls.py says who may drop
+waiting deployments and of releases, carry-over of approvals) and give or take roles. Each checks who may do it; controls.py says who may drop
 which control."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from policies_app.models import ApprovalPolicy, Project, ProjectMembership, Proj
 from policies_app.models.projects import refusal_to_place_under
 from policies_app.projects.controls import project_controls, require_may_weaken
 from policies_app.projects.tree import ProjectTree
+from policies_app.projects.windows import approval_carry_over_hours, inherited_carry_over_hours
 
 
 def may_create_projects(user: AbstractBaseUser) -> bool:
@@ -51,13 +52,17 @@ def create_project(
     allow_self_approval: bool = False,
     approval_policies: Iterable[ApprovalPolicy] = (),
     pending_expiry_hours: int | None = None,
+    release_expiry_hours: int | None = None,
+    approval_carry_over_hours: int | None = None,
 ) -> Project:
     held = Grants.of(user)
     _require_may_place_under(held, parent, "create")
     if not name or not name.strip():
         raise Invalid({"name": ["A name is required."]})
     _require_name_free(name, parent)
-    _require_valid_expiry(pending_expiry_hours)
+    _require_valid_hours("pending_expiry_hours", pending_expiry_hours)
+    _require_valid_hours("release_expiry_hours", release_expiry_hours)
+    _require_valid_hours("approval_carry_over_hours", approval_carry_over_hours, minimum=0)
     refusal = refusal_to_place_under(None, parent)
     if refusal is not None:
         raise refusal
@@ -65,9 +70,15 @@ def create_project(
     access.require_policies_visible(user, approval_policies)
     with transaction.atomic():
         project = Project.objects.create(
-            name=name, parent=parent, description=description, pending_expiry_hours=pending_expiry_hours
+            name=name,
+            parent=parent,
+            description=description,
+            pending_expiry_hours=pending_expiry_hours,
+            release_expiry_hours=release_expiry_hours,
         )
         tree = ProjectTree.around([project])
+        if approval_carry_over_hours is not None:
+            _set_carry_over(held, tree, project, approval_carry_over_hours)
         if allow_self_approval:
             _set_self_approval(held, tree, project, True)
         _attach(held, user, tree, project, approval_policies)
@@ -85,12 +96,18 @@ def update_project(
     allow_self_approval: bool | None = None,
     approval_policies: Iterable[ApprovalPolicy] | None = None,
     pending_expiry_hours: int | None | type(...) = ...,
+    release_expiry_hours: int | None | type(...) = ...,
+    approval_carry_over_hours: int | None | type(...) = ...,
 ) -> Project:
     """Change a project; every weakening of its controls is checked against who may drop them."""
     held = Grants.of(user)
     access.require(held, Capability.ADMINISTER, project, "Only admins of this project may change it.")
     if pending_expiry_hours is not ...:
-        _require_valid_expiry(pending_expiry_hours)
+        _require_valid_hours("pending_expiry_hours", pending_expiry_hours)
+    if release_expiry_hours is not ...:
+        _require_valid_hours("release_expiry_hours", release_expiry_hours)
+    if approval_carry_over_hours is not ...:
+        _require_valid_hours("approval_carry_over_hours", approval_carry_over_hours, minimum=0)
     with transaction.atomic():
         project = Project.objects.select_for_update().get(pk=project.pk)
         before = _snapshot(project)
@@ -104,8 +121,12 @@ def update_project(
             project.description = description
         if pending_expiry_hours is not ...:
             project.pending_expiry_hours = pending_expiry_hours
+        if release_expiry_hours is not ...:
+            project.release_expiry_hours = release_expiry_hours
         project.save()
         tree = ProjectTree.around([project])
+        if approval_carry_over_hours is not ...:
+            _set_carry_over(held, tree, project, approval_carry_over_hours)
         if allow_self_approval is not None and allow_self_approval != project.allow_self_approval:
             _set_self_approval(held, tree, project, allow_self_approval)
         if approval_policies is not None:
@@ -127,17 +148,31 @@ def update_project(
 MAX_EXPIRY_HOURS = 24 * 366
 
 
-def _require_valid_expiry(hours: int | None) -> None:
+def _require_valid_hours(field: str, hours: int | None, minimum: int = 1) -> None:
     if hours is not None and (
-        isinstance(hours, bool) or not isinstance(hours, int) or not 1 <= hours <= MAX_EXPIRY_HOURS
+        isinstance(hours, bool) or not isinstance(hours, int) or not minimum <= hours <= MAX_EXPIRY_HOURS
     ):
         raise Invalid(
-            {
-                "pending_expiry_hours": [
-                    f"A whole number of hours from 1 to {MAX_EXPIRY_HOURS}, or empty to inherit."
-                ]
-            }
+            {field: [f"A whole number of hours from {minimum} to {MAX_EXPIRY_HOURS}, or empty to inherit."]}
         )
+
+
+def _set_carry_over(held: Grants, tree: ProjectTree, project: Project, hours: int | None) -> None:
+    """Carrying approvals over for longer than the project inherits lets deployments through without a
+    fresh approval: like self-approval, only admins of every project above it may lengthen it."""
+    inherited = inherited_carry_over_hours(tree, project)
+    before = approval_carry_over_hours(tree, project)
+    after = inherited if hours is None else hours
+    if after > before and not held.administers_all_of(tree.chain(project)):
+        root = tree.chain(project)[-1]
+        raise Forbidden(
+            f"Carrying approvals over for {after:g} hours weakens the controls inherited from above; only "
+            f"admins of every project above it (admins of {tree.full_name(root)}) or organisation admins "
+            "may do that.",
+            code="drops_controls",
+        )
+    Project.objects.filter(pk=project.pk).update(approval_carry_over_hours=hours)
+    project.approval_carry_over_hours = hours
 
 
 def _snapshot(project: Project) -> dict:
@@ -146,6 +181,8 @@ def _snapshot(project: Project) -> dict:
         "parent": project.parent_id,
         "allow_self_approval": project.allow_self_approval,
         "pending_expiry_hours": project.pending_expiry_hours,
+        "release_expiry_hours": project.release_expiry_hours,
+        "approval_carry_over_hours": project.approval_carry_over_hours,
         "approval_policies": sorted(project.policy_attachments.values_list("policy_id", flat=True)),
     }
 

@@ -34,6 +34,18 @@ class ProjectForm(forms.Form):
         label="Expire waiting deployments after (hours)",
         help_text="Empty: inherited from the parent project, else the platform's default.",
     )
+    release_expiry_hours = forms.IntegerField(
+        required=False,
+        min_value=1,
+        label="Expire releases the pipeline has not completed after (hours)",
+        help_text="Empty: inherited from the parent project, else the platform's default.",
+    )
+    approval_carry_over_hours = forms.IntegerField(
+        required=False,
+        min_value=0,
+        label="Carry approvals over to an identical re-plan for (hours)",
+        help_text="0: never. Empty: inherited from the parent project, else the platform's default (off).",
+    )
 
     def __init__(self, *args: Any, parents: list[tuple[int, str]] = (), root: bool = False, **kwargs: Any):
         super().__init__(*args, **kwargs)

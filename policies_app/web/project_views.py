@@ -18,12 +18,16 @@ from django.views.decorators.http import require_GET, require_http_methods
 from policies_app import access
 from policies_app.access import Grants
 from policies_app.choices import Capability
-from policies_app.deployments.lifecycle import pending_expiry_hours
 from policies_app.errors import DomainError, Invalid
 from policies_app.models import ApprovalPolicy, Environment, Project, ProjectMembership, Team
 from policies_app.notifications import webhooks
 from policies_app.projects import projects
 from policies_app.projects.tree import InheritedPolicy, ProjectTree
+from policies_app.projects.windows import (
+    approval_carry_over_hours,
+    pending_expiry_hours,
+    release_expiry_hours,
+)
 from policies_app.web.admin_forms import (
     MemberForm,
     PolicyChoiceForm,
@@ -131,6 +135,8 @@ def project_create(request: HttpRequest) -> HttpResponse:
             description=data["description"],
             allow_self_approval=data["allow_self_approval"],
             pending_expiry_hours=data["pending_expiry_hours"],
+            release_expiry_hours=data["release_expiry_hours"],
+            approval_carry_over_hours=data["approval_carry_over_hours"],
         ),
         done=f"Project {data['name']} is created.",
         then=lambda project: reverse("web:project-detail", args=[project.pk]),
@@ -174,6 +180,8 @@ def _project_page(
         "attachments": [(a, projects.may_detach(held, a, tree)) for a in attachments],
         "inherited": tree.inherited_policies(project),
         "effective_expiry": pending_expiry_hours(tree, project),
+        "effective_release_expiry": release_expiry_hours(tree, project),
+        "effective_carry_over": approval_carry_over_hours(tree, project),
         "members": project.memberships.select_related("user", "team").order_by("role", "user__username"),
         "environments": project.environments.select_related("template"),
         "children": project.children.all(),
@@ -193,6 +201,8 @@ def _project_page(
                 "parent": project.parent_id,
                 "allow_self_approval": project.allow_self_approval,
                 "pending_expiry_hours": project.pending_expiry_hours,
+                "release_expiry_hours": project.release_expiry_hours,
+                "approval_carry_over_hours": project.approval_carry_over_hours,
             },
             parents=parents,
             root=held.is_organisation_admin or project.parent_id is None,
@@ -257,6 +267,8 @@ def _change_settings(request: HttpRequest, project: Project) -> HttpResponse:
             parent=parent,
             allow_self_approval=data["allow_self_approval"],
             pending_expiry_hours=data["pending_expiry_hours"],
+            release_expiry_hours=data["release_expiry_hours"],
+            approval_carry_over_hours=data["approval_carry_over_hours"],
         ),
         "The project's settings are saved.",
         forms={"settings": form},

@@ -24,7 +24,7 @@ DIAGRAM = {
         S.EXPIRED,
         S.SUPERSEDED,
     },
-    S.APPROVED: {S.SUCCEEDED, S.FAILED, S.CANCELLED},
+    S.APPROVED: {S.SUCCEEDED, S.FAILED, S.CANCELLED, S.EXPIRED},
 }
 FORBIDDEN = [
     (source, target) for source in S.values for target in S.values if target not in DIAGRAM.get(source, set())

@@ -125,6 +125,16 @@ def test_each_final_status_has_its_exit_code(status, code):
         assert "  deny: because" in lines
 
 
+def test_an_expired_release_is_told_apart_from_an_expired_wait():
+    lines = []
+    stale = {"id": 1, "status": "expired", "released_at": "2026-01-01T00:00:00Z"}
+    assert gate.report_final(stale, lines.append) == gate.EXIT_STOPPED
+    assert "  the release went stale: the pipeline did not complete it in time" in lines
+    lines.clear()
+    assert gate.report_final({"id": 2, "status": "expired", "released_at": None}, lines.append) == 4
+    assert "  nobody approved or rejected it in time" in lines
+
+
 def test_the_api_error_message_is_flattened_for_the_log():
     assert gate.flatten_errors({"detail": "Invalid token.", "code": "x"}) == "Invalid token. (x)"
     assert gate.flatten_errors({"plan": ["must be an object"]}) == "plan: must be an object"
@@ -514,3 +524,20 @@ def test_in_github_actions_the_gate_sends_the_links_names_the_environment_by_pat
         env=env,
     )
     assert Deployment.objects.latest("id").commit_sha == "d" * 40
+
+
+@pytest.mark.django_db(transaction=True)
+def test_completing_a_release_that_went_stale_exits_four_and_says_so(world, pipeline):
+    from policies_app.deployments.sweeps import sweep_waiting_deployments
+
+    world.platform.approval_policies.add(make_policy("allow", ALLOW))
+    released = pipeline("deploy", "--wait")
+    assert released.returncode == 0, released.stdout + released.stderr
+    deployment = Deployment.objects.get()
+    sweep_waiting_deployments(deployment.expires_at)
+    late = pipeline("complete", "--deployment", str(deployment.pk), "--status", "succeeded")
+    assert late.returncode == gate.EXIT_STOPPED == 4, late.stdout + late.stderr
+    assert "HTTP 409: The release expired" in late.stdout
+    assert "stopped: the release expired before it was completed; trigger a new deployment" in late.stdout
+    deployment.refresh_from_db()
+    assert deployment.status == "expired"

@@ -59,7 +59,8 @@ class ApprovalSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Approval
-        fields = ["id", "user", "decision", "comment", "created_at"]
+        # carried_over_from: the earlier deployment, with the same plan, this approval was given to.
+        fields = ["id", "user", "decision", "comment", "created_at", "carried_over_from"]
 
 
 class EvaluationSerializer(serializers.ModelSerializer):

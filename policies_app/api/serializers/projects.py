@@ -11,8 +11,12 @@ from policies_app.api.serializers.fields import (
     VisibleRelatedField,
 )
 from policies_app.choices import Role
-from policies_app.deployments.lifecycle import pending_expiry_hours
 from policies_app.models import Project, ProjectMembership, Team
+from policies_app.projects.windows import (
+    approval_carry_over_hours,
+    pending_expiry_hours,
+    release_expiry_hours,
+)
 
 
 class ProjectSerializer(TreeSerializerMixin, serializers.ModelSerializer):
@@ -31,6 +35,22 @@ class ProjectSerializer(TreeSerializerMixin, serializers.ModelSerializer):
         help_text="Hours a deployment may wait for approval; null inherits the parent's or the default.",
     )
     effective_pending_expiry_hours = serializers.FloatField(read_only=True)
+    release_expiry_hours = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        help_text="Hours a released deployment may wait for the pipeline to complete it before it expires "
+        "and frees its environment; null inherits the parent's or the default.",
+    )
+    effective_release_expiry_hours = serializers.FloatField(read_only=True)
+    approval_carry_over_hours = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        help_text="Hours during which approvals carry over to a new deployment with the same plan, policy "
+        "revisions and policy data (0: never); null inherits the parent's or the default (off).",
+    )
+    effective_approval_carry_over_hours = serializers.FloatField(read_only=True)
 
     class Meta:
         model = Project
@@ -46,6 +66,10 @@ class ProjectSerializer(TreeSerializerMixin, serializers.ModelSerializer):
             "self_approval_allowed",
             "pending_expiry_hours",
             "effective_pending_expiry_hours",
+            "release_expiry_hours",
+            "effective_release_expiry_hours",
+            "approval_carry_over_hours",
+            "effective_approval_carry_over_hours",
             "created_at",
         ]
         read_only_fields = ["created_at"]
@@ -71,6 +95,10 @@ class ProjectSerializer(TreeSerializerMixin, serializers.ModelSerializer):
             "self_approval_allowed": tree.self_approval_allowed(project),
             "pending_expiry_hours": project.pending_expiry_hours,
             "effective_pending_expiry_hours": pending_expiry_hours(tree, project),
+            "release_expiry_hours": project.release_expiry_hours,
+            "effective_release_expiry_hours": release_expiry_hours(tree, project),
+            "approval_carry_over_hours": project.approval_carry_over_hours,
+            "effective_approval_carry_over_hours": approval_carry_over_hours(tree, project),
             "created_at": serializers.DateTimeField().to_representation(project.created_at),
         }
 
