@@ -158,5 +158,6 @@ def test_the_deployment_page_says_when_a_release_expires(gated, api, client):
     client.force_login(gated.vera)
     page = client.get(reverse("web:deployment-detail", args=[released["id"]])).content.decode()
     expires_at = Deployment.objects.get(pk=released["id"]).expires_at
-    assert f"<dt>Release expires</dt><dd>{expires_at:%Y-%m-%d %H:%M}" in page
+    assert f'<dt>Release expires</dt><dd><time datetime="{expires_at.isoformat()}"' in page
+    assert f"{expires_at:%Y-%m-%d %H:%M} UTC</time>" in page
     assert "unless the pipeline completes it before" in page
