@@ -3,10 +3,12 @@ and plan summary, and approving, rejecting, cancelling, completing it."""
 
 from django.db.models import Prefetch
 from django.http import HttpResponse
+from django.urls import reverse
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -15,9 +17,10 @@ from policies_app.api.serializers.deployments import (
     ApprovalRequestSerializer,
     CompleteDeploymentSerializer,
     DeploymentSerializer,
+    DeploymentStatusSerializer,
 )
 from policies_app.choices import DeploymentStatus
-from policies_app.deployments import approvals, inbox, lifecycle
+from policies_app.deployments import approvals, inbox, lifecycle, waiting
 from policies_app.deployments.plan_summary import summarise_plan
 from policies_app.guards.masking import shown_input
 from policies_app.models import Approval, Deployment, Evaluation, PolicyRevision
@@ -102,6 +105,37 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         # One deployment is shown with who may still act on it; a list is not (a query per row).
         return {**super().get_serializer_context(), "with_progress": self.action != "list"}
 
+    def retrieve(self, request: Request, *args, **kwargs) -> Response:
+        """The full representation, tagged; a client that holds the current tag gets 304 and no body,
+        read from one small query (waiting.full_tag) instead of the evaluations and approvals."""
+        tag = waiting.full_tag(request.user, requested_id(kwargs.get("pk")))
+        if tag is None:
+            raise NotFound()
+        if waiting.matches(request.headers.get("If-None-Match", ""), tag):
+            return not_modified(tag)
+        # Tagged with what was read before the answer: a change in between makes the next poll a 200.
+        return tagged(super().retrieve(request, *args, **kwargs), tag)
+
+    @extend_schema(
+        responses={
+            200: DeploymentStatusSerializer,
+            304: OpenApiResponse(description="Unchanged since the tag sent in If-None-Match"),
+        },
+        description="What a waiting pipeline polls: the status, the decision, what it waits for and the "
+        "page where approvers decide, from one small query; send the ETag of the last answer in "
+        "If-None-Match and an unchanged status is answered 304 with no body.",
+    )
+    @action(detail=True, methods=["get"], url_path="status", url_name="status")
+    def poll_status(self, request: Request, pk: str | None = None) -> Response:
+        shown = waiting.slim_status(request.user, requested_id(pk))
+        if shown is None:
+            raise NotFound()
+        tag = waiting.tag_of(shown)
+        if waiting.matches(request.headers.get("If-None-Match", ""), tag):
+            return not_modified(tag)
+        shown["url"] = request.build_absolute_uri(reverse("deployment-detail", args=[shown["id"]]))
+        return tagged(Response(DeploymentStatusSerializer(shown).data), tag)
+
     def shown(self, deployment: Deployment) -> Response:
         visible = one_with_details(access.visible_deployments(self.request.user))
         return Response(
@@ -179,3 +213,22 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
             deployment, request.user, serializer.validated_data["status"], serializer.validated_data["state"]
         )
         return self.shown(deployment)
+
+
+def requested_id(pk: str | None) -> int:
+    """The deployment id of the path; anything else is a deployment that does not exist."""
+    try:
+        return int(pk or "")
+    except ValueError:
+        raise NotFound() from None
+
+
+def tagged(response: Response, tag: str) -> Response:
+    response["ETag"] = tag
+    # Each caller's own: no shared cache keeps it, and every use asks the platform again (with the tag).
+    response["Cache-Control"] = "private, no-cache"
+    return response
+
+
+def not_modified(tag: str) -> Response:
+    return tagged(Response(status=status.HTTP_304_NOT_MODIFIED), tag)
