@@ -25,6 +25,7 @@ from policies_app.choices import (
     OrganisationRole,
 )
 from policies_app.errors import Forbidden, Invalid
+from policies_app.prepared import PreparedQuery
 from policies_app.models import (
     ApprovalPolicy,
     Deployment,
@@ -66,6 +67,19 @@ class GrantsPerRequestMiddleware:
             return self.get_response(request)
 
 
+NO_USER = -7_340_033  # the placeholder of the prepared queries' user id
+# Asked on every request (compiled once: prepared.py).
+ORGANISATION_ROLE = PreparedQuery(
+    lambda user_id: OrganisationMembership.objects.filter(user_id=user_id).values_list("role")[:1], NO_USER
+)
+MEMBERSHIPS = PreparedQuery(
+    lambda user_id: ProjectMembership.objects.filter(Q(user_id=user_id) | Q(team__members__id=user_id))
+    .order_by()
+    .values_list("project_id", "role", "project__lineage"),
+    NO_USER,
+)
+
+
 @dataclass(frozen=True)
 class Grants:
     """Everything a user was given, loaded in at most two queries; ask it as many questions as needed."""
@@ -91,13 +105,11 @@ class Grants:
     def _load(cls, user: AbstractBaseUser) -> Grants:
         if user.is_superuser:
             return cls(ORGANISATION_ROLE_CAPABILITIES[OrganisationRole.ADMIN], OrganisationRole.ADMIN)
-        role = OrganisationMembership.objects.filter(user=user).values_list("role", flat=True).first()
+        roles = ORGANISATION_ROLE.rows(user.pk)
+        role = roles[0][0] if roles else None
         projects: dict[int, set[str]] = {}
         paths: dict[int, str] = {}
-        memberships = ProjectMembership.objects.filter(Q(user=user) | Q(team__members=user)).values_list(
-            "project_id", "role", "project__lineage"
-        )
-        for project_id, project_role, lineage in memberships:
+        for project_id, project_role, lineage in MEMBERSHIPS.rows(user.pk):
             projects.setdefault(project_id, set()).update(ROLE_CAPABILITIES[project_role])
             paths[project_id] = f"{lineage}{project_id}/"
         return cls(

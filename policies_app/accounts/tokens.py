@@ -14,6 +14,7 @@ import hmac
 import secrets
 from datetime import timedelta
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
@@ -21,6 +22,7 @@ from django.utils import timezone
 from policies_app import audit
 from policies_app.errors import Forbidden, Invalid
 from policies_app.models import ApiToken, LegacyApiToken
+from policies_app.prepared import PreparedQuery
 
 KEY_PREFIX = "pp_"
 PREFIX_LENGTH = 10  # "pp_" and 7 characters of the key
@@ -62,6 +64,27 @@ def revoke_token(user: AbstractBaseUser, token: ApiToken) -> None:
         token.delete()
 
 
+NO_PREFIX = "\x00no prefix"  # the placeholder of the prepared lookups' prefix
+
+
+def _user_columns() -> list[str]:
+    return [field.attname for field in get_user_model()._meta.concrete_fields]
+
+
+def _candidates(kind: type) -> PreparedQuery:
+    """The tokens of a prefix with their users, compiled once (every API request asks)."""
+    return PreparedQuery(
+        lambda prefix: kind.objects.filter(prefix=prefix).values_list(
+            "pk", "key_hash", "last_used_at" if kind is ApiToken else "created_at",
+            *(f"user__{column}" for column in _user_columns()),
+        ),
+        NO_PREFIX,
+    )
+
+
+CANDIDATES = {ApiToken: _candidates(ApiToken), LegacyApiToken: _candidates(LegacyApiToken)}
+
+
 def user_for_key(key: str) -> AbstractBaseUser | None:
     """The active user a key belongs to (None: no such token, or its user is deactivated), noting the
     use of a named token."""
@@ -69,17 +92,21 @@ def user_for_key(key: str) -> AbstractBaseUser | None:
         return None
     digest = key_hash(key)
     kind = ApiToken if key.startswith(KEY_PREFIX) else LegacyApiToken
-    token = None
-    for candidate in kind.objects.select_related("user").filter(prefix=key_prefix(key)):
-        if hmac.compare_digest(candidate.key_hash, digest):
-            token = candidate
-    if token is None or not token.user.is_active:
+    found = None
+    for candidate in CANDIDATES[kind].rows(key_prefix(key)):
+        if hmac.compare_digest(candidate[1], digest):
+            found = candidate
+    if found is None:
         return None
-    if isinstance(token, ApiToken):
+    token_id, _, last_used_at, *user_values = found
+    user = get_user_model().from_db("default", _user_columns(), user_values)
+    if not user.is_active:
+        return None
+    if kind is ApiToken:
         now = timezone.now()
-        if token.last_used_at is None or token.last_used_at < now - LAST_USE_PRECISION:
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    return token.user
+        if last_used_at is None or last_used_at < now - LAST_USE_PRECISION:
+            ApiToken.objects.filter(pk=token_id).update(last_used_at=now)
+    return user
 
 
 def revoke_legacy_token(user: AbstractBaseUser) -> None:

@@ -3,7 +3,6 @@ and plan summary, and approving, rejecting, cancelling, completing it."""
 
 from django.db.models import Prefetch
 from django.http import HttpResponse
-from django.urls import reverse
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -23,6 +22,7 @@ from policies_app.choices import DeploymentStatus
 from policies_app.deployments import approvals, inbox, lifecycle, waiting
 from policies_app.deployments.plan_summary import summarise_plan
 from policies_app.guards.masking import shown_input
+from policies_app.notifications.approval_emails import deployment_url
 from policies_app.models import Approval, Deployment, Evaluation, PolicyRevision
 
 
@@ -133,7 +133,7 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         tag = waiting.tag_of(shown)
         if waiting.matches(request.headers.get("If-None-Match", ""), tag):
             return not_modified(tag)
-        shown["url"] = request.build_absolute_uri(reverse("deployment-detail", args=[shown["id"]]))
+        shown["url"] = deployment_url(shown["id"])  # the page approvers' emails link to
         return tagged(Response(DeploymentStatusSerializer(shown).data), tag)
 
     def shown(self, deployment: Deployment) -> Response:
