@@ -84,7 +84,12 @@ def build(deployment_count: int, pipelines: int) -> list[tuple[int, str]]:
     policies = [
         create_policy(
             name=f"policy-{i}",
-            modules=[{"filename": "main.rego", "source": f'package env0\n\npending contains "review {i}" if true\n'}],
+            modules=[
+                {
+                    "filename": "main.rego",
+                    "source": f'package env0\n\npending contains "review {i}" if true\n',
+                }
+            ],
             user=admin,
         )
         for i in range(3)
@@ -216,7 +221,9 @@ def measure(application, requests: list[dict], expected: int) -> float | None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--deployments", type=int, default=5_000)
     parser.add_argument("--pipelines", type=int, default=50, help="pending deployments polled in turn")
     parser.add_argument("--polls", type=int, default=2_000, help="requests measured per path")

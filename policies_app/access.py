@@ -25,7 +25,6 @@ from policies_app.choices import (
     OrganisationRole,
 )
 from policies_app.errors import Forbidden, Invalid
-from policies_app.prepared import PreparedQuery
 from policies_app.models import (
     ApprovalPolicy,
     Deployment,
@@ -36,6 +35,7 @@ from policies_app.models import (
     Team,
     Template,
 )
+from policies_app.prepared import PreparedQuery
 
 # Within one request a user's grants are loaded once (GrantsPerRequestMiddleware); elsewhere (tasks,
 # commands, tests) every question reads them afresh, so a long-lived process never sees stale roles.
@@ -73,9 +73,11 @@ ORGANISATION_ROLE = PreparedQuery(
     lambda user_id: OrganisationMembership.objects.filter(user_id=user_id).values_list("role")[:1], NO_USER
 )
 MEMBERSHIPS = PreparedQuery(
-    lambda user_id: ProjectMembership.objects.filter(Q(user_id=user_id) | Q(team__members__id=user_id))
-    .order_by()
-    .values_list("project_id", "role", "project__lineage"),
+    lambda user_id: (
+        ProjectMembership.objects.filter(Q(user_id=user_id) | Q(team__members__id=user_id))
+        .order_by()
+        .values_list("project_id", "role", "project__lineage")
+    ),
     NO_USER,
 )
 

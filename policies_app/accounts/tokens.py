@@ -75,7 +75,9 @@ def _candidates(kind: type) -> PreparedQuery:
     """The tokens of a prefix with their users, compiled once (every API request asks)."""
     return PreparedQuery(
         lambda prefix: kind.objects.filter(prefix=prefix).values_list(
-            "pk", "key_hash", "last_used_at" if kind is ApiToken else "created_at",
+            "pk",
+            "key_hash",
+            "last_used_at" if kind is ApiToken else "created_at",
             *(f"user__{column}" for column in _user_columns()),
         ),
         NO_PREFIX,

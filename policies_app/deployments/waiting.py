@@ -39,7 +39,14 @@ SLIM_COLUMNS = (
     "queued_behind_id",
 )
 # And what the full representation shows of the deployment's own row and related rows, for its tag.
-FULL_COLUMNS = (*SLIM_COLUMNS, "updated_at", "template_commit", "pending_since", "released_at", "completed_at")
+FULL_COLUMNS = (
+    *SLIM_COLUMNS,
+    "updated_at",
+    "template_commit",
+    "pending_since",
+    "released_at",
+    "completed_at",
+)
 NO_DEPLOYMENT = -7_340_017  # the placeholder of a prepared query's deployment id
 
 
@@ -58,27 +65,33 @@ def _of_each(model: type, aggregate: type) -> Subquery:
 
 # Each: the deployment's project (id, lineage) first, for the check of who may see it, then the columns.
 SLIM_ROW = PreparedQuery(
-    lambda pk: Deployment.objects.filter(pk=pk)
-    .annotate(approvals_given=_of_each(Approval, Count))
-    .values_list("environment__project_id", "environment__project__lineage", *SLIM_COLUMNS, "approvals_given"),
+    lambda pk: (
+        Deployment.objects.filter(pk=pk)
+        .annotate(approvals_given=_of_each(Approval, Count))
+        .values_list(
+            "environment__project_id", "environment__project__lineage", *SLIM_COLUMNS, "approvals_given"
+        )
+    ),
     NO_DEPLOYMENT,
 )
 FULL_TAG_ROW = PreparedQuery(
-    lambda pk: Deployment.objects.filter(pk=pk)
-    .annotate(
-        approvals_given=_of_each(Approval, Count),
-        last_approval=_of_each(Approval, Max),
-        evaluations_made=_of_each(Evaluation, Count),
-        last_evaluation=_of_each(Evaluation, Max),
-    )
-    .values_list(
-        "environment__project_id",
-        "environment__project__lineage",
-        *FULL_COLUMNS,
-        "approvals_given",
-        "last_approval",
-        "evaluations_made",
-        "last_evaluation",
+    lambda pk: (
+        Deployment.objects.filter(pk=pk)
+        .annotate(
+            approvals_given=_of_each(Approval, Count),
+            last_approval=_of_each(Approval, Max),
+            evaluations_made=_of_each(Evaluation, Count),
+            last_evaluation=_of_each(Evaluation, Max),
+        )
+        .values_list(
+            "environment__project_id",
+            "environment__project__lineage",
+            *FULL_COLUMNS,
+            "approvals_given",
+            "last_approval",
+            "evaluations_made",
+            "last_evaluation",
+        )
     ),
     NO_DEPLOYMENT,
 )
@@ -112,7 +125,9 @@ def slim_status(user: AbstractBaseUser, deployment_id: int) -> dict[str, Any] | 
         "id": values["id"],
         "status": status,
         "decision": values["decision"] or None,
-        "required": list(messages.get("pending") or []) if status == DeploymentStatus.PENDING_APPROVAL else [],
+        "required": list(messages.get("pending") or [])
+        if status == DeploymentStatus.PENDING_APPROVAL
+        else [],
         "messages": {kind: list(messages.get(kind) or []) for kind in ("deny", "warn", "pending")},
         "error": values["error"] or None,
         "approvals": values["approvals"] or 0,

@@ -339,7 +339,13 @@ def test_the_gate_polls_the_slim_status_with_its_tag_and_reads_the_full_deployme
 
     lines = []
     code = gate.wait_for_verdict(
-        client, deployment, wait_for_approval=True, timeout=60, poll_interval=0.01, out=lines.append, sleep=sleep
+        client,
+        deployment,
+        wait_for_approval=True,
+        timeout=60,
+        poll_interval=0.01,
+        out=lines.append,
+        sleep=sleep,
     )
     assert code == 0, lines
     pk = deployment["id"]

@@ -83,7 +83,12 @@ def test_the_slim_status_is_answered_304_until_it_changes(world, live_server, pe
 
     changed, headers, body = call(live_server, path, key, etag=tag)
     assert changed == 200
-    assert (body["status"], body["decision"], body["required"], body["approvals"]) == ("approved", "allow", [], 1)
+    assert (body["status"], body["decision"], body["required"], body["approvals"]) == (
+        "approved",
+        "allow",
+        [],
+        1,
+    )
     assert headers["ETag"] != tag
 
 

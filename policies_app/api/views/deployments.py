@@ -22,8 +22,8 @@ from policies_app.choices import DeploymentStatus
 from policies_app.deployments import approvals, inbox, lifecycle, waiting
 from policies_app.deployments.plan_summary import summarise_plan
 from policies_app.guards.masking import shown_input
-from policies_app.notifications.approval_emails import deployment_url
 from policies_app.models import Approval, Deployment, Evaluation, PolicyRevision
+from policies_app.notifications.approval_emails import deployment_url
 
 
 def with_details(deployments_queryset):
