@@ -19,6 +19,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, IntegerField, Max, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.utils.http import parse_etags
 
 from policies_app import access
@@ -50,9 +51,9 @@ FULL_COLUMNS = (
 NO_DEPLOYMENT = -7_340_017  # the placeholder of a prepared query's deployment id
 
 
-def _of_each(model: type, aggregate: type) -> Subquery:
+def _of_each(model: type, aggregate: type) -> Subquery | Coalesce:
     """``aggregate`` (Count, Max) of the ids of a deployment's rows of ``model``, as a subquery: no GROUP
-    BY over the deployment's own columns."""
+    BY over the deployment's own columns. A count of no rows is 0 (the subquery itself gives NULL)."""
     rows = (
         model.objects.filter(deployment=OuterRef("pk"))
         .order_by()
@@ -60,7 +61,8 @@ def _of_each(model: type, aggregate: type) -> Subquery:
         .annotate(n=aggregate("pk"))
         .values("n")
     )
-    return Subquery(rows, output_field=IntegerField())
+    found = Subquery(rows, output_field=IntegerField())
+    return Coalesce(found, 0) if aggregate is Count else found
 
 
 # Each: the deployment's project (id, lineage) first, for the check of who may see it, then the columns.
@@ -130,7 +132,7 @@ def slim_status(user: AbstractBaseUser, deployment_id: int) -> dict[str, Any] | 
         else [],
         "messages": {kind: list(messages.get(kind) or []) for kind in ("deny", "warn", "pending")},
         "error": values["error"] or None,
-        "approvals": values["approvals"] or 0,
+        "approvals": values["approvals"],
         "expires_at": values["expires_at"],
         "superseded_by": values["superseded_by_id"],
         "queued_behind": values["queued_behind_id"],
@@ -152,6 +154,16 @@ def full_tag(user: AbstractBaseUser, deployment_id: int) -> str | None:
     evaluations and approvals."""
     row = _visible_row(FULL_TAG_ROW, user, deployment_id)
     return None if row is None else tag_of(row, weak=True)
+
+
+def full_tag_of(deployment: Deployment) -> str:
+    """``full_tag`` of a deployment loaded for its full representation (its evaluations and approvals
+    prefetched): the same values, so the same tag, without the query."""
+    evaluations = [evaluation.pk for evaluation in deployment.evaluations.all()]
+    approvals = [approval.pk for approval in deployment.approvals.all()]
+    row = [getattr(deployment, column) for column in FULL_COLUMNS]
+    row += [len(approvals), max(approvals, default=None), len(evaluations), max(evaluations, default=None)]
+    return tag_of(row, weak=True)
 
 
 def matches(if_none_match: str, tag: str) -> bool:
