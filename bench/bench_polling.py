@@ -10,7 +10,8 @@ deployments, of which --pipelines are pending approval, each with the evaluation
 policy revisions a waiting deployment has, and triggered by its own pipeline user with its own named API
 token. Each request is then handed to Django's WSGI application exactly as gunicorn hands it (production
 settings: DEBUG off, the real middleware, authentication and throttles), the pipelines taking turns, and
-the process's CPU time per request is printed for:
+the process's CPU time per request is printed for (each path measured in turn, --rounds times, the
+median kept: on a shared machine the neighbours' load then weighs on every path alike):
 
 - ``GET /healthz`` (no database, the floor),
 - the full ``GET /api/v1/deployments/{id}/`` (what the gate polled before), and the same with the
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -207,17 +209,30 @@ def call(application, env: dict) -> tuple[int, dict, bytes]:
 def measure(application, requests: list[dict], expected: int) -> float | None:
     """CPU seconds per request (this process: Python, and SQLite's work when it is the database);
     None when the answers are not all ``expected`` (the path does not exist on this revision)."""
-    for env in requests[: min(20, len(requests))]:  # warm-up: imports, connections, caches
-        env["wsgi.input"].seek(0)
-        if call(application, env)[0] != expected:
-            return None
-    started = time.process_time()
     for env in requests:
         env["wsgi.input"].seek(0)
+    started = time.process_time()
+    for env in requests:
         status, _, _ = call(application, env)
         if status != expected:
             raise SystemExit(f"{env['PATH_INFO']} answered {status}, not {expected}")
     return (time.process_time() - started) / len(requests)
+
+
+def measure_all(application, rows: list[tuple[str, list[dict], int]], rounds: int) -> dict[str, float | None]:
+    """Each path's CPU per request: the median over ``rounds`` rounds, each of which measures every path
+    in turn on a slice of its requests, so that a neighbour's load on a shared machine weighs on all
+    paths alike and the ratios hold."""
+    present = {}
+    for name, requests, expected in rows:  # warm-up: imports, connections, caches, prepared queries
+        present[name] = all(call(application, env)[0] == expected for env in requests[:20])
+    samples: dict[str, list[float]] = {name: [] for name, _, _ in rows}
+    for round_number in range(rounds):
+        for name, requests, expected in rows:
+            if present[name]:
+                share = requests[round_number::rounds]
+                samples[name].append(measure(application, share, expected))
+    return {name: statistics.median(samples[name]) if present[name] else None for name, _, _ in rows}
 
 
 def main() -> int:
@@ -227,10 +242,11 @@ def main() -> int:
     parser.add_argument("--deployments", type=int, default=5_000)
     parser.add_argument("--pipelines", type=int, default=50, help="pending deployments polled in turn")
     parser.add_argument("--polls", type=int, default=2_000, help="requests measured per path")
+    parser.add_argument("--rounds", type=int, default=10, help="each path measured in turn, this many times")
     parser.add_argument("--smoke", action="store_true", help="a tiny database and a few polls, in seconds")
     args = parser.parse_args()
     if args.smoke:
-        args.deployments, args.pipelines, args.polls = 30, 5, 50
+        args.deployments, args.pipelines, args.polls, args.rounds = 30, 5, 100, 4
     sys.path.insert(0, str(ROOT))
     os.chdir(ROOT)
     scratch = Path(tempfile.mkdtemp(prefix="bench-polling-"))
@@ -294,11 +310,10 @@ def main() -> int:
         ("slim status", turns(slim), 200),
         ("slim status, If-None-Match (gate)", turns(slim, etag_of(slim)), 304),
     ]
-    figures = {}
+    figures = measure_all(application, rows, args.rounds)
+    floor = figures["GET /healthz"]
     print(f"{'request':<36} {'CPU us':>9} {'x healthz':>10}")
-    for name, requests, expected in rows:
-        figures[name] = measure(application, requests, expected)
-        floor = figures["GET /healthz"]
+    for name, _, _ in rows:
         if figures[name] is None:
             print(f"{name:<36} {'absent':>9}")
             continue

@@ -16,7 +16,7 @@ from operator import or_
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Q, QuerySet
+from django.db.models import IntegerField, Q, QuerySet, Value
 
 from policies_app.choices import (
     ORGANISATION_ROLE_CAPABILITIES,
@@ -67,16 +67,20 @@ class GrantsPerRequestMiddleware:
             return self.get_response(request)
 
 
-NO_USER = -7_340_033  # the placeholder of the prepared queries' user id
-# Asked on every request (compiled once: prepared.py).
-ORGANISATION_ROLE = PreparedQuery(
-    lambda user_id: OrganisationMembership.objects.filter(user_id=user_id).values_list("role")[:1], NO_USER
-)
-MEMBERSHIPS = PreparedQuery(
+NO_USER = -7_340_033  # the placeholder of the prepared query's user id
+# Asked on every request, so compiled once (prepared.py), and in one query: the user's organisation role
+# (a row without a project) and their roles on projects, their own and their teams'.
+GRANTED = PreparedQuery(
     lambda user_id: (
         ProjectMembership.objects.filter(Q(user_id=user_id) | Q(team__members__id=user_id))
         .order_by()
         .values_list("project_id", "role", "project__lineage")
+        .union(
+            OrganisationMembership.objects.filter(user_id=user_id)
+            .order_by()
+            .values_list(Value(None, output_field=IntegerField()), "role", Value("")),
+            all=True,
+        )
     ),
     NO_USER,
 )
@@ -107,11 +111,13 @@ class Grants:
     def _load(cls, user: AbstractBaseUser) -> Grants:
         if user.is_superuser:
             return cls(ORGANISATION_ROLE_CAPABILITIES[OrganisationRole.ADMIN], OrganisationRole.ADMIN)
-        roles = ORGANISATION_ROLE.rows(user.pk)
-        role = roles[0][0] if roles else None
+        role = None
         projects: dict[int, set[str]] = {}
         paths: dict[int, str] = {}
-        for project_id, project_role, lineage in MEMBERSHIPS.rows(user.pk):
+        for project_id, project_role, lineage in GRANTED.rows(user.pk):
+            if project_id is None:
+                role = project_role  # the organisation role (at most one)
+                continue
             projects.setdefault(project_id, set()).update(ROLE_CAPABILITIES[project_role])
             paths[project_id] = f"{lineage}{project_id}/"
         return cls(
@@ -142,6 +148,12 @@ class Grants:
 
     def can(self, capability: str, project: Project) -> bool:
         return capability in self.capabilities(project)
+
+    def can_reach(self, capability: str, project_id: int, lineage: str) -> bool:
+        """``can`` for a project known by its id and lineage (read with something else, not loaded)."""
+        if capability in self.organisation or capability in self.projects.get(project_id, ()):
+            return True
+        return any(capability in self.projects.get(int(pk), ()) for pk in lineage.strip("/").split("/") if pk)
 
     def administers_all_of(self, projects: list[Project]) -> bool:
         return all(self.can(Capability.ADMINISTER, project) for project in projects)

@@ -25,7 +25,7 @@ from django.utils.http import parse_etags
 from policies_app import access
 from policies_app.choices import Capability, DeploymentStatus
 from policies_app.deployments.lifecycle import queued_reason
-from policies_app.models import Approval, Deployment, Evaluation, Project
+from policies_app.models import Approval, Deployment, Evaluation
 from policies_app.prepared import PreparedQuery
 
 # The columns the slim status is made of; nothing else is read.
@@ -106,7 +106,7 @@ def _visible_row(query: PreparedQuery, user: AbstractBaseUser, deployment_id: in
     if not rows:
         return None
     project_id, lineage, *row = rows[0]
-    if not access.can(user, Capability.READ, Project(pk=project_id, lineage=lineage)):
+    if not access.grants(user).can_reach(Capability.READ, project_id, lineage):
         return None
     return row
 

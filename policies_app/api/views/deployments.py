@@ -1,6 +1,8 @@
 """Deployments: the queue (waiting for me, mine, all; filtered, searched, sorted), a deployment's input
 and plan summary, and approving, rejecting, cancelling, completing it."""
 
+from typing import Any
+
 from django.db.models import Prefetch
 from django.http import HttpResponse
 from django_filters import rest_framework as filters
@@ -8,6 +10,8 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -89,6 +93,17 @@ class DeploymentFilter(filters.FilterSet):
         return deployments.order_by(*inbox.SORTS[value])
 
 
+class JsonOnly(BaseContentNegotiation):
+    """What a pipeline polls is JSON whatever it accepts: no Accept header parsed on every poll (a tenth
+    of the poll's CPU)."""
+
+    def select_parser(self, request: Request, parsers: list) -> Any:
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request: Request, renderers: list, format_suffix: str | None = None) -> tuple:
+        return renderers[0], renderers[0].media_type
+
+
 class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = DeploymentSerializer
     filterset_class = DeploymentFilter
@@ -128,7 +143,14 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         "page where approvers decide, from one small query; send the ETag of the last answer in "
         "If-None-Match and an unchanged status is answered 304 with no body.",
     )
-    @action(detail=True, methods=["get"], url_path="status", url_name="status")
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path="status",
+        url_name="status",
+        renderer_classes=[JSONRenderer],
+        content_negotiation_class=JsonOnly,
+    )
     def poll_status(self, request: Request, pk: str | None = None) -> Response:
         shown = waiting.slim_status(request.user, requested_id(pk))
         if shown is None:
