@@ -123,7 +123,7 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     def retrieve(self, request: Request, *args, **kwargs) -> Response:
         """The full representation, tagged. A client that sends the current tag gets 304 and no body,
         decided by one small query (waiting.full_tag) instead of reading evaluations and approvals."""
-        if_none_match = request.headers.get("If-None-Match", "")
+        if_none_match = request.META.get("HTTP_IF_NONE_MATCH", "")
         if if_none_match:
             tag = waiting.full_tag(request.user, requested_id(kwargs.get("pk")))
             if tag is None:
@@ -156,7 +156,7 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         if shown is None:
             raise NotFound()
         tag = waiting.tag_of(shown)
-        if waiting.matches(request.headers.get("If-None-Match", ""), tag):
+        if waiting.matches(request.META.get("HTTP_IF_NONE_MATCH", ""), tag):
             return not_modified(tag)
         shown["url"] = deployment_url(shown["id"])  # the page approvers' emails link to
         return tagged(Response(DeploymentStatusSerializer(shown).data), tag)
