@@ -122,7 +122,12 @@ def test_only_who_may_see_the_deployment_may_poll_it(world, live_server, pending
         assert call(live_server, path, outsider, etag=tag)[0] == 404
         assert call(live_server, path, etag=tag)[0] == 401
     assert call(live_server, "/api/v1/deployments/999999/status/", api_key_for(world.admin))[0] == 404
-    assert call(live_server, "/api/v1/deployments/x/status/", api_key_for(world.admin))[0] == 404
+    for unknown in ("x", "-1", "0", str(2**63), "-19468727330051841524236288"):
+        assert call(live_server, f"/api/v1/deployments/{unknown}/status/", api_key_for(world.admin))[0] == 404
+        assert (
+            call(live_server, f"/api/v1/deployments/{unknown}/", api_key_for(world.admin), etag='"t"')[0]
+            == 404
+        )
 
 
 @pytest.mark.django_db

@@ -240,12 +240,19 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         return self.shown(deployment)
 
 
+LARGEST_ID = 2**63 - 1  # of a 64-bit primary key: a larger number would overflow the database's integer
+
+
 def requested_id(pk: str | None) -> int:
-    """The deployment id of the path; anything else is a deployment that does not exist."""
+    """The deployment id of the path; anything else (not a number, or no id a row can have) is a
+    deployment that does not exist. The prepared queries go around the ORM's own range check."""
     try:
-        return int(pk or "")
+        number = int(pk or "")
     except ValueError:
         raise NotFound() from None
+    if not 0 < number <= LARGEST_ID:
+        raise NotFound()
+    return number
 
 
 def tagged(response: Response, tag: str) -> Response:
