@@ -69,6 +69,7 @@ def _of_each(model: type, aggregate: type) -> Subquery | Coalesce:
 SLIM_ROW = PreparedQuery(
     lambda pk: (
         Deployment.objects.filter(pk=pk)
+        .order_by()  # one row: nothing to sort
         .annotate(approvals_given=_of_each(Approval, Count))
         .values_list(
             "environment__project_id", "environment__project__lineage", *SLIM_COLUMNS, "approvals_given"
@@ -79,6 +80,7 @@ SLIM_ROW = PreparedQuery(
 FULL_TAG_ROW = PreparedQuery(
     lambda pk: (
         Deployment.objects.filter(pk=pk)
+        .order_by()  # one row: nothing to sort
         .annotate(
             approvals_given=_of_each(Approval, Count),
             last_approval=_of_each(Approval, Max),
