@@ -9,6 +9,7 @@ in constant time, so how long an answer takes tells nothing about how much of a 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import secrets
@@ -67,8 +68,9 @@ def revoke_token(user: AbstractBaseUser, token: ApiToken) -> None:
 NO_PREFIX = "\x00no prefix"  # the placeholder of the prepared lookups' prefix
 
 
-def _user_columns() -> list[str]:
-    return [field.attname for field in get_user_model()._meta.concrete_fields]
+@functools.cache
+def _user_columns() -> tuple[str, ...]:
+    return tuple(field.attname for field in get_user_model()._meta.concrete_fields)
 
 
 def _candidates(kind: type) -> PreparedQuery:

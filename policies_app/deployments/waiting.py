@@ -8,8 +8,10 @@ would.
 
 The full representation (``DeploymentSerializer``) shows evaluations, approvals and who may still act;
 its tag (``full_tag``) is a digest of one small query over the columns and related rows that change when
-the deployment does. It is a weak tag: who may still approve also follows role changes on the project,
-which do not touch the deployment, so a client holding the tag may keep a stale list of approvers.
+the deployment does. It is a weak tag: who may still approve follows role changes on the project, and
+the names shown (the deployer's, approvers', policies') follow renames, none of which touch the
+deployment, so a client holding the tag may keep such a detail stale; its status, verdict, messages,
+evaluations and approvals never.
 """
 
 from __future__ import annotations
