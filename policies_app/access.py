@@ -16,7 +16,7 @@ from operator import or_
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Q, QuerySet
+from django.db.models import IntegerField, Q, QuerySet, Value
 
 from policies_app.choices import (
     ORGANISATION_ROLE_CAPABILITIES,
@@ -36,6 +36,7 @@ from policies_app.models import (
     Team,
     Template,
 )
+from policies_app.prepared import PreparedQuery
 
 # Within one request a user's grants are loaded once (GrantsPerRequestMiddleware); elsewhere (tasks,
 # commands, tests) every question reads them afresh, so a long-lived process never sees stale roles.
@@ -65,6 +66,25 @@ class GrantsPerRequestMiddleware:
     def __call__(self, request):
         with grants_cached():
             return self.get_response(request)
+
+
+NO_USER = -7_340_033  # the placeholder of the prepared query's user id
+# Asked on every request, so compiled once (prepared.py), and in one query: the user's organisation role
+# (a row without a project) and their roles on projects, their own and their teams'.
+GRANTED = PreparedQuery(
+    lambda user_id: (
+        ProjectMembership.objects.filter(Q(user_id=user_id) | Q(team__members__id=user_id))
+        .order_by()
+        .values_list("project_id", "role", "project__lineage")
+        .union(
+            OrganisationMembership.objects.filter(user_id=user_id)
+            .order_by()
+            .values_list(Value(None, output_field=IntegerField()), "role", Value("")),
+            all=True,
+        )
+    ),
+    NO_USER,
+)
 
 
 @dataclass(frozen=True)
@@ -127,13 +147,13 @@ class Grants:
     def _load(cls, user: AbstractBaseUser) -> Grants:
         if user.is_superuser:
             return cls(ORGANISATION_ROLE_CAPABILITIES[OrganisationRole.ADMIN], OrganisationRole.ADMIN)
-        role = OrganisationMembership.objects.filter(user=user).values_list("role", flat=True).first()
+        role = None
         projects: dict[int, set[str]] = {}
         paths: dict[int, str] = {}
-        memberships = ProjectMembership.objects.filter(Q(user=user) | Q(team__members=user)).values_list(
-            "project_id", "role", "project__lineage"
-        )
-        for project_id, project_role, lineage in memberships:
+        for project_id, project_role, lineage in GRANTED.rows(user.pk):
+            if project_id is None:
+                role = project_role  # the organisation role (at most one)
+                continue
             projects.setdefault(project_id, set()).update(ROLE_CAPABILITIES[project_role])
             paths[project_id] = f"{lineage}{project_id}/"
         return cls(
@@ -188,6 +208,12 @@ class Grants:
 
     def can(self, capability: str, project: Project) -> bool:
         return capability in self.capabilities(project)
+
+    def can_reach(self, capability: str, project_id: int, lineage: str) -> bool:
+        """``can`` for a project known by its id and lineage (read with something else, not loaded)."""
+        if capability in self.organisation or capability in self.projects.get(project_id, ()):
+            return True
+        return any(capability in self.projects.get(int(pk), ()) for pk in lineage.strip("/").split("/") if pk)
 
     def administers_all_of(self, projects: list[Project]) -> bool:
         return all(self.can(Capability.ADMINISTER, project) for project in projects)

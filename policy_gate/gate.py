@@ -30,8 +30,8 @@ systems included).
 Standard library only, on purpose: a pipeline copies this one file to its runner and runs it with any
 Python 3.11, without installing Django or the platform. A test keeps it that way.
 
-Why this module is long: it is the whole client in one file on purpose, so that a pipeline can copy it
-alone; splitting it would make every runner fetch a package.
+Why this module is long: it is the one file a pipeline copies; its HTTP client, its cheap polling
+(slim status and If-None-Match) and its command line cannot be split into modules without losing that.
 """
 
 from __future__ import annotations
@@ -92,6 +92,15 @@ class Client:
         self.request_timeout = request_timeout
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
+        return self.exchange(method, path, body)[0]
+
+    def poll(self, path: str, etag: str) -> tuple[Any, str]:
+        """GET ``path`` unless it is unchanged since the answer tagged ``etag``: (None, etag) when the
+        platform says 304 Not Modified, else (the answer, its tag). An unchanged answer costs the
+        platform next to nothing."""
+        return self.exchange("GET", path, None, etag)
+
+    def exchange(self, method: str, path: str, body: Any = None, etag: str = "") -> tuple[Any, str]:
         url = f"{self.base_url}{path}"
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(url, data=data, method=method)
@@ -100,19 +109,24 @@ class Client:
             req.add_header("Content-Type", "application/json")
         if self.token:
             req.add_header("Authorization", f"Token {self.token}")
+        if etag:
+            req.add_header("If-None-Match", etag)
         try:
             with urllib.request.urlopen(req, timeout=self.request_timeout) as response:
                 raw = response.read()
+                tag = response.headers.get("ETag") or ""
         except urllib.error.HTTPError as exc:
+            if exc.code == 304 and etag:
+                return None, exc.headers.get("ETag") or etag
             message, code = api_message(exc)
             raise GateError(f"{method} {url} failed: HTTP {exc.code}: {message}", exc.code, code) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise GateError(f"{method} {url} failed: cannot reach the platform: {reason}") from None
         if not raw:
-            return None
+            return None, tag
         try:
-            return json.loads(raw)
+            return json.loads(raw), tag
         except ValueError:
             raise GateError(f"{method} {url} answered something that is not JSON: {raw[:200]!r}") from None
 
@@ -350,6 +364,42 @@ def report_final(deployment: dict[str, Any], out: Callable[[str], None]) -> int:
     return EXIT_ERROR
 
 
+class StatusWatcher:
+    """Polls a deployment the cheap way: its slim status (``/status/``), sent with the tag of the last
+    answer, so that while nothing changes the platform answers 304 and does no work. Only when the slim
+    status shows a new approval or a final status is the full deployment read once (the gate prints the
+    approvals and who may still act from it). A platform without the slim status is polled in full."""
+
+    def __init__(self, client: Client, deployment_id: Any) -> None:
+        self.client = client
+        self.full_path = f"/api/v1/deployments/{deployment_id}/"
+        self.status_path = f"{self.full_path}status/"
+        self.etag = ""
+        self.slim = True
+
+    def next(self, deployment: dict[str, Any]) -> dict[str, Any]:
+        """The deployment as it now is, given it as it was last seen."""
+        if not self.slim:
+            return self.client.request("GET", self.full_path)
+        try:
+            status, self.etag = self.client.poll(self.status_path, self.etag)
+        except GateError as exc:
+            if exc.http_status != 404:
+                raise
+            self.slim = False  # an older platform (an unknown deployment is a 404 of the full GET too)
+            return self.client.request("GET", self.full_path)
+        if status is None:
+            return deployment  # 304: unchanged
+        if status.get("status") not in UNDECIDED or status.get("approvals", 0) != len(
+            approvals_of(deployment)
+        ):
+            return self.client.request("GET", self.full_path)
+        return {
+            **deployment,
+            **{key: status.get(key) for key in ("status", "decision", "messages", "error", "queued_reason")},
+        }
+
+
 def wait_for_verdict(
     client: Client,
     deployment: dict[str, Any],
@@ -370,6 +420,7 @@ def wait_for_verdict(
     shown_approvals = 0
     failures = 0
     deployment_id = deployment.get("id")
+    watcher = StatusWatcher(client, deployment_id)
     while True:
         status = deployment.get("status")
         if status not in UNDECIDED:
@@ -416,7 +467,7 @@ def wait_for_verdict(
             return EXIT_TIMED_OUT
         sleep(max(0.0, min(poll_interval, deadline - clock())))
         try:
-            deployment = client.request("GET", f"/api/v1/deployments/{deployment_id}/")
+            deployment = watcher.next(deployment)
             failures = 0
         except GateError as exc:
             failures += 1

@@ -307,7 +307,12 @@ def test_approval_progress_is_printed_as_approvals_arrive():
     approved = {**pending, "status": "approved", "approvers_to_act": None}
 
     class Client:
+        def poll(self, path, etag):
+            assert path == "/api/v1/deployments/7/status/"
+            return {"id": 7, "status": "approved", "approvals": 1}, '"t"'
+
         def request(self, method, path, body=None):
+            assert path == "/api/v1/deployments/7/"
             return approved
 
     code = gate.wait_for_verdict(
@@ -316,6 +321,57 @@ def test_approval_progress_is_printed_as_approvals_arrive():
     assert code == 0
     assert "  approved by alice: ok" in lines
     assert "  may still approve: sam" in lines
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_gate_polls_the_slim_status_with_its_tag_and_reads_the_full_deployment_only_on_a_change(
+    world, live_server
+):
+    world.platform.approval_policies.add(make_policy("one approver", ONE_APPROVER))
+    exchanges = []
+
+    class Recording(gate.Client):
+        """The gate's own client against the live server, noting each request and whether it was a 304."""
+
+        def exchange(self, method, path, body=None, etag=""):
+            answer, tag = super().exchange(method, path, body, etag)
+            exchanges.append((method, path.removeprefix("/api/v1/deployments/"), bool(etag), answer is None))
+            return answer, tag
+
+    client = Recording(live_server.url, api_key_for(world.bob))
+    deployment = client.request(
+        "POST",
+        f"/api/v1/environments/{world.environment.pk}/deployments/",
+        {"type": "deploy", "plan": plan_with(("aws_s3_bucket.logs", ["create"]))},
+    )
+    assert deployment["status"] == "pending_approval"
+    naps = []
+
+    def sleep(seconds):
+        naps.append(seconds)
+        if len(naps) == 4:  # approved while the gate waits, after three polls
+            record_approval(Deployment.objects.get(), world.alice, "approve", "ship it")
+
+    lines = []
+    code = gate.wait_for_verdict(
+        client,
+        deployment,
+        wait_for_approval=True,
+        timeout=60,
+        poll_interval=0.01,
+        out=lines.append,
+        sleep=sleep,
+    )
+    assert code == 0, lines
+    pk = deployment["id"]
+    assert exchanges[1:] == [
+        ("GET", f"{pk}/status/", False, False),  # the first poll: no tag yet
+        ("GET", f"{pk}/status/", True, True),  # unchanged: 304
+        ("GET", f"{pk}/status/", True, True),
+        ("GET", f"{pk}/status/", True, False),  # approved: a new status
+        ("GET", f"{pk}/", False, False),  # read in full once, for the approvals it prints
+    ]
+    assert "  approved by alice: ship it" in lines and "released: the deployment may proceed" in lines
 
 
 def test_an_unexpected_failure_is_exit_two_never_pythons_one(monkeypatch, capsys):

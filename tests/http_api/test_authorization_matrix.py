@@ -152,6 +152,7 @@ MATRIX = {
     ),
     ("get", "/api/v1/deployments/"): (EVERYONE, None),
     ("get", "/api/v1/deployments/{id}/"): (MEMBERS_READ, None),
+    ("get", "/api/v1/deployments/{id}/status/"): (MEMBERS_READ, None),
     ("get", "/api/v1/deployments/{id}/input/"): (MEMBERS_READ, None),
     ("post", "/api/v1/deployments/{id}/approve/"): (APPROVERS, {"comment": "ok"}),
     ("post", "/api/v1/deployments/{id}/reject/"): (APPROVERS, {"comment": "no"}),

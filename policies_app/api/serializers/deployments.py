@@ -184,6 +184,31 @@ class DeploymentSerializer(serializers.ModelSerializer):
         }
 
 
+class StatusMessagesSerializer(serializers.Serializer):
+    deny = serializers.ListField(child=serializers.CharField())
+    warn = serializers.ListField(child=serializers.CharField())
+    pending = serializers.ListField(child=serializers.CharField())
+
+
+class DeploymentStatusSerializer(serializers.Serializer):
+    """The slim status a waiting pipeline polls (deployments/waiting.py); read-only."""
+
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+    decision = serializers.CharField(allow_null=True)
+    required = serializers.ListField(
+        child=serializers.CharField(), help_text="What it waits for while pending approval."
+    )
+    messages = StatusMessagesSerializer()
+    error = serializers.CharField(allow_null=True)
+    approvals = serializers.IntegerField(help_text="Approvals and rejections given so far.")
+    expires_at = serializers.DateTimeField(allow_null=True)
+    superseded_by = serializers.IntegerField(allow_null=True)
+    queued_behind = serializers.IntegerField(allow_null=True)
+    queued_reason = serializers.CharField(allow_null=True)
+    url = serializers.URLField(help_text="The deployment's page, where approvers decide.")
+
+
 class ApprovalRequestSerializer(serializers.Serializer):
     comment = serializers.CharField(required=False, allow_blank=True, default="", max_length=10_000)
 

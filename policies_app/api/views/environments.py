@@ -15,9 +15,9 @@ from policies_app.api.views.deployments import one_with_details, with_details
 from policies_app.deployments import lifecycle
 from policies_app.guards.masking import shown_state, shown_state_view
 from policies_app.iac.state_view import tfstate_view
-from policies_app.models import ApprovalPolicy, Deployment
+from policies_app.models import Deployment
 from policies_app.projects import environment_paths, environments, states
-from policies_app.projects.tree import tree_for
+from policies_app.projects.tree import effective_policies_query, in_effective_order
 
 
 class EnvironmentViewSet(UpdateViewSet):
@@ -26,8 +26,10 @@ class EnvironmentViewSet(UpdateViewSet):
 
     def get_queryset(self):
         visible = access.visible_environments(self.request.user)
-        if self.action in ("deployments", "state"):
-            return visible  # the environment's row is enough; its policies are not shown
+        if self.action in ("deployments", "state", "effective_policies"):
+            # The environment's row (with its project and template) is enough: its template's policies
+            # are not shown, or are found with the others (effective_policies).
+            return visible
         return visible.prefetch_related("template__approval_policies")
 
     def get_object(self):
@@ -51,11 +53,10 @@ class EnvironmentViewSet(UpdateViewSet):
     @action(detail=True, methods=["get"], url_path="effective-policies")
     def effective_policies(self, request: Request, pk: str | None = None) -> Response:
         environment = self.get_object()
-        applying = tree_for(environment.project).effective_policies(environment)
         # Whoever sees an environment sees the policies that apply to it (access.visible_policies): they
-        # are shown without asking again.
-        shown = PolicySerializer.loading(ApprovalPolicy.objects.all()).in_bulk([p.pk for p in applying])
-        return Response([PolicySerializer(shown[policy.pk]).data for policy in applying])
+        # are shown without asking again. Found and loaded together, with no project tree.
+        applying = in_effective_order(PolicySerializer.loading(effective_policies_query(environment)))
+        return Response(PolicySerializer(applying, many=True).data)
 
     @extend_schema(request=TriggerDeploymentSerializer, responses={201: DeploymentSerializer})
     @action(detail=True, methods=["post", "get"], url_path="deployments")
