@@ -59,6 +59,7 @@ def build(deployment_count: int, pipelines: int) -> list[tuple[int, str]]:
     from django.utils import timezone
 
     from policies_app.accounts import tokens
+    from policies_app.deployments import stored_inputs
     from policies_app.models import (
         Approval,
         Deployment,
@@ -113,6 +114,7 @@ def build(deployment_count: int, pipelines: int) -> list[tuple[int, str]]:
     messages = {"deny": [], "pending": ["needs two approvals"], "warn": [], "allow": []}
     now = timezone.now()
     # The pipelines: each its own user (a deployer of its environment's project) and named token.
+    plan_key = stored_inputs.store_plan(plan)
     waiting = []
     for n in range(pipelines):
         environment = environments[n]
@@ -124,7 +126,7 @@ def build(deployment_count: int, pipelines: int) -> list[tuple[int, str]]:
             deployer=user,
             status="pending_approval",
             decision="pending",
-            plan=plan,
+            plan_document_id=plan_key,
             messages=messages,
             pending_since=now,
             expires_at=now,
@@ -151,7 +153,7 @@ def build(deployment_count: int, pipelines: int) -> list[tuple[int, str]]:
                 deployer=admin,
                 status="succeeded",
                 decision="allow",
-                plan=plan,
+                plan_document_id=plan_key,
                 messages=messages,
             )
             for n in range(others)

@@ -14,12 +14,14 @@ in constant time, so how long an answer takes tells nothing about how much of a 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import secrets
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
@@ -28,6 +30,7 @@ from policies_app import audit
 from policies_app.access import TokenScope, service_account_capabilities
 from policies_app.errors import Forbidden, Invalid
 from policies_app.models import ApiToken, LegacyApiToken
+from policies_app.prepared import PreparedQuery
 
 KEY_PREFIX = "pp_"
 PREFIX_LENGTH = 10  # "pp_" and 7 characters of the key
@@ -101,6 +104,42 @@ def revoke_token(user: AbstractBaseUser, token: ApiToken) -> None:
         token.delete()
 
 
+NO_PREFIX = "\x00no prefix"  # the placeholder of the prepared lookups' prefix
+# What is read of each kind of token beside its user: a token's own limits (expiry, scope) only for the
+# named tokens that have them.
+_TOKEN_FIELDS = {
+    ApiToken: (
+        "pk",
+        "key_hash",
+        "last_used_at",
+        "expires_at",
+        "service_account_id",
+        "scope_project_id",
+        "capabilities",
+    ),
+    LegacyApiToken: ("pk", "key_hash"),
+}
+
+
+@functools.cache
+def _user_columns() -> tuple[str, ...]:
+    return tuple(field.attname for field in get_user_model()._meta.concrete_fields)
+
+
+def _candidates(kind: type) -> PreparedQuery:
+    """The tokens of a prefix with their users, compiled once: every API request and every pipeline's
+    poll asks, and compiling the query costs more than running it (policies_app/prepared.py)."""
+    return PreparedQuery(
+        lambda prefix: kind.objects.filter(prefix=prefix).values_list(
+            *_TOKEN_FIELDS[kind], *(f"user__{column}" for column in _user_columns())
+        ),
+        NO_PREFIX,
+    )
+
+
+CANDIDATES = {ApiToken: _candidates(ApiToken), LegacyApiToken: _candidates(LegacyApiToken)}
+
+
 def user_for_key(key: str) -> AbstractBaseUser | None:
     """The active user a key belongs to (None: no such token, or its user is deactivated), noting the
     use of a named token. A scoped token's user carries its scope (``token_scope``), which access.Grants
@@ -108,24 +147,41 @@ def user_for_key(key: str) -> AbstractBaseUser | None:
     if not key:
         return None
     digest = key_hash(key)
-    if key.startswith(KEY_PREFIX):
-        candidates = ApiToken.objects.select_related("user", "scope_project", "service_account__project")
-    else:
-        candidates = LegacyApiToken.objects.select_related("user")
-    token = None
-    for candidate in candidates.filter(prefix=key_prefix(key)):
-        if hmac.compare_digest(candidate.key_hash, digest):
-            token = candidate
-    if token is None or not token.user.is_active:
+    kind = ApiToken if key.startswith(KEY_PREFIX) else LegacyApiToken
+    found = None
+    for candidate in CANDIDATES[kind].rows(key_prefix(key)):
+        if hmac.compare_digest(candidate[1], digest):
+            found = candidate
+    if found is None:
         return None
-    if isinstance(token, ApiToken):
+    token_values = dict(zip(_TOKEN_FIELDS[kind], found, strict=False))
+    user = get_user_model().from_db("default", _user_columns(), found[len(_TOKEN_FIELDS[kind]) :])
+    if not user.is_active:
+        return None
+    if kind is ApiToken:
         now = timezone.now()
-        if token.expires_at is not None and token.expires_at <= now:
+        expires_at = token_values["expires_at"]
+        if expires_at is not None and expires_at <= now:
             raise TokenExpired
-        if token.last_used_at is None or token.last_used_at < now - LAST_USE_PRECISION:
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-        token.user.token_scope = scope_of(token)
-    return token.user
+        last_used_at = token_values["last_used_at"]
+        if last_used_at is None or last_used_at < now - LAST_USE_PRECISION:
+            ApiToken.objects.filter(pk=token_values["pk"]).update(last_used_at=now)
+        scoped = (
+            token_values["service_account_id"]
+            or token_values["scope_project_id"]
+            or token_values["capabilities"]
+        )
+        # Only a scoped token (a service account's, mostly) costs a second query, for its projects.
+        user.token_scope = (
+            scope_of(
+                ApiToken.objects.select_related("scope_project", "service_account__project").get(
+                    pk=token_values["pk"]
+                )
+            )
+            if scoped
+            else None
+        )
+    return user
 
 
 def scope_of(token: ApiToken) -> TokenScope | None:
