@@ -26,10 +26,12 @@ from policies_app.iac.values import (
     UNKNOWN,
     Sensitive,
     TfSet,
+    UnknownValue,
     contains_sensitive,
     contains_unknown,
     is_unknown,
     mark,
+    template_prefix,
     unmark_deep,
 )
 
@@ -748,9 +750,24 @@ class Evaluator:
     # -- templates and for expressions ---------------------------------------------------------------
 
     def _template(self, expr: syntax_nodes.TemplateExpr, scope: Scope) -> Any:
+        # A template that becomes unknown is still a string, never null, and starts with what its
+        # parts before the first unknown one rendered (HCL's TemplateExpr; a directive is one part,
+        # so text its known branch or loop rendered before an unknown does not count).
         out: list[str] = []
-        flags = self._render_parts(expr.parts, scope, out)
-        result = UNKNOWN if flags & _UNKNOWN_PART else "".join(out)
+        flags = 0
+        known = -1  # the number of rendered pieces before the first unknown part
+        for part in expr.parts:
+            rendered = len(out)
+            part_flags = self._render_parts([part], scope, out)
+            if part_flags & _UNKNOWN_PART and known < 0:
+                known = rendered
+            flags |= part_flags
+        if known >= 0:
+            result: Any = UnknownValue(
+                type_constraints.STRING, True, prefix=template_prefix("".join(out[:known]))
+            )
+        else:
+            result = "".join(out)
         return mark(result) if flags & _SENSITIVE_PART else result
 
     def _render_parts(self, parts: list, scope: Scope, out: list[str]) -> int:

@@ -74,22 +74,25 @@ def unknown_of_either(first: Any, second: Any) -> UnknownValue:
     both results unify to (any when either is itself an unknown of any type), not null when neither
     is, and, when both are collections of one type, no shorter than the shorter and no longer than the
     longer (``cond ? ["a"] : ["b"]`` is a tuple of one element either way, so its length is known).
-    Refined only where the result is a collection or a structure: otherwise ``UNKNOWN``."""
+    A primitive result is refined by its type and not-null only; any other stays ``UNKNOWN``."""
     types = [infer_type(first), infer_type(second)]
     dynamic = any(
         isinstance(t, AnyType) and v is not None for t, v in zip(types, (first, second), strict=True)
     )
     result_type = None if dynamic else unify(types)
+    not_null = definitely_not_null(first) and definitely_not_null(second)
     if not isinstance(result_type, (ListType, SetType, MapType, TupleType, ObjectType)):
-        # What cty also knows of other results (not null, a number's range, a string's prefix) is not
-        # carried: an unknown of a primitive or of any type stays the plain one.
+        # A primitive result is known to be of its type and, when neither result can be null, not
+        # null: `cond ? "a" : "b"` != null is true. HCL carries no string prefix through a
+        # conditional, and a number's range is not modelled: unknown of any type stays the plain one.
+        if isinstance(result_type, PrimitiveType):
+            return UnknownValue(result_type, not_null)
         return UNKNOWN
     length: tuple[int, int | None] = (0, None)
     if isinstance(types[0], (ListType, SetType, MapType)) and types[0] == types[1]:
         (first_low, first_high), (second_low, second_high) = length_bounds(first), length_bounds(second)
         high = None if first_high is None or second_high is None else max(first_high, second_high)
         length = (min(first_low, second_low), high)
-    not_null = definitely_not_null(first) and definitely_not_null(second)
     return UnknownValue(result_type, not_null, length)
 
 
@@ -110,7 +113,8 @@ def converted_unknown(value: UnknownValue, target: TypeConstraint) -> UnknownVal
     ):
         low, high = value.length
         length = (min(low, 1) if isinstance(target, SetType) else low, high)
-    return UnknownValue(None if has_any(target) else target, value.not_null, length)
+    prefix = value.prefix if target == STRING else ""  # a string's beginning survives only as a string
+    return UnknownValue(None if has_any(target) else target, value.not_null, length, prefix)
 
 
 def has_any(t: TypeConstraint) -> bool:
