@@ -462,6 +462,9 @@ def _may_become(unknown: UnknownValue, known: Any) -> bool:
         known = known.value
     if isinstance(unknown.type, PrimitiveType) and primitive_kind(known) != unknown.type.name:
         return False
+    low, high = unknown.number_range
+    if _is_number(known) and not low <= known <= high:
+        return False
     return not (unknown.prefix and isinstance(known, str) and not known.startswith(unknown.prefix))
 
 

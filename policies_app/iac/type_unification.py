@@ -11,6 +11,7 @@ object's type here; in terraform, to whatever type that unknown has).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from policies_app.iac.type_kinds import (
@@ -36,6 +37,7 @@ from policies_app.iac.values import (
     UnknownValue,
     definitely_not_null,
     length_bounds,
+    number_bounds,
 )
 
 
@@ -85,6 +87,8 @@ def unknown_of_either(first: Any, second: Any) -> UnknownValue:
         # A primitive result is known to be of its type and, when neither result can be null, not
         # null: `cond ? "a" : "b"` != null is true. HCL carries no string prefix through a
         # conditional, and a number's range is not modelled: unknown of any type stays the plain one.
+        if result_type == NUMBER and all(_is_number_typed(v) for v in (first, second)):
+            return _number_of_either(first, second, not_null)
         if isinstance(result_type, PrimitiveType):
             return UnknownValue(result_type, not_null)
         return UNKNOWN
@@ -94,6 +98,23 @@ def unknown_of_either(first: Any, second: Any) -> UnknownValue:
         high = None if first_high is None or second_high is None else max(first_high, second_high)
         length = (min(first_low, second_low), high)
     return UnknownValue(result_type, not_null, length)
+
+
+def _is_number_typed(value: Any) -> bool:
+    if value.__class__ is UnknownValue:
+        return value.type == NUMBER
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _number_of_either(first: Any, second: Any, not_null: bool) -> Any:
+    """HCL's conditional over two numbers with an unknown condition: an unknown within the bounds of
+    both, and the number itself when the bounds close on one (``cond ? 0 : 0`` is 0, the common
+    ``count = enabled ? length(x) : 0`` with ``x`` empty)."""
+    (first_low, first_high), (second_low, second_high) = number_bounds(first), number_bounds(second)
+    low, high = min(first_low, second_low), max(first_high, second_high)
+    if low == high and math.isfinite(low):
+        return first if first.__class__ is not UnknownValue else second
+    return UnknownValue(NUMBER, not_null, number_range=(low, high))
 
 
 def converted_unknown(value: UnknownValue, target: TypeConstraint) -> UnknownValue:
@@ -114,7 +135,8 @@ def converted_unknown(value: UnknownValue, target: TypeConstraint) -> UnknownVal
         low, high = value.length
         length = (min(low, 1) if isinstance(target, SetType) else low, high)
     prefix = value.prefix if target == STRING else ""  # a string's beginning survives only as a string
-    return UnknownValue(None if has_any(target) else target, value.not_null, length, prefix)
+    kept = value.number_range if target == NUMBER and source == NUMBER else (-math.inf, math.inf)
+    return UnknownValue(None if has_any(target) else target, value.not_null, length, prefix, kept)
 
 
 def has_any(t: TypeConstraint) -> bool:

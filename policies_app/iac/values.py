@@ -22,6 +22,7 @@ this representation:
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from typing import Any
 
@@ -33,12 +34,13 @@ class UnknownValue:
     cty refines an unknown: they still say what is already certain of the value to come, its type
     (a type_constraints.TypeConstraint: ``length`` of an unknown tuple is known), that it is not null,
     the bounds of its length as a collection (``cond ? ["a"] : ["b"]`` with an unknown condition is
-    an unknown of length 1), or a string's known beginning (``"a-${x}"`` starts with "a-": cty's
-    StringPrefix, already cut to what no following text can change, see ``safe_known_prefix``). Every unknown is recognised by its class (``is_unknown``); code that
+    an unknown of length 1), a string's known beginning (``"a-${x}"`` starts with "a-": cty's
+    StringPrefix, already cut to what no following text can change, see ``safe_known_prefix``), or
+    a number's bounds (``cond ? 1 : 2`` lies within [1, 2], so it is less than 3). Every unknown is recognised by its class (``is_unknown``); code that
     only propagates unknowns returns ``UNKNOWN``, which drops the refinements and is never wrong.
     """
 
-    __slots__ = ("type", "not_null", "length", "prefix")
+    __slots__ = ("type", "not_null", "length", "prefix", "number_range")
 
     def __init__(
         self,
@@ -46,11 +48,13 @@ class UnknownValue:
         not_null: bool = False,
         length: tuple[int, int | None] = (0, None),
         prefix: str = "",
+        number_range: tuple[float, float] = (-math.inf, math.inf),
     ):
         self.type = type  # None: any type
         self.not_null = not_null
         self.length = length  # (lower, upper) bounds of a collection's length; upper None: unbounded
         self.prefix = prefix  # what a string certainly starts with ("" when nothing is known)
+        self.number_range = number_range  # (lowest, highest) a number may be, both included
 
     def __repr__(self) -> str:
         return "(known after apply)"
@@ -58,7 +62,7 @@ class UnknownValue:
     def __reduce__(self) -> Any:
         if self is UNKNOWN:
             return "UNKNOWN"
-        return (UnknownValue, (self.type, self.not_null, self.length, self.prefix))
+        return (UnknownValue, (self.type, self.not_null, self.length, self.prefix, self.number_range))
 
     def __bool__(self) -> bool:
         raise TypeError("an unknown value has no truth value yet; check is_unknown() first")
@@ -127,6 +131,18 @@ def known_prefix(value: Any) -> str:
     if value.__class__ is UnknownValue:
         return value.prefix
     return value if isinstance(value, str) else ""
+
+
+def number_bounds(value: Any) -> tuple[float, float]:
+    """The bounds of a number: a known one is its own, a refined unknown has its range
+    (cty's ValueRange.NumberLowerBound/UpperBound), anything else is unbounded."""
+    if value.__class__ is Sensitive:
+        value = value.value
+    if value.__class__ is UnknownValue:
+        return value.number_range
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value, value
+    return -math.inf, math.inf
 
 
 def length_bounds(value: Any) -> tuple[int, int | None]:

@@ -87,7 +87,7 @@ def call_function(
             extra["declared_types"] = declared_types or [ANY] * len(args)
         result = _call(spec, args, ctx, extra)
     if result.__class__ is UnknownValue and spec.refines_not_null and not result.not_null:
-        result = UnknownValue(result.type, True, result.length, result.prefix)
+        result = UnknownValue(result.type, True, result.length, result.prefix, result.number_range)
     if spec.marks == "elements" and isinstance(result, TfSet) and contains_sensitive(result):
         result, marked = unmark_deep(result), True
     return mark(result) if marked else result
