@@ -7,6 +7,10 @@ conversion.go), with one difference: our nulls and unknowns are mostly untyped w
 type, so ``any`` among the given types stands for "a type we do not know" and is left out, where cty
 would read it as DynamicPseudoType and give up on a common type (``[{a = 1}, unknown]`` unifies to the
 object's type here; in terraform, to whatever type that unknown has).
+
+Why this module is long: it is one set of cty's rules, the common type and what an unknown keeps of
+its refinements when its type is decided (a conditional's result, a conversion); split, each half
+would need the other's private helpers.
 """
 
 from __future__ import annotations
