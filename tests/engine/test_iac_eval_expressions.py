@@ -239,3 +239,21 @@ def test_function_calls_go_to_the_library_and_propagate_unknowns():
 def test_timestamp_and_uuid_are_unknown_until_apply():
     assert is_unknown(value_of("timestamp()"))
     assert is_unknown(value_of("uuid()"))
+
+
+def test_a_known_beginning_is_cut_where_cty_cuts_it():
+    from policies_app.iac.values import safe_known_prefix, template_prefix
+
+    # A delimiter ends a grapheme cluster; a letter or digit may still combine with what follows.
+    assert [safe_known_prefix(t) for t in ("a-", "ab", "https://", "v1", "")] == [
+        "a-",
+        "a",
+        "https://",
+        "v",
+        "",
+    ]
+    # Beyond ASCII we keep no more than what ends in a delimiter (never longer than cty's).
+    assert safe_known_prefix("é-b") == "é-"
+    assert safe_known_prefix("e\u0301") == ""
+    # HCL keeps at most 128 bytes of a template's known text (terraform 1.11: startswith of 127 x is true, of 128 unknown).
+    assert template_prefix("x" * 200 + "-") == "x" * 127
