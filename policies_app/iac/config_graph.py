@@ -83,12 +83,19 @@ class _GraphBuilder:
             nodes.extend((child.path, "output", out) for out in outputs)
         return nodes
 
-    def _link(self, node: Node, module: Module, references: Iterable[tuple]) -> None:
+    def _link(
+        self, node: Node, module: Module, references: Iterable[tuple], may_name_itself: Iterable[tuple] = ()
+    ) -> None:
+        """Edges from the node to what its references name; a reference to the node itself is an
+        error, except those of ``may_name_itself`` (terraform ignores them)."""
         graph = self.graph
+        harmless = list(may_name_itself)
         for reference in references:
             for target in self._targets(module, reference):
                 if target != node:
                     graph.add_edge(node, target)
+                elif reference in harmless:
+                    harmless.remove(reference)  # one use of the name, not every one
                 elif node[1] != "var" and node not in self.self_referencing:
                     # A variable's validation reads its own value; any other block cannot.
                     self.self_referencing.add(node)
@@ -125,7 +132,7 @@ class _GraphBuilder:
                 for name, block in table.items():
                     node = (path, kind, name)
                     self._add(node, nodes)
-                    self._link(node, module, body_references(block.body))
+                    self._link(node, module, body_references(block.body), _ordering_references(block))
             for name, block in module.calls.items():
                 node = (path, "call", name)
                 self._add(node, nodes)
@@ -155,3 +162,11 @@ class _GraphBuilder:
                     "(no such variable in the module)",
                     attribute.pos,
                 )
+
+
+def _ordering_references(block: syntax_nodes.Block) -> list[tuple]:
+    """The references of a resource's ``depends_on``: terraform accepts the resource's own name there
+    (a self-edge it drops), unlike anywhere else in the block (``replace_triggered_by`` naming itself
+    fails its plan)."""
+    depends_on = block.body.attributes.get("depends_on")
+    return expression_references(depends_on.expr) if depends_on is not None else []

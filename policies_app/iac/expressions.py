@@ -26,12 +26,35 @@ from policies_app.iac.values import (
     UNKNOWN,
     Sensitive,
     TfSet,
+    UnknownValue,
     contains_sensitive,
     contains_unknown,
     is_unknown,
     mark,
+    number_bounds,
+    template_prefix,
     unmark_deep,
 )
+
+# What an operator gives before its operands are known: a bool or a number, never null (the
+# operator functions of cty's stdlib declare refineNonNull).
+_UNKNOWN_BOOL = UnknownValue(type_constraints.BOOL, True)
+_UNKNOWN_NUMBER = UnknownValue(type_constraints.NUMBER, True)
+_COMPARISONS = frozenset({"<", "<=", ">", ">="})
+
+
+def _compared_bounds(op: str, left: Any, right: Any) -> Any:
+    """A comparison with an unknown side, decided where the sides' bounds do not overlap (cty's
+    LessThan and GreaterThan, which treat every bound as exclusive; ``a <= b`` is ``a < b || a ==
+    b``, and the equality is false only where a known side lies outside the other's bounds)."""
+    if op in (">", ">="):
+        left, right = right, left  # a > b is b < a
+    (left_low, left_high), (right_low, right_high) = number_bounds(left), number_bounds(right)
+    if left_high < right_low:
+        return True
+    if left_low > right_high and (op in ("<", ">") or not (is_unknown(left) and is_unknown(right))):
+        return False
+    return _UNKNOWN_BOOL
 
 
 class EvalError(Exception):
@@ -706,7 +729,7 @@ class Evaluator:
         if op == "==" or op == "!=":
             equal = equal_with_unknowns(left, right)
             if is_unknown(equal):
-                return UNKNOWN
+                return _UNKNOWN_BOOL
             return equal if op == "==" else not equal
         if op == "&&" or op == "||":
             # No short-circuit: both sides are evaluated (and their errors raised) as in Terraform,
@@ -714,12 +737,14 @@ class Evaluator:
             left_bool = left if is_unknown(left) else to_bool(left, expr.left.pos, "operand")
             right_bool = right if is_unknown(right) else to_bool(right, expr.right.pos, "operand")
             if is_unknown(left_bool) or is_unknown(right_bool):
-                return UNKNOWN
+                return _UNKNOWN_BOOL
             return (left_bool and right_bool) if op == "&&" else (left_bool or right_bool)
         left_number = left if is_unknown(left) else to_number(left, expr.left.pos)
         right_number = right if is_unknown(right) else to_number(right, expr.right.pos)
         if is_unknown(left_number) or is_unknown(right_number):
-            return UNKNOWN
+            if op in _COMPARISONS:
+                return _compared_bounds(op, left_number, right_number)
+            return _UNKNOWN_NUMBER
         if op in ("+", "-", "*", "/", "%"):
             return _checked_arithmetic(op, left_number, right_number, expr.pos)
         if op == "<":
@@ -740,7 +765,7 @@ class Evaluator:
 
     def _unary_value(self, expr: syntax_nodes.UnaryOp, operand: Any) -> Any:
         if is_unknown(operand):
-            return UNKNOWN
+            return _UNKNOWN_BOOL if expr.op == "!" else _UNKNOWN_NUMBER
         if expr.op == "!":
             return not to_bool(operand, expr.operand.pos, "operand")
         return arithmetic("-", 0, to_number(operand, expr.operand.pos))
@@ -748,9 +773,24 @@ class Evaluator:
     # -- templates and for expressions ---------------------------------------------------------------
 
     def _template(self, expr: syntax_nodes.TemplateExpr, scope: Scope) -> Any:
+        # A template that becomes unknown is still a string, never null, and starts with what its
+        # parts before the first unknown one rendered (HCL's TemplateExpr; a directive is one part,
+        # so text its known branch or loop rendered before an unknown does not count).
         out: list[str] = []
-        flags = self._render_parts(expr.parts, scope, out)
-        result = UNKNOWN if flags & _UNKNOWN_PART else "".join(out)
+        flags = 0
+        known = -1  # the number of rendered pieces before the first unknown part
+        for part in expr.parts:
+            rendered = len(out)
+            part_flags = self._render_parts([part], scope, out)
+            if part_flags & _UNKNOWN_PART and known < 0:
+                known = rendered
+            flags |= part_flags
+        if known >= 0:
+            result: Any = UnknownValue(
+                type_constraints.STRING, True, prefix=template_prefix("".join(out[:known]))
+            )
+        else:
+            result = "".join(out)
         return mark(result) if flags & _SENSITIVE_PART else result
 
     def _render_parts(self, parts: list, scope: Scope, out: list[str]) -> int:

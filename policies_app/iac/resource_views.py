@@ -10,7 +10,7 @@ from policies_app.iac import syntax_nodes, type_constraints
 from policies_app.iac.diagnostics import Reporter
 from policies_app.iac.expressions import ResourceObject
 from policies_app.iac.provider_schemas import Attribute, Block, NestedBlock, ProviderSchemas
-from policies_app.iac.values import UNKNOWN, is_unknown, mark, unmark, unmark_deep
+from policies_app.iac.values import UNKNOWN, UnknownValue, is_unknown, mark, unmark, unmark_deep
 
 _META_BLOCKS = frozenset({"lifecycle", "provisioner", "connection"})
 
@@ -32,8 +32,17 @@ def instance_views(
         return values, _unknown_where_unset(block.body, values)
     planned = _PlanWithSchema(reporter, what).block(schema, block.body, values)
     if kind == "resource" and resource_type == "terraform_data":
-        # The built-in provider's own logic: output mirrors input, known only after apply.
-        planned["output"] = None if unmark(planned["input"])[0] is None else UNKNOWN
+        # The built-in provider's own logic: output mirrors input, known only after apply, of the
+        # input's type (so terraform_data.x.output == 3 is false for a string input, and the length
+        # of an object's output is known).
+        given = unmark_deep(planned["input"])
+        output_type = type_constraints.infer_type(given)
+        if given is None:
+            planned["output"] = None
+        else:
+            planned["output"] = (
+                UNKNOWN if isinstance(output_type, type_constraints.AnyType) else UnknownValue(output_type)
+            )
     return planned, planned
 
 

@@ -46,6 +46,7 @@ from policies_app.iac.values import (
     Sensitive,
     TfMap,
     TfSet,
+    UnknownValue,
     contains_unknown,
     definitely_not_null,
     is_unknown,
@@ -440,6 +441,9 @@ def equal_with_unknowns(left: Any, right: Any) -> Any:
         # An unknown refined as not null is certainly not equal to null.
         if (left is None and definitely_not_null(right)) or (right is None and definitely_not_null(left)):
             return False
+        unknown, other = (left, right) if is_unknown(left) else (right, left)
+        if other is not None and not is_unknown(other) and not _may_become(unknown, other):
+            return False
         return UNKNOWN
     if left is None or right is None:
         return left is None and right is None
@@ -448,6 +452,20 @@ def equal_with_unknowns(left: Any, right: Any) -> Any:
     if isinstance(left, TfSet) or isinstance(right, TfSet) or not _same_shape(left, right):
         return UNKNOWN if _same_shape(left, right) else False
     return _equal_elements(left, right)
+
+
+def _may_become(unknown: UnknownValue, known: Any) -> bool:
+    """Whether the unknown may turn out to be the known (non-null) value, as far as its refinements
+    tell (cty's ValueRange.Includes): a value of another primitive type, or a string not starting
+    with its known prefix, it cannot become."""
+    if known.__class__ is Sensitive:
+        known = known.value
+    if isinstance(unknown.type, PrimitiveType) and primitive_kind(known) != unknown.type.name:
+        return False
+    low, high = unknown.number_range
+    if _is_number(known) and not low <= known <= high:
+        return False
+    return not (unknown.prefix and isinstance(known, str) and not known.startswith(unknown.prefix))
 
 
 def _same_shape(left: Any, right: Any) -> bool:

@@ -7,10 +7,15 @@ conversion.go), with one difference: our nulls and unknowns are mostly untyped w
 type, so ``any`` among the given types stands for "a type we do not know" and is left out, where cty
 would read it as DynamicPseudoType and give up on a common type (``[{a = 1}, unknown]`` unifies to the
 object's type here; in terraform, to whatever type that unknown has).
+
+Why this module is long: it is one set of cty's rules, the common type and what an unknown keeps of
+its refinements when its type is decided (a conditional's result, a conversion); split, each half
+would need the other's private helpers.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from policies_app.iac.type_kinds import (
@@ -36,6 +41,7 @@ from policies_app.iac.values import (
     UnknownValue,
     definitely_not_null,
     length_bounds,
+    number_bounds,
 )
 
 
@@ -74,23 +80,45 @@ def unknown_of_either(first: Any, second: Any) -> UnknownValue:
     both results unify to (any when either is itself an unknown of any type), not null when neither
     is, and, when both are collections of one type, no shorter than the shorter and no longer than the
     longer (``cond ? ["a"] : ["b"]`` is a tuple of one element either way, so its length is known).
-    Refined only where the result is a collection or a structure: otherwise ``UNKNOWN``."""
+    A primitive result is refined by its type and not-null only; any other stays ``UNKNOWN``."""
     types = [infer_type(first), infer_type(second)]
     dynamic = any(
         isinstance(t, AnyType) and v is not None for t, v in zip(types, (first, second), strict=True)
     )
     result_type = None if dynamic else unify(types)
+    not_null = definitely_not_null(first) and definitely_not_null(second)
     if not isinstance(result_type, (ListType, SetType, MapType, TupleType, ObjectType)):
-        # What cty also knows of other results (not null, a number's range, a string's prefix) is not
-        # carried: an unknown of a primitive or of any type stays the plain one.
+        # A primitive result is known to be of its type and, when neither result can be null, not
+        # null: `cond ? "a" : "b"` != null is true. HCL carries no string prefix through a
+        # conditional, and a number's range is not modelled: unknown of any type stays the plain one.
+        if result_type == NUMBER and all(_is_number_typed(v) for v in (first, second)):
+            return _number_of_either(first, second, not_null)
+        if isinstance(result_type, PrimitiveType):
+            return UnknownValue(result_type, not_null)
         return UNKNOWN
     length: tuple[int, int | None] = (0, None)
     if isinstance(types[0], (ListType, SetType, MapType)) and types[0] == types[1]:
         (first_low, first_high), (second_low, second_high) = length_bounds(first), length_bounds(second)
         high = None if first_high is None or second_high is None else max(first_high, second_high)
         length = (min(first_low, second_low), high)
-    not_null = definitely_not_null(first) and definitely_not_null(second)
     return UnknownValue(result_type, not_null, length)
+
+
+def _is_number_typed(value: Any) -> bool:
+    if value.__class__ is UnknownValue:
+        return value.type == NUMBER
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _number_of_either(first: Any, second: Any, not_null: bool) -> Any:
+    """HCL's conditional over two numbers with an unknown condition: an unknown within the bounds of
+    both, and the number itself when the bounds close on one (``cond ? 0 : 0`` is 0, the common
+    ``count = enabled ? length(x) : 0`` with ``x`` empty)."""
+    (first_low, first_high), (second_low, second_high) = number_bounds(first), number_bounds(second)
+    low, high = min(first_low, second_low), max(first_high, second_high)
+    if low == high and math.isfinite(low):
+        return first if first.__class__ is not UnknownValue else second
+    return UnknownValue(NUMBER, not_null, number_range=(low, high))
 
 
 def converted_unknown(value: UnknownValue, target: TypeConstraint) -> UnknownValue:
@@ -110,7 +138,9 @@ def converted_unknown(value: UnknownValue, target: TypeConstraint) -> UnknownVal
     ):
         low, high = value.length
         length = (min(low, 1) if isinstance(target, SetType) else low, high)
-    return UnknownValue(None if has_any(target) else target, value.not_null, length)
+    prefix = value.prefix if target == STRING else ""  # a string's beginning survives only as a string
+    kept = value.number_range if target == NUMBER and source == NUMBER else (-math.inf, math.inf)
+    return UnknownValue(None if has_any(target) else target, value.not_null, length, prefix, kept)
 
 
 def has_any(t: TypeConstraint) -> bool:

@@ -22,6 +22,8 @@ this representation:
 
 from __future__ import annotations
 
+import math
+import unicodedata
 from typing import Any
 
 
@@ -31,17 +33,28 @@ class UnknownValue:
     ``UNKNOWN`` is the one of which nothing more is known (cty's DynamicVal). Others are refined, as
     cty refines an unknown: they still say what is already certain of the value to come, its type
     (a type_constraints.TypeConstraint: ``length`` of an unknown tuple is known), that it is not null,
-    or the bounds of its length as a collection (``cond ? ["a"] : ["b"]`` with an unknown condition is
-    an unknown of length 1). Every unknown is recognised by its class (``is_unknown``); code that
+    the bounds of its length as a collection (``cond ? ["a"] : ["b"]`` with an unknown condition is
+    an unknown of length 1), a string's known beginning (``"a-${x}"`` starts with "a-": cty's
+    StringPrefix, already cut to what no following text can change, see ``safe_known_prefix``), or
+    a number's bounds (``cond ? 1 : 2`` lies within [1, 2], so it is less than 3). Every unknown is recognised by its class (``is_unknown``); code that
     only propagates unknowns returns ``UNKNOWN``, which drops the refinements and is never wrong.
     """
 
-    __slots__ = ("type", "not_null", "length")
+    __slots__ = ("type", "not_null", "length", "prefix", "number_range")
 
-    def __init__(self, type: Any = None, not_null: bool = False, length: tuple[int, int | None] = (0, None)):
+    def __init__(
+        self,
+        type: Any = None,
+        not_null: bool = False,
+        length: tuple[int, int | None] = (0, None),
+        prefix: str = "",
+        number_range: tuple[float, float] = (-math.inf, math.inf),
+    ):
         self.type = type  # None: any type
         self.not_null = not_null
         self.length = length  # (lower, upper) bounds of a collection's length; upper None: unbounded
+        self.prefix = prefix  # what a string certainly starts with ("" when nothing is known)
+        self.number_range = number_range  # (lowest, highest) a number may be, both included
 
     def __repr__(self) -> str:
         return "(known after apply)"
@@ -49,7 +62,7 @@ class UnknownValue:
     def __reduce__(self) -> Any:
         if self is UNKNOWN:
             return "UNKNOWN"
-        return (UnknownValue, (self.type, self.not_null, self.length))
+        return (UnknownValue, (self.type, self.not_null, self.length, self.prefix, self.number_range))
 
     def __bool__(self) -> bool:
         raise TypeError("an unknown value has no truth value yet; check is_unknown() first")
@@ -75,6 +88,61 @@ def definitely_not_null(value: Any) -> bool:
     if value.__class__ is UnknownValue:
         return value.not_null
     return value is not None
+
+
+# The characters cty keeps at the end of a known prefix (ctystrings.sequenceMustEndGraphemeCluster):
+# delimiters that no following character can combine with.
+_PREFIX_DELIMITERS = frozenset("-_:;/\\,.(){}[]|?!~ \t@#$%^&*+\"'")
+# HCL keeps at most this many bytes of a template's known beginning.
+_TEMPLATE_PREFIX_BYTES = 128
+
+
+def safe_known_prefix(text: str) -> str:
+    """The part of a known beginning that stays the beginning whatever follows it (cty's
+    StringPrefix, ctystrings.SafeKnownPrefix): the last character is dropped, because a combining
+    mark appended after it would change it ("ab" keeps "a"), unless it is one of the delimiters
+    nothing combines with ("a-" stays "a-"). Beyond ASCII we keep only what ends in such a
+    delimiter: shorter than cty's grapheme-cluster rules may keep, never longer."""
+    text = unicodedata.normalize("NFC", text)
+    if not text:
+        return ""
+    if not text.isascii():
+        cut = max((i for i, c in enumerate(text) if c in _PREFIX_DELIMITERS), default=-1)
+        if cut < 0 or (cut > 0 and unicodedata.combining(text[cut - 1])):
+            return ""
+        return text[: cut + 1]
+    return text if text[-1] in _PREFIX_DELIMITERS else text[:-1]
+
+
+def template_prefix(known: str) -> str:
+    """The refined prefix of a template whose rendering became unknown after ``known`` (HCL's
+    TemplateExpr: at most 128 bytes of it, then cty's StringPrefix)."""
+    encoded = known.encode()
+    if len(encoded) > _TEMPLATE_PREFIX_BYTES:
+        known = encoded[:_TEMPLATE_PREFIX_BYTES].decode(errors="ignore")
+    return safe_known_prefix(known)
+
+
+def known_prefix(value: Any) -> str:
+    """What a string value certainly starts with: a known string is its own, a refined unknown its
+    prefix, anything else nothing."""
+    if value.__class__ is Sensitive:
+        value = value.value
+    if value.__class__ is UnknownValue:
+        return value.prefix
+    return value if isinstance(value, str) else ""
+
+
+def number_bounds(value: Any) -> tuple[float, float]:
+    """The bounds of a number: a known one is its own, a refined unknown has its range
+    (cty's ValueRange.NumberLowerBound/UpperBound), anything else is unbounded."""
+    if value.__class__ is Sensitive:
+        value = value.value
+    if value.__class__ is UnknownValue:
+        return value.number_range
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value, value
+    return -math.inf, math.inf
 
 
 def length_bounds(value: Any) -> tuple[int, int | None]:

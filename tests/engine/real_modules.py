@@ -1008,7 +1008,10 @@ def build_corpus(directory: Path, only: set[str] | None = None) -> Corpus:
                 _localise_sources_only(slugs[name], sources)
         for name in repositories:
             for root in example_roots(slugs[name]):
-                values = root_variable_values(root)
+                try:
+                    values = root_variable_values(root)
+                except HclScanError:  # a root our scanner cannot read is left out (CORPUS_BROKEN)
+                    continue
                 if values:
                     (root / "corpus.auto.tfvars.json").write_text(json.dumps(values, indent=2) + "\n")
                 if variant == "repos" and not (root / "CORPUS_BROKEN").exists():

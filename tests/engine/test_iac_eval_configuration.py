@@ -806,3 +806,24 @@ def test_a_block_referring_to_itself_is_an_error(tmp_path):
     )
     assert "local.a refers to itself" in error_text(document)
     assert "terraform_data.r refers to itself" in error_text(document)
+
+
+def test_a_resource_naming_itself_in_depends_on_is_not_an_error_but_elsewhere_it_is(tmp_path):
+    # terraform 1.11 plans the first and refuses the second (iac_corpus/depends_on_itself).
+    document = evaluate_files(
+        tmp_path,
+        {
+            "main.tf": """
+        resource "terraform_data" "a" {
+          input      = "x"
+          depends_on = [terraform_data.a]
+        }
+        resource "terraform_data" "b" {
+          input      = terraform_data.b.id
+          depends_on = [terraform_data.b]
+        }
+    """
+        },
+    )
+    assert "terraform_data.a refers to itself" not in error_text(document)
+    assert "terraform_data.b refers to itself" in error_text(document)

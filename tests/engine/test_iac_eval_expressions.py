@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from policies_app.iac.expressions import EvalError, ResourceObject
-from policies_app.iac.values import UNKNOWN, TfSet
+from policies_app.iac.values import UNKNOWN, TfSet, is_unknown
 
 from .test_iac_eval_support import value_of
 
@@ -70,14 +70,11 @@ def test_it_refuses_arithmetic_on_null_and_mismatched_conditional_types():
         "var.u == 1",
         "var.u < 3",
         "var.u ? 1 : 2",
-        '"a-${var.u}"',
         "[for x in var.u : x]",
         "{for k, v in var.u : k => v}",
         "var.u.attr",
         "var.u[0]",
         "var.u[*].id",
-        '"%{if var.u}yes%{endif}"',
-        '"%{for x in var.u}${x}%{endfor}"',
         "[1, 2][var.u]",
         "false && var.u",
         "true || var.u",
@@ -85,7 +82,25 @@ def test_it_refuses_arithmetic_on_null_and_mismatched_conditional_types():
     ],
 )
 def test_unknowns_propagate_through_every_kind_of_expression(text):
-    assert value_of(text, variables={"u": UNKNOWN}) is UNKNOWN
+    assert is_unknown(value_of(text, variables={"u": UNKNOWN}))
+
+
+@pytest.mark.parametrize(
+    ("text", "prefix"),
+    [
+        ('"a-${var.u}"', "a-"),
+        ('"ab${var.u}"', "a"),  # a letter may yet combine with what follows: cty drops it
+        ('"%{if var.u}yes%{endif}"', ""),
+        ('"%{for x in var.u}${x}%{endfor}"', ""),
+        ('"a-%{if true}b-${var.u}%{endif}"', "a-"),  # a directive is one part: its text is not counted
+    ],
+)
+def test_a_template_with_an_unknown_part_is_a_string_not_null_with_its_known_beginning(text, prefix):
+    # HCL's TemplateExpr, as terraform 1.11 plans it (iac_corpus/template_refinements).
+    value = value_of(text, variables={"u": UNKNOWN})
+    assert is_unknown(value)
+    assert (value.not_null, value.prefix) == (True, prefix)
+    assert value_of(f"{text} != null", variables={"u": UNKNOWN}) is True
 
 
 def test_unknowns_inside_collections_keep_the_known_parts():
@@ -215,12 +230,30 @@ def test_an_unsupported_function_becomes_unknown_with_a_warning_naming_it():
 def test_function_calls_go_to_the_library_and_propagate_unknowns():
     assert value_of('upper("a")') == "A"
     assert value_of("length([var.u, 1])", variables={"u": UNKNOWN}) == 2
-    assert value_of("upper(var.u)", variables={"u": UNKNOWN}) is UNKNOWN
+    assert is_unknown(value_of("upper(var.u)", variables={"u": UNKNOWN}))
     assert value_of("max([1, 5]...)") == 5
     with pytest.raises(EvalError, match="function"):
         value_of('tonumber("x")')
 
 
 def test_timestamp_and_uuid_are_unknown_until_apply():
-    assert value_of("timestamp()") is UNKNOWN
-    assert value_of("uuid()") is UNKNOWN
+    assert is_unknown(value_of("timestamp()"))
+    assert is_unknown(value_of("uuid()"))
+
+
+def test_a_known_beginning_is_cut_where_cty_cuts_it():
+    from policies_app.iac.values import safe_known_prefix, template_prefix
+
+    # A delimiter ends a grapheme cluster; a letter or digit may still combine with what follows.
+    assert [safe_known_prefix(t) for t in ("a-", "ab", "https://", "v1", "")] == [
+        "a-",
+        "a",
+        "https://",
+        "v",
+        "",
+    ]
+    # Beyond ASCII we keep no more than what ends in a delimiter (never longer than cty's).
+    assert safe_known_prefix("é-b") == "é-"
+    assert safe_known_prefix("e\u0301") == ""
+    # HCL keeps at most 128 bytes of a template's known text (terraform 1.11: startswith of 127 x is true, of 128 unknown).
+    assert template_prefix("x" * 200 + "-") == "x" * 127

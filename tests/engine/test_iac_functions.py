@@ -16,7 +16,7 @@ from policies_app.iac.functions import (
     UnsupportedFunction,
     call_function,
 )
-from policies_app.iac.values import UNKNOWN, TfSet
+from policies_app.iac.values import UNKNOWN, TfSet, is_unknown
 
 
 @pytest.fixture
@@ -44,11 +44,11 @@ def call(name: str, *args: Any, ctx: FunctionContext | None = None) -> Any:
 
 
 def test_it_makes_the_result_unknown_when_an_argument_is_unknown() -> None:
-    assert call("upper", UNKNOWN) is UNKNOWN
-    assert call("join", ",", ["a", UNKNOWN]) is UNKNOWN
-    assert call("jsonencode", {"a": [UNKNOWN]}) is UNKNOWN
-    assert call("format", "%s-%s", "a", UNKNOWN) is UNKNOWN
-    assert call("cidrsubnet", UNKNOWN, 4, 1) is UNKNOWN
+    assert is_unknown(call("upper", UNKNOWN))
+    assert is_unknown(call("join", ",", ["a", UNKNOWN]))
+    assert is_unknown(call("jsonencode", {"a": [UNKNOWN]}))
+    assert is_unknown(call("format", "%s-%s", "a", UNKNOWN))
+    assert is_unknown(call("cidrsubnet", UNKNOWN, 4, 1))
 
 
 def test_it_knows_the_length_of_a_sorted_list_holding_unknowns_but_not_its_order() -> None:
@@ -59,7 +59,7 @@ def test_it_knows_the_length_of_a_sorted_list_holding_unknowns_but_not_its_order
 def test_it_knows_the_length_of_a_list_holding_unknown_elements() -> None:
     assert call("length", [UNKNOWN, "b"]) == 2
     assert call("length", {"a": UNKNOWN}) == 1
-    assert call("length", UNKNOWN) is UNKNOWN
+    assert is_unknown(call("length", UNKNOWN))
 
 
 def test_it_knows_the_keys_of_a_map_with_unknown_values() -> None:
@@ -85,29 +85,29 @@ def test_it_keeps_unknown_elements_inside_collection_results() -> None:
 
 def test_it_returns_the_first_usable_value_of_coalesce_before_an_unknown() -> None:
     assert call("coalesce", None, "", "x", UNKNOWN) == "x"
-    assert call("coalesce", None, UNKNOWN, "x") is UNKNOWN
+    assert is_unknown(call("coalesce", None, UNKNOWN, "x"))
     assert call("coalescelist", [], ["a"], UNKNOWN) == ["a"]
-    assert call("coalescelist", [], UNKNOWN, ["a"]) is UNKNOWN
+    assert is_unknown(call("coalescelist", [], UNKNOWN, ["a"]))
 
 
 def test_it_decides_alltrue_and_anytrue_when_a_known_element_settles_them() -> None:
     assert call("alltrue", [False, UNKNOWN]) is False
-    assert call("alltrue", [True, UNKNOWN]) is UNKNOWN
+    assert is_unknown(call("alltrue", [True, UNKNOWN]))
     assert call("anytrue", [True, UNKNOWN]) is True
-    assert call("anytrue", [False, UNKNOWN]) is UNKNOWN
+    assert is_unknown(call("anytrue", [False, UNKNOWN]))
 
 
 def test_it_keeps_unknown_elements_of_a_set_last_and_its_size_unknown() -> None:
     # As terraform plans toset([unknown, unknown, "b", "a"]): two unknowns may still differ.
     assert list(call("toset", [UNKNOWN, UNKNOWN, "b", "a"])) == ["a", "b", UNKNOWN, UNKNOWN]
-    assert call("length", TfSet(["a", UNKNOWN])) is UNKNOWN
+    assert is_unknown(call("length", TfSet(["a", UNKNOWN])))
 
 
 @pytest.mark.parametrize(
     "name, args", [("timestamp", []), ("plantimestamp", []), ("uuid", []), ("bcrypt", ["pw"])]
 )
 def test_it_leaves_apply_time_functions_unknown(name: str, args: list[Any]) -> None:
-    assert call(name, *args) is UNKNOWN
+    assert is_unknown(call(name, *args))
 
 
 def test_it_computes_uuidv5_because_it_is_deterministic() -> None:
@@ -116,7 +116,7 @@ def test_it_computes_uuidv5_because_it_is_deterministic() -> None:
 
 def test_it_returns_a_null_format_argument_as_unknown_like_terraform() -> None:
     # terraform 1.11 answers "(known after apply)" for format("%v", null); we match rather than guess.
-    assert call("format", "%v", None) is UNKNOWN
+    assert is_unknown(call("format", "%v", None))
 
 
 # --- numbers and sets follow values.py ----------------------------------------------------------------------
@@ -359,3 +359,20 @@ def test_base64gunzip_undoes_base64gzip() -> None:
     assert call("base64gunzip", call("base64gzip", "h\u00e9llo")) == "h\u00e9llo"
     with pytest.raises(FunctionError, match="gunzip"):
         call("base64gunzip", "aGVsbG8=")
+
+
+def test_an_unknown_result_is_not_null_unless_terraform_says_it_may_be() -> None:
+    # cty's refineNonNull, as terraform 1.11 plans it (iac_corpus/template_refinements).
+    assert call("upper", UNKNOWN).not_null
+    assert not call("lookup", {"a": UNKNOWN}, "a").not_null
+    assert not call("tostring", call("upper", UNKNOWN)).not_null  # to* keeps nothing of its argument
+
+
+def test_startswith_is_decided_by_an_unknown_strings_known_beginning() -> None:
+    from policies_app.iac.values import UnknownValue
+
+    prefixed = UnknownValue(None, True, prefix="https:")
+    assert call("startswith", prefixed, "ht") is True
+    assert call("startswith", prefixed, "https-") is False
+    assert is_unknown(call("startswith", prefixed, "https://"))
+    assert call("startswith", UNKNOWN, "") is True

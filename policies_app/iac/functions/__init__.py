@@ -38,6 +38,7 @@ from policies_app.iac.values import (
     UNKNOWN,
     Sensitive,
     TfSet,
+    UnknownValue,
     contains_sensitive,
     contains_unknown,
     mark,
@@ -79,11 +80,14 @@ def call_function(
                 args[position] = unmark_deep(arg)
                 marked = True
     if spec.unknowns == "propagate" and any(contains_unknown(a) for a in args):
-        return mark(UNKNOWN) if marked else UNKNOWN
-    extra = {}
-    if spec.wants_declared_types:  # without declarations, arguments are literals: their nulls untyped
-        extra["declared_types"] = declared_types or [ANY] * len(args)
-    result = _call(spec, args, ctx, extra)
+        result: Any = UNKNOWN
+    else:
+        extra = {}
+        if spec.wants_declared_types:  # without declarations, arguments are literals: their nulls untyped
+            extra["declared_types"] = declared_types or [ANY] * len(args)
+        result = _call(spec, args, ctx, extra)
+    if result.__class__ is UnknownValue and spec.refines_not_null and not result.not_null:
+        result = UnknownValue(result.type, True, result.length, result.prefix, result.number_range)
     if spec.marks == "elements" and isinstance(result, TfSet) and contains_sensitive(result):
         result, marked = unmark_deep(result), True
     return mark(result) if marked else result

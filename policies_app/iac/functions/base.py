@@ -75,6 +75,38 @@ class FunctionSpec:
     # The type of the result whatever the arguments, when it has one that a null result keeps
     # (toset(null) is a null set: `cond ? toset(x) : []` is a set either way).
     result_type: Any
+    # Whether a result unknown for now is known not to be null (cty's RefineResult: refineNonNull,
+    # which nearly every function declares: upper(x) != null is true before x is known).
+    refines_not_null: bool
+
+
+# The functions whose unknown result may still be null, measured with terraform 1.11 (f(unknown) !=
+# null stays unknown): the conversions and mark functions pass their argument's refinements on
+# unchanged, and these others declare no refinement.
+_UNREFINED_RESULTS = frozenset(
+    {
+        "tostring",
+        "tonumber",
+        "tobool",
+        "tolist",
+        "toset",
+        "tomap",
+        "sensitive",
+        "nonsensitive",
+        "issensitive",
+        "ephemeralasnull",
+        "lookup",
+        "element",
+        "one",
+        "jsondecode",
+        "yamldecode",
+        "csvdecode",
+        "yamlencode",
+        "templatefile",
+        "timeadd",
+        "strcontains",
+    }
+)
 
 
 REGISTRY: dict[str, FunctionSpec] = {}
@@ -106,6 +138,7 @@ def register(
             needs_context,
             wants_declared_types,
             result_type,
+            name not in _UNREFINED_RESULTS,
         )
         return implementation
 

@@ -9,6 +9,7 @@ Terraform's documentation groups them), each with Terraform's own edge cases.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 from policies_app.iac.functions.base import (
@@ -26,7 +27,10 @@ from policies_app.iac.functions.base import (
 from policies_app.iac.functions.strings import graphemes
 from policies_app.iac.type_constraints import (
     ANY,
+    NUMBER,
     ConversionError,
+    ListType,
+    MapType,
     ObjectType,
     SetType,
     TupleType,
@@ -36,7 +40,7 @@ from policies_app.iac.type_constraints import (
     unify,
     values_equal,
 )
-from policies_app.iac.values import UNKNOWN, TfMap, TfSet, contains_unknown, is_unknown
+from policies_app.iac.values import UNKNOWN, TfMap, TfSet, UnknownValue, contains_unknown, is_unknown
 
 
 def _list_not_set(value: Any, what: str = "argument") -> list[Any]:
@@ -64,7 +68,16 @@ def length(value: Any) -> Any:
             return len(value.type.elements)
         if isinstance(value.type, ObjectType):
             return len(value.type.attributes)
-        return UNKNOWN if value.known_length is None else value.known_length
+        if value.known_length is not None:
+            return value.known_length
+        if value.prefix:
+            # cty's Strlen of a string with a known beginning: at least that beginning's length.
+            return UnknownValue(NUMBER, True, number_range=(len(graphemes(value.prefix)), math.inf))
+        if value.length == (0, None) and not isinstance(value.type, (ListType, SetType, MapType)):
+            return UNKNOWN  # of any type, or a string: no bounds (cty's Length, Strlen)
+        # cty's Length of an unknown collection: within its length's bounds.
+        low, high = value.length
+        return UnknownValue(NUMBER, True, number_range=(low, math.inf if high is None else high))
     if isinstance(value, str):
         return len(graphemes(value))
     if isinstance(value, TfSet) and len(value) > 1 and any(contains_unknown(v) for v in value):

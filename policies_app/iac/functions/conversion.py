@@ -20,10 +20,15 @@ from policies_app.iac.type_constraints import (
     SetType,
     convert,
 )
-from policies_app.iac.values import UNKNOWN, Sensitive, is_unknown, mark, unmark
+from policies_app.iac.type_unification import has_any
+from policies_app.iac.values import UNKNOWN, Sensitive, UnknownValue, is_unknown, mark, unmark
 
 
 def _to(value: Any, constraint: Any, name: str) -> Any:
+    if is_unknown(value):
+        # terraform's to* functions take no unknown argument: cty answers a fresh unknown of the
+        # type, with nothing of what was known of the argument (not null, length, prefix) kept.
+        return UNKNOWN if has_any(constraint) else UnknownValue(constraint)
     try:
         return convert(value, constraint)
     except ConversionError as exc:

@@ -19,7 +19,8 @@ from policies_app.iac.functions.base import (
 )
 from policies_app.iac.functions.formatting import format_values
 from policies_app.iac.functions.regex_translate import RegexSyntaxError, compile_re2
-from policies_app.iac.values import UNKNOWN, contains_unknown, is_unknown
+from policies_app.iac.type_kinds import STRING
+from policies_app.iac.values import UNKNOWN, UnknownValue, contains_unknown, is_unknown, safe_known_prefix
 
 # --- characters as users see them (Terraform counts grapheme clusters, not code points) ---------------
 
@@ -64,9 +65,21 @@ def chomp(text: Any) -> str:
     return s
 
 
-@register("startswith", 2)
-def startswith(text: Any, prefix: Any) -> bool:
-    return want_string(text).startswith(want_string(prefix))
+@register("startswith", 2, unknowns="handled")
+def startswith(text: Any, prefix: Any) -> Any:
+    if is_unknown(prefix) or (not is_unknown(text) and contains_unknown(text)):
+        return UNKNOWN
+    wanted = want_string(prefix)
+    if not is_unknown(text):
+        return want_string(text).startswith(wanted)
+    # Terraform's StartsWithFunc over an unknown string: decided by the prefix it is known to have
+    # ("a-${x}" starts with "a-" and not with "b-"), compared in bytes as Go does.
+    known = text.prefix
+    if wanted == "" or (known and known.startswith(wanted)):
+        return True
+    if known and len(known.encode()) >= len(wanted.encode()):
+        return False
+    return UNKNOWN
 
 
 @register("endswith", 2)
@@ -79,8 +92,15 @@ def strcontains(text: Any, substring: Any) -> bool:
     return want_string(substring) in want_string(text)
 
 
-@register("format", 1, None)
+@register("format", 1, None, unknowns="handled")
 def format_(spec: Any, *args: Any) -> Any:
+    if contains_unknown(spec):
+        return UNKNOWN
+    if any(contains_unknown(a) for a in args):
+        # cty's FormatFunc: the literal text before the first verb is the result's known beginning.
+        text = want_string(spec, "the format string")
+        verb = text.find("%")
+        return UnknownValue(STRING, True, prefix=safe_known_prefix(text[:verb]) if verb > 0 else "")
     if any(a is None for a in args):
         return UNKNOWN  # what Terraform 1.11 answers for a null argument, oddly, rather than an error
     return format_values(want_string(spec, "the format string"), list(args))
