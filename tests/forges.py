@@ -143,7 +143,16 @@ class Forge:
             return self.refuse(400, problem)
         project = f"/api/v4/projects/{self.project}"
         if method == "POST" and re.fullmatch(rf"{project}/statuses/{SHA}", path):
-            allowed = {"state", "ref", "name", "context", "target_url", "description", "coverage", "pipeline_id"}
+            allowed = {
+                "state",
+                "ref",
+                "name",
+                "context",
+                "target_url",
+                "description",
+                "coverage",
+                "pipeline_id",
+            }
             if not isinstance(body, dict) or set(body) - allowed or "state" not in body:
                 return self.refuse(400, f"status body {body!r}")
             if body["state"] not in ("pending", "running", "success", "failed", "canceled", "skipped"):
@@ -154,7 +163,11 @@ class Forge:
             self.calls.append(Call(method, path, headers, None))
             return 200, self.requests_of_commit
         if method == "POST" and (match := re.fullmatch(rf"{project}/merge_requests/(\d+)/notes", path)):
-            if not isinstance(body, dict) or set(body) - {"body", "internal", "created_at"} or "body" not in body:
+            if (
+                not isinstance(body, dict)
+                or set(body) - {"body", "internal", "created_at"}
+                or "body" not in body
+            ):
                 return self.refuse(400, f"note body {body!r}")
             if int(match.group(1)) not in {request["iid"] for request in self.requests_of_commit}:
                 return self.refuse(404, "404 Not found")

@@ -31,7 +31,7 @@ PASSWORD = "hunter2-very-secret"  # a sensitive variable of recorded deployments
 BRANCH_MAIN = MAIN.replace(
     'deny contains sprintf("cost rises by %v, over %v", [input.costEstimation.monthlyCostDiff, data.limits.cost])',
     'deny contains sprintf("cost rises by %v (db password %v)", [input.costEstimation.monthlyCostDiff, '
-    "object.get(input, [\"variables\", \"terraform\", \"db_password\"], \"\")])",
+    'object.get(input, ["variables", "terraform", "db_password"], "")])',
 )
 
 
@@ -52,7 +52,13 @@ def forge():
 @pytest.fixture
 def repo(tmp_path) -> GitRepo:
     repo = GitRepo(tmp_path / "repo")
-    repo.commit({"policies/cost/main.rego": MAIN, "policies/cost/main_test.rego": MAIN_TEST, "policies/cost/data.json": DATA})
+    repo.commit(
+        {
+            "policies/cost/main.rego": MAIN,
+            "policies/cost/main_test.rego": MAIN_TEST,
+            "policies/cost/data.json": DATA,
+        }
+    )
     return repo
 
 
@@ -93,7 +99,14 @@ def recorded_deployments(world, policy, diffs):
             ),
             sensitive_variables={"terraform": ["db_password"]},
             decision="deny" if diff > 100 else "allow",
-            outcomes=[{"policy_id": policy.pk, "policy": policy.name, "revision": 1, "decision": "deny" if diff > 100 else "allow"}],
+            outcomes=[
+                {
+                    "policy_id": policy.pk,
+                    "policy": policy.name,
+                    "revision": 1,
+                    "decision": "deny" if diff > 100 else "allow",
+                }
+            ],
             engine="regorus",
         )
         for deployment, diff in zip(deployments, diffs, strict=True)
@@ -141,11 +154,17 @@ def test_a_feature_branch_push_reports_tests_and_replay_to_the_github_pull_reque
     deployments = recorded_deployments(world, policy, [5, 60, 120, 500])
     # The branch lowers the limit from 100 to 50: the deployment at 60 would now be denied.
     commit = feature_commit(
-        repo, {"policies/cost/main.rego": BRANCH_MAIN, "policies/cost/data.json": json.dumps({"limits": {"cost": 50}})}
+        repo,
+        {
+            "policies/cost/main.rego": BRANCH_MAIN,
+            "policies/cost/data.json": json.dumps({"limits": {"cost": 50}}),
+        },
     )
     with django_capture_on_commit_callbacks(execute=True):
         response = push(policy, "feature", commit)
-    assert response.status_code == 202 and response.json()["detail"] == "branch check queued", response.content
+    assert response.status_code == 202 and response.json()["detail"] == "branch check queued", (
+        response.content
+    )
 
     assert server.problems == []
     status, lookup, comment = server.calls

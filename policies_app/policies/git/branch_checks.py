@@ -42,7 +42,6 @@ from policies_app.policies.replay import replay_content
 
 logger = logging.getLogger(__name__)
 
-TASK = "policies_app.tasks.branch_check_task"
 _FAILING_NAMED = 10  # failing tests named per policy in the report
 _DEPLOYMENTS_NAMED = 20  # changed deployments linked per policy in the report
 
@@ -56,7 +55,7 @@ def record_branch_check(repository: PolicyRepository, branch: str, commit: str) 
     try:
         with transaction.atomic():
             check = PolicyBranchCheck.objects.create(repository=repository, branch=branch, commit=commit)
-            wakeups.wake(TASK, check.pk)
+            wakeups.wake("policies_app.tasks.branch_check_task", check.pk)
     except IntegrityError:  # the same push delivered twice at once
         return PolicyBranchCheck.objects.get(repository=repository, commit=commit)
     return check
@@ -132,7 +131,9 @@ def _check_policy(policy: ApprovalPolicy, declared: dict[str, Any], clock: SyncC
         "passed": sum(result.outcome == "pass" for result in results),
         "failed": sum(result.outcome == "fail" for result in results),
         "errored": sum(result.outcome == "error" for result in results) + (report.error is not None),
-        "failing": [result.name for result in results if result.outcome in ("fail", "error")][:_FAILING_NAMED],
+        "failing": [result.name for result in results if result.outcome in ("fail", "error")][
+            :_FAILING_NAMED
+        ],
     }
     replayed = replay_content(policy, content, settings.POLICY_BRANCH_CHECK_REPLAY_LIMIT)
     replay = {
@@ -149,7 +150,13 @@ def _check_policy(policy: ApprovalPolicy, declared: dict[str, Any], clock: SyncC
 
 
 def _entry(policy: ApprovalPolicy, state: str, **details: Any) -> dict[str, Any]:
-    return {"policy": policy.pk, "name": policy.name, "path": policy.repository_path, "state": state, **details}
+    return {
+        "policy": policy.pk,
+        "name": policy.name,
+        "path": policy.repository_path,
+        "state": state,
+        **details,
+    }
 
 
 def _error_text(problem: Exception) -> str:
@@ -161,13 +168,11 @@ def _error_text(problem: Exception) -> str:
 
 def report_branch_check(check_id: int) -> None:
     """Send a finished check's report once (a conditional update claims it); a failure is recorded."""
-    claimed = (
-        PolicyBranchCheck.objects.filter(
-            pk=check_id,
-            report_state=ReportState.PENDING,
-            status__in=(ReplayStatus.DONE, ReplayStatus.FAILED),
-        ).update(report_state=ReportState.SENDING)
-    )
+    claimed = PolicyBranchCheck.objects.filter(
+        pk=check_id,
+        report_state=ReportState.PENDING,
+        status__in=(ReplayStatus.DONE, ReplayStatus.FAILED),
+    ).update(report_state=ReportState.SENDING)
     if not claimed:
         return
     check = PolicyBranchCheck.objects.select_related("repository").get(pk=check_id)
@@ -201,7 +206,10 @@ def report_of(check: PolicyBranchCheck) -> Report:
         description = "no policy follows this repository"
     else:
         checked = [entry for entry in entries if entry["state"] == "checked"]
-        tests = sum(entry["tests"]["passed"] for entry in checked), sum(entry["tests"]["total"] for entry in checked)
+        tests = (
+            sum(entry["tests"]["passed"] for entry in checked),
+            sum(entry["tests"]["total"] for entry in checked),
+        )
         changed = sum(entry["replay"]["changed"] for entry in checked)
         replayed = sum(entry["replay"]["replayed"] for entry in checked)
         errors = sum(entry["state"] == "error" for entry in entries)
@@ -216,7 +224,10 @@ def report_of(check: PolicyBranchCheck) -> Report:
     if entries:
         lines += ["| Policy | State | Tests | Replay over recent deployments |", "|---|---|---|---|"]
         lines += [_row(entry, platform) for entry in entries]
-    lines += ["", f"Decisions before → after are counts over the deployments each policy applies to. [Details]({target})"]
+    lines += [
+        "",
+        f"Decisions before → after are counts over the deployments each policy applies to. [Details]({target})",
+    ]
     return Report(check.commit, check.branch, passed, description, "\n".join(lines), target)
 
 
@@ -269,7 +280,7 @@ def resend_lost_branch_checks() -> list[int]:
     resent = list(lost.order_by("pk").values_list("pk", flat=True)[: settings.EVALUATION_RESEND_BATCH])
     for check_id in resent:
         PolicyBranchCheck.objects.filter(pk=check_id).update(enqueued_at=now)
-        wakeups.wake(TASK, check_id)
+        wakeups.wake("policies_app.tasks.branch_check_task", check_id)
     if resent:
         logger.warning("resent %d branch checks: %s", len(resent), resent)
     return resent

@@ -46,7 +46,9 @@ def save_repository(
         if name in fields and fields[name] is not None:
             setattr(repository, name, (fields[name] or "").strip())
     if "review_api" in fields and repository.review_api not in ReviewApi.values:
-        raise Invalid({"review_api": [f"Must be one of: {', '.join(v for v in ReviewApi.values if v)}, or empty."]})
+        raise Invalid(
+            {"review_api": [f"Must be one of: {', '.join(v for v in ReviewApi.values if v)}, or empty."]}
+        )
     if "review_api_url" in fields and repository.review_api_url:
         repository.review_api_url = checked_review_api_url(repository.review_api_url)
     with transaction.atomic():
