@@ -13,6 +13,7 @@ from django.core.management import call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from policies_app.errors import Invalid
 from policies_app.models import Deployment, Evaluation, PolicyBranchCheck, PolicyRepository
 from policies_app.policies.git import branch_checks, repositories, sources
 from tests.forges import Forge
@@ -295,3 +296,21 @@ def test_the_review_token_is_write_only_in_the_api(world, api, repo, forge):
     stored = PolicyRepository.objects.filter(pk=policy.repository_id).values_list("review_token", flat=True)
     assert list(stored) == [TOKEN]  # decrypted by the field; the column holds ciphertext
     call_command("check")
+
+
+def test_a_review_api_on_a_refused_address_is_refused(
+    world, repo, forge, settings, django_capture_on_commit_callbacks
+):
+    server = forge("github", requests_of_commit=[{"number": 7, "state": "open", "head": {"ref": "feature"}}])
+    policy = follow(repo, world, server)
+    settings.EGRESS_ALLOWED_NETWORKS = []  # loopback is an internal address again
+    with pytest.raises(Invalid) as refused:
+        repositories.save_repository(policy.repository, world.admin, review_api_url=server.url)
+    assert list(refused.value.errors) == ["review_api_url"]
+    # Saved while it was allowed, refused at the call: recorded, nothing sent.
+    commit = feature_commit(repo, {"policies/cost/data.json": json.dumps({"limits": {"cost": 80}})})
+    with django_capture_on_commit_callbacks(execute=True):
+        push(policy, "feature", commit)
+    check = PolicyBranchCheck.objects.get()
+    assert check.report_state == "failed" and "not allowed" in check.report_error
+    assert server.calls == [] and server.problems == []
