@@ -314,3 +314,19 @@ def test_a_review_api_on_a_refused_address_is_refused(
     check = PolicyBranchCheck.objects.get()
     assert check.report_state == "failed" and "not allowed" in check.report_error
     assert server.calls == [] and server.problems == []
+
+
+def test_the_policy_page_lists_the_checks_for_authors_only(
+    world, repo, forge, client, django_capture_on_commit_callbacks
+):
+    server = forge("github", requests_of_commit=[{"number": 7, "state": "open", "head": {"ref": "feature"}}])
+    policy = follow(repo, world, server)
+    commit = feature_commit(repo, {"policies/cost/data.json": json.dumps({"limits": {"cost": 1000}})})
+    with django_capture_on_commit_callbacks(execute=True):
+        push(policy, "feature", commit)
+    client.force_login(world.admin)
+    page = client.get(f"/policies/{policy.pk}/").content.decode()
+    assert "Pull request checks" in page and commit[:12] in page and "tests 1/2" in page and "(#7)" in page
+    client.force_login(world.bob)
+    page = client.get(f"/policies/{policy.pk}/")
+    assert page.status_code != 200 or "Pull request checks" not in page.content.decode()
