@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from policies_app import wakeups
 from policies_app.choices import ReplayStatus, ReportState
-from policies_app.errors import Invalid
+from policies_app.errors import Busy, Invalid, Unavailable
 from policies_app.models import ApprovalPolicy, PolicyBranchCheck, PolicyRepository
 from policies_app.policies.content import PolicyContent
 from policies_app.policies.engine import require_compiles, run_content_tests
@@ -70,6 +70,13 @@ def run_branch_check(check_id: int) -> None:
         check = PolicyBranchCheck.objects.select_related("repository").get(pk=check_id)
         try:
             summary = check_commit(check.repository, check.commit)
+        except (Busy, Unavailable):
+            # The engine could not take the work now: nothing was decided, so the check waits for the sweep
+            # to send it again rather than report a failure the branch did not cause.
+            PolicyBranchCheck.objects.filter(pk=check_id).update(
+                status=ReplayStatus.QUEUED, started_at=None, enqueued_at=timezone.now()
+            )
+            return
         except Exception as problem:  # noqa: BLE001 - a failed check is recorded (and reported), never left running
             logger.exception("branch check %s failed", check_id)
             PolicyBranchCheck.objects.filter(pk=check_id).update(
