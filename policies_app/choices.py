@@ -252,3 +252,21 @@ class ReplayStatus(models.TextChoices):
     RUNNING = "running", "Running"
     DONE = "done", "Done"
     FAILED = "failed", "Failed"
+
+
+class ReviewApi(models.TextChoices):
+    """Where a policy repository's pull requests live, for the reports of branch checks."""
+
+    NONE = "", "None"
+    GITHUB = "github", "GitHub"
+    GITLAB = "gitlab", "GitLab"
+
+
+class ReportState(models.TextChoices):
+    """Whether a branch check's report reached the pull request: pending -> sending -> sent | failed
+    (``none``: the check has nothing to report to)."""
+
+    PENDING = "pending", "Pending"
+    SENDING = "sending", "Sending"
+    SENT = "sent", "Sent"
+    FAILED = "failed", "Failed"

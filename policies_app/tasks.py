@@ -13,6 +13,7 @@ from policies_app.deployments.sweeps import resend_lost_evaluations, sweep_waiti
 from policies_app.deployments.verdicts import evaluate_deployment
 from policies_app.models import ApprovalPolicy
 from policies_app.notifications import approval_emails, webhooks
+from policies_app.policies.git.branch_checks import resend_lost_branch_checks, run_branch_check
 from policies_app.policies.git.sources import (
     record_unfinished_sync,
     sync_all_repository_policies,
@@ -54,6 +55,23 @@ def sync_policy_task(policy_id: int) -> None:
 @shared_task
 def sync_policy_repositories_task() -> int:
     return len(sync_all_repository_policies())
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=(DatabaseError,),
+    retry_backoff=True,
+    max_retries=8,
+    soft_time_limit=settings.POLICY_SYNC_TIME_LIMIT_SECONDS * 2,
+    time_limit=settings.POLICY_SYNC_TIME_LIMIT_SECONDS * 2 + 30,
+)
+def branch_check_task(check_id: int) -> None:
+    run_branch_check(check_id)
+
+
+@shared_task
+def resend_lost_branch_checks_task() -> list[int]:
+    return resend_lost_branch_checks()
 
 
 @shared_task(acks_late=True, autoretry_for=(DatabaseError,), retry_backoff=True, max_retries=8)

@@ -406,6 +406,14 @@ CELERY_BEAT_SCHEDULE["sync-policy-repositories"] = {
     "task": "policies_app.tasks.sync_policy_repositories_task",
     "schedule": POLICY_SYNC_INTERVAL_SECONDS,
 }
+# A push to a branch other than the one policies follow is checked on its pull request: its changed
+# policies replayed over this many recent deployments (policies/git/branch_checks.py).
+POLICY_BRANCH_CHECK_REPLAY_LIMIT = int(env_number("POLICY_BRANCH_CHECK_REPLAY_LIMIT", 200))
+# A branch check still queued (or its report still pending) that long after its task was sent is resent.
+CELERY_BEAT_SCHEDULE["resend-lost-branch-checks"] = {
+    "task": "policies_app.tasks.resend_lost_branch_checks_task",
+    "schedule": EVALUATION_SWEEP_INTERVAL_SECONDS,
+}
 # A replay still queued EVALUATION_RESEND_AFTER_SECONDS after its task was sent is sent again.
 CELERY_BEAT_SCHEDULE["resend-lost-replays"] = {
     "task": "policies_app.tasks.resend_lost_replays_task",

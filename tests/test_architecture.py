@@ -193,6 +193,7 @@ def test_every_task_a_service_wakes_is_a_registered_task():
         f"{APP}.notifications.webhooks",
         f"{APP}.policies.replay",
         f"{APP}.policies.git.push_webhooks",
+        f"{APP}.policies.git.branch_checks",
         f"{APP}.accounts.users",
     } <= callers
     for module, line, name in calls:

@@ -10,6 +10,7 @@ from policies_app.models.deployments import (
 from policies_app.models.environments import Environment, EnvironmentState
 from policies_app.models.notifications import ApprovalRequestEmail, InvitationEmail, NotificationPreference
 from policies_app.models.policies import ApprovalPolicy, PolicyModule, PolicyRevision
+from policies_app.models.policy_branch_checks import PolicyBranchCheck
 from policies_app.models.policy_replays import PolicyReplay
 from policies_app.models.policy_repositories import PolicyRepository
 from policies_app.models.projects import (
@@ -45,6 +46,7 @@ __all__ = [
     "Evaluation",
     "InputPiece",
     "StoredDocument",
+    "PolicyBranchCheck",
     "PolicyModule",
     "PolicyReplay",
     "PolicyRepository",

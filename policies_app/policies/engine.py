@@ -20,7 +20,7 @@ from policies_app import rego
 from policies_app.choices import Enforcement
 from policies_app.errors import Busy, Invalid, Unavailable
 from policies_app.guards.masking import scrub, scrubbed
-from policies_app.models import PolicyRevision
+from policies_app.models import ApprovalPolicy, PolicyRevision
 from policies_app.policies.content import PolicyContent, validated_content
 from policies_app.rego.decisions import policy_decision
 
@@ -151,6 +151,21 @@ def evaluator_for(revisions: list[PolicyRevision]) -> Callable[[str], rego.Evalu
 
     def evaluate(input_json: str) -> rego.EvaluationResult:
         return apply_enforcement(rego.evaluate_policies(sources, input_json, **limits), enforcement)
+
+    return evaluate
+
+
+def evaluator_for_content(
+    policy: ApprovalPolicy, content: PolicyContent
+) -> Callable[[str], rego.EvaluationResult]:
+    """Like ``evaluator_for``, for content that is not stored as a revision (a branch's policy): its
+    outcome carries the policy's name and a key of its own."""
+    source = content.engine_source(f"{policy.pk}@unsaved", policy.name)
+    enforcement = {source.key: str(content.enforcement)}
+    limits = engine_settings()
+
+    def evaluate(input_json: str) -> rego.EvaluationResult:
+        return apply_enforcement(rego.evaluate_policies([source], input_json, **limits), enforcement)
 
     return evaluate
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from functools import reduce
@@ -38,7 +39,8 @@ from policies_app.models import (
     PolicyRevision,
 )
 from policies_app.policies.authoring import require_author, revise_policy
-from policies_app.policies.engine import evaluator_for
+from policies_app.policies.content import PolicyContent
+from policies_app.policies.engine import evaluator_for, evaluator_for_content
 
 logger = logging.getLogger(__name__)
 
@@ -209,18 +211,34 @@ def replay_revision(
 
     Returns the counts per decision before and after, and every deployment whose decision changes
     (before, after, and the messages behind both, without the sensitive values of its input)."""
-    policy = revision.policy
+    evaluator = evaluator_for([revision])
+    return {
+        "revision": revision.number,
+        **replay_evaluator(revision.policy, lambda text: evaluator(text).outcomes[0], limit, progress, user),
+    }
+
+
+def replay_content(policy: ApprovalPolicy, content: PolicyContent, limit: int) -> dict[str, Any]:
+    """Content that is no revision yet (a branch's policy) replayed as the platform, over the deployments
+    of the environments the policy applies to, like ``replay_revision``."""
+    evaluator = evaluator_for_content(policy, content)
+    return replay_evaluator(policy, lambda text: evaluator(text).outcomes[0], limit)
+
+
+def replay_evaluator(
+    policy: ApprovalPolicy,
+    evaluate: Callable[[str], rego.PolicyOutcome],
+    limit: int,
+    progress: Any = None,
+    user: AbstractBaseUser | None = None,
+) -> dict[str, Any]:
+    """``evaluate`` (the policy's outcome on an input) over the recorded inputs, as replay_revision says."""
     seen = access.visible_deployments(user) if user is not None else None
     rows = list(
         recorded_deployments(policy, limit, seen).values_list(
             "pk", "latest_evaluation", "environment__name", "type", "created_at"
         )
     )
-    evaluator = evaluator_for([revision])
-
-    def evaluate(input_json: str) -> rego.PolicyOutcome:
-        return evaluator(input_json).outcomes[0]
-
     before_counts: Counter[str] = Counter()
     after_counts: Counter[str] = Counter()
     changed: list[dict[str, Any]] = []
@@ -255,7 +273,6 @@ def replay_revision(
                 if progress is not None and (done % _PROGRESS_EVERY == 0 or done == len(rows)):
                     progress(done, len(rows))
     return {
-        "revision": revision.number,
         "replayed": len(rows),
         "changed_count": len(changed),
         "counts": {

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from policies_app import access
 from policies_app.choices import ReplayStatus
 from policies_app.errors import DomainError
-from policies_app.models import ApprovalPolicy, PolicyModule, PolicyReplay, PolicyRevision
+from policies_app.models import ApprovalPolicy, PolicyBranchCheck, PolicyModule, PolicyReplay, PolicyRevision
 from policies_app.policies import replay
 from policies_app.policies.authoring import publish_revision, refusal_to_activate
 from policies_app.policies.content import PolicyContent
@@ -147,6 +147,10 @@ def _render_policy(
         "diff_form": DiffForm(revisions=numbers, initial=_diff_initial(numbers)),
         "replay_form": ReplayForm(revisions=numbers, initial={"revision": numbers[0] if numbers else None}),
         "replays": _replays(policy) if replay.may_read_replays(request.user) else None,
+        # Pull request checks read like replays: the same readers, counts and deployment ids only.
+        "branch_checks": _branch_checks(policy)
+        if policy.repository_id and replay.may_read_replays(request.user)
+        else None,
     }
     return render(request, "web/policy_detail.html", context, status=status)
 
@@ -158,6 +162,20 @@ def _diff_initial(numbers: list[int]) -> dict[str, int]:
 def _replays(policy: ApprovalPolicy) -> list[PolicyReplay]:
     replays = PolicyReplay.objects.filter(revision__policy=policy).select_related("revision", "requested_by")
     return list(replays[:10])
+
+
+def _branch_checks(policy: ApprovalPolicy) -> list[dict[str, Any]]:
+    """The repository's latest branch checks, each with what it found of this policy."""
+    checks = PolicyBranchCheck.objects.filter(repository=policy.repository_id)[:10]
+    return [
+        {
+            "check": check,
+            "mine": next(
+                (e for e in (check.summary or {}).get("policies", []) if e.get("policy") == policy.pk), None
+            ),
+        }
+        for check in checks
+    ]
 
 
 @login_required

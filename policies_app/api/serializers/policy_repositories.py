@@ -3,7 +3,7 @@
 from rest_framework import serializers
 
 from policies_app.models import PolicyRepository
-from policies_app.policies.git.repositories import SECRET_FIELDS
+from policies_app.policies.git.repositories import REVIEW_FIELDS, SECRET_FIELDS
 
 
 class PolicyRepositorySerializer(serializers.ModelSerializer):
@@ -17,10 +17,16 @@ class PolicyRepositorySerializer(serializers.ModelSerializer):
     webhook_secret = serializers.CharField(
         required=False, allow_blank=True, write_only=True, trim_whitespace=False
     )
+    review_token = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        write_only=True,
+        help_text="A GitHub or GitLab token that may post commit statuses and pull request comments.",
+    )
 
     class Meta:
         model = PolicyRepository
-        fields = ["id", "name", "url", "username", *SECRET_FIELDS, "created_at"]
+        fields = ["id", "name", "url", "username", *REVIEW_FIELDS, *SECRET_FIELDS, "created_at"]
         read_only_fields = ["created_at"]
         extra_kwargs = {"name": {"validators": []}, "url": {"required": False}}
 

@@ -11,13 +11,16 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from policies_app import access, audit
+from policies_app.choices import ReviewApi
 from policies_app.errors import Invalid
 from policies_app.guards import egress, file_sandbox
 from policies_app.models import PolicyRepository
 from policies_app.policies.authoring import require_author
 from policies_app.policies.git.mirrors import GitSourceError, validated_repository_url
 
-SECRET_FIELDS = ("password", "ssh_private_key", "ssh_known_hosts", "webhook_secret")
+SECRET_FIELDS = ("password", "ssh_private_key", "ssh_known_hosts", "webhook_secret", "review_token")
+# Where pushes to other branches are reported (policies/git/review_reports.py).
+REVIEW_FIELDS = ("review_api", "review_api_url", "review_project")
 
 
 def save_repository(
@@ -39,6 +42,15 @@ def save_repository(
     for name in ("username", *SECRET_FIELDS):
         if name in fields and fields[name] is not None:
             setattr(repository, name, fields[name])
+    for name in REVIEW_FIELDS:
+        if name in fields and fields[name] is not None:
+            setattr(repository, name, (fields[name] or "").strip())
+    if "review_api" in fields and repository.review_api not in ReviewApi.values:
+        raise Invalid(
+            {"review_api": [f"Must be one of: {', '.join(v for v in ReviewApi.values if v)}, or empty."]}
+        )
+    if "review_api_url" in fields and repository.review_api_url:
+        repository.review_api_url = checked_review_api_url(repository.review_api_url)
     with transaction.atomic():
         repository.save()
         audit.record(
@@ -57,6 +69,7 @@ def repository_summary(repository: PolicyRepository) -> dict[str, Any]:
         "name": repository.name,
         "url": repository.url,
         "username": repository.username,
+        **{name: getattr(repository, name) for name in REVIEW_FIELDS},
         **{f"has_{name}": bool(getattr(repository, name)) for name in SECRET_FIELDS},
     }
 
@@ -71,6 +84,15 @@ def checked_repository_url(url: str) -> str:
     except (GitSourceError, egress.EgressRefused) as problem:
         raise Invalid({"url": [str(problem)]}) from None
     return url
+
+
+def checked_review_api_url(url: str) -> str:
+    """The review API's root as it will be called: https (http only to an address the operator allowed),
+    a host the egress guard allows now; it is checked again at every call."""
+    refusal = egress.refusal_to_reach(url)
+    if refusal is not None:
+        raise Invalid({"review_api_url": [refusal]})
+    return url.rstrip("/")
 
 
 def visible_repositories(user: AbstractBaseUser) -> QuerySet[PolicyRepository]:

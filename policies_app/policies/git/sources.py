@@ -95,7 +95,7 @@ def read_repository_folder(
     return FolderAtCommit(commit, policies)
 
 
-def _content(declared: DeclaredPolicy, rego_version: str) -> PolicyContent:
+def declared_content(declared: DeclaredPolicy, rego_version: str) -> PolicyContent:
     return validated_content(
         declared.rego_version or rego_version,
         [{"filename": name, "source": source} for name, source in declared.modules],
@@ -104,7 +104,7 @@ def _content(declared: DeclaredPolicy, rego_version: str) -> PolicyContent:
     )
 
 
-def _field_errors(problem: Exception) -> dict[str, list[str]]:
+def field_errors(problem: Exception) -> dict[str, list[str]]:
     if isinstance(problem, GitSourceError):
         return {{"url": "repository"}.get(problem.field, problem.field): [problem.message]}
     if isinstance(problem, FolderError):
@@ -137,12 +137,12 @@ def create_synced_policy(
         path, revision = validated_path(path), validated_revision(revision)
         folder = read_repository_folder(repository, path, revision, clock)
         declared = choose(folder.policies, declared_name, name)
-        content = _content(declared, rego_version)
+        content = declared_content(declared, rego_version)
         clock.require_time("checking the policy")
         require_compiles(name, content)
         clock.require_time("running the policy's tests")
     except (GitSourceError, FolderError, Invalid, SyncTookTooLong) as problem:
-        raise Invalid(_field_errors(problem)) from None
+        raise Invalid(field_errors(problem)) from None
     report = run_content_tests(name, content)
     with transaction.atomic():
         policy = ApprovalPolicy.objects.create(
@@ -226,7 +226,7 @@ def _sync_group(
             first.repository, first.repository_path, first.repository_revision, clock
         )
     except (GitSourceError, FolderError, SyncTookTooLong) as problem:
-        errors = _field_errors(problem)
+        errors = field_errors(problem)
         for policy in policies:
             _record_sync_error(policy, errors)
         return [SyncOutcome(policy, errors=errors) for policy in policies]
@@ -240,7 +240,7 @@ def _sync_one(
     try:
         folder = read_repository_folder(repository, path, revision, clock)
     except (GitSourceError, FolderError, SyncTookTooLong) as problem:
-        return SyncOutcome(policy, errors=_field_errors(problem))
+        return SyncOutcome(policy, errors=field_errors(problem))
     return _apply_folder(policy, folder, user, clock, draft=draft, record=False)
 
 
@@ -258,14 +258,14 @@ def _apply_folder(
     latest = policy.latest_revision
     try:
         declared = choose(folder.policies, policy.declared_name, policy.name)
-        content = _content(declared, latest.rego_version if latest else RegoVersion.V1)
+        content = declared_content(declared, latest.rego_version if latest else RegoVersion.V1)
         changed = latest is None or PolicyContent.of_revision(latest) != content
         if changed:
             clock.require_time(f"checking {policy.name}")
             require_compiles(policy.name, content)
             clock.require_time(f"running the tests of {policy.name}")
     except (FolderError, Invalid, SyncTookTooLong) as problem:
-        errors = _field_errors(problem)
+        errors = field_errors(problem)
         if record:
             _record_sync_error(policy, errors, folder.commit)
         return SyncOutcome(policy, folder.commit, errors=errors)
