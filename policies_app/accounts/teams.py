@@ -11,7 +11,7 @@ from django.db import transaction
 
 from policies_app import access, audit
 from policies_app.errors import Forbidden, Invalid
-from policies_app.models import Team
+from policies_app.models import Team, TeamMembership
 
 
 def save_team(
@@ -37,12 +37,23 @@ def save_team(
             setattr(team, key, value)
         team.save()
         if members is not None:
-            team.members.set(members)
+            _set_members(team, members)
             access.forget_cached_grants()
         audit.record(
             user, "team.changed" if before else "team.created", team, before=before, after=_snapshot(team)
         )
     return team
+
+
+def _set_members(team: Team, members: Iterable[AbstractBaseUser]) -> None:
+    """The team's members become ``members``: those who stay keep their source (an SSO group or SCIM
+    member stays one), those added are manual."""
+    wanted = {member.pk for member in members}
+    team.team_memberships.exclude(user_id__in=wanted).delete()
+    present = set(team.team_memberships.values_list("user_id", flat=True))
+    TeamMembership.objects.bulk_create(
+        [TeamMembership(team=team, user_id=pk, source=TeamMembership.Source.MANUAL) for pk in wanted - present]
+    )
 
 
 def _snapshot(team: Team) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from policies_app.models.deployments import (
     StoredDocument,
 )
 from policies_app.models.environments import Environment, EnvironmentState
+from policies_app.models.identity import GroupTeamMapping, SsoIdentity
 from policies_app.models.notifications import ApprovalRequestEmail, InvitationEmail, NotificationPreference
 from policies_app.models.policies import ApprovalPolicy, PolicyModule, PolicyRevision
 from policies_app.models.policy_replays import PolicyReplay
@@ -18,6 +19,7 @@ from policies_app.models.projects import (
     ProjectMembership,
     ProjectPolicy,
     Team,
+    TeamMembership,
 )
 from policies_app.models.templates import ConfigurationView, Template
 from policies_app.models.tokens import ApiToken, LegacyApiToken, ServiceAccount
@@ -53,5 +55,8 @@ __all__ = [
     "ProjectMembership",
     "ProjectPolicy",
     "Team",
+    "TeamMembership",
+    "GroupTeamMapping",
+    "SsoIdentity",
     "Template",
 ]
