@@ -3,7 +3,8 @@
 // named on the command line (written by tests/oidc_provider.py):
 //   {"port": 0, "client_id": "...", "client_secret": "...", "redirect_uris": ["..."],
 //    "post_logout_redirect_uris": ["..."], "accounts": {"login": {"email": "...", "groups": ["..."]}}}
-// Any password signs in as the login typed; the claims are those of that login in "accounts".
+// Any password signs in as the login typed; the claims are those of that login in "accounts", read
+// from the file at each sign-in (a test changes a user's groups by rewriting it).
 // Prints "listening <issuer>" once it accepts connections.
 import fs from 'node:fs';
 import http from 'node:http';
@@ -33,7 +34,8 @@ server.listen(config.port || 0, '127.0.0.1', () => {
     cookies: { keys: ['test-only-cookie-key'] },
     pkce: { required: () => true },
     async findAccount(ctx, id) {
-      const account = (config.accounts || {})[id];
+      const accounts = JSON.parse(fs.readFileSync(process.argv[2], 'utf8')).accounts || {};
+      const account = accounts[id];
       if (!account) return undefined;
       return {
         accountId: id,
