@@ -17,7 +17,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
-from django.http import HttpResponseRedirect
+from django.shortcuts import render
 from django.urls import reverse
 
 from policies_app.accounts import sso
@@ -100,7 +100,9 @@ class SignInView(auth_views.LoginView):
 
 class SignOutView(auth_views.LogoutView):
     """Signs out of the platform, then (when signed in through the provider and it offers it) out of the
-    provider's session too, which comes back to the sign-in page."""
+    provider's session too, which comes back to the sign-in page. The way to the provider is a page that
+    moves on by itself, not a redirect: the sign-out form's CSP (form-action 'self') would block a
+    redirect to another origin."""
 
     def post(self, request: Any, *args: Any, **kwargs: Any) -> Any:
         id_token = request.session.get("oidc_id_token", "")
@@ -109,5 +111,5 @@ class SignOutView(auth_views.LogoutView):
             back = request.build_absolute_uri(reverse("login"))
             provider = sso.provider_sign_out_url(id_token, back)
             if provider:
-                return HttpResponseRedirect(provider)
+                return render(request, "registration/signed_out_sso.html", {"provider_url": provider})
         return response

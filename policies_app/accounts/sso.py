@@ -107,9 +107,16 @@ class SsoBackend(OIDCAuthenticationBackend):
 
     get_settings = staticmethod(sso_setting)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Django builds every backend for every password sign-in: this one asks nothing of the provider
+        # until a provider's answer comes back (authenticate), so a break-glass password sign-in works
+        # while the provider is down.
+        self.UserModel = get_user_model()
+
     def authenticate(self, request: HttpRequest | None, **kwargs: Any) -> Any:
-        if not is_enabled():
+        if not is_enabled() or request is None or "code" not in request.GET or "state" not in request.GET:
             return None
+        super().__init__()
         return super().authenticate(request, **kwargs)
 
     def retrieve_matching_jwk(self, token: str) -> Any:

@@ -139,3 +139,11 @@ def test_a_provider_on_a_network_the_operator_did_not_allow_is_not_reached(world
     sso._discovery.clear()
     answer = Client(raise_request_exception=False).get("/oidc/authenticate/")
     assert answer.status_code in (400, 500), "discovery refused by the egress guard"
+
+
+def test_break_glass_passwords_work_while_the_provider_is_down(world, settings, loopback_allowed):
+    settings.OIDC_ISSUER = "http://127.0.0.1:9"  # nothing listens there
+    settings.OIDC_RP_CLIENT_ID = CLIENT_ID
+    settings.SSO_REQUIRED = True
+    sso._discovery.clear()
+    assert Client().post("/accounts/login/", {"username": "admin", "password": "pw"}).status_code == 302
