@@ -11,7 +11,7 @@ from django.db import transaction
 
 from policies_app import access, audit
 from policies_app.errors import Forbidden, Invalid
-from policies_app.models import Team, TeamMembership
+from policies_app.models import GroupTeamMapping, Team, TeamMembership
 
 
 def save_team(
@@ -62,3 +62,36 @@ def _snapshot(team: Team) -> dict[str, Any]:
         "description": team.description,
         "members": sorted(team.members.values_list("username", flat=True)),
     }
+
+
+def may_map_groups(user: AbstractBaseUser) -> bool:
+    """Mapping an identity provider group to a team hands the team's roles to everyone the provider
+    puts in that group: organisation admins only (not team managers)."""
+    return user.is_authenticated and access.Grants.of(user).is_organisation_admin
+
+
+def map_group(user: AbstractBaseUser, group: str, team: Team) -> GroupTeamMapping:
+    """Members of ``group`` at the identity provider become members of ``team`` (source SSO group) at
+    their next single sign-on, and through SCIM when the provider pushes the group."""
+    if not may_map_groups(user):
+        raise Forbidden("Only organisation admins may map identity provider groups to teams.")
+    group = group.strip()
+    if not group or len(group) > 255:
+        raise Invalid({"group": ["Name the provider's group (at most 255 characters)."]})
+    if GroupTeamMapping.objects.filter(group=group, team=team).exists():
+        raise Invalid({"group": ["This group is already mapped to this team."]})
+    with transaction.atomic():
+        mapping = GroupTeamMapping.objects.create(group=group, team=team)
+        audit.record(user, "team.group_mapped", team, after={"group": group, "team": team.name})
+    return mapping
+
+
+def unmap_group(user: AbstractBaseUser, mapping: GroupTeamMapping) -> None:
+    """The group no longer makes team members; those it made lose the team at their next sign-in."""
+    if not may_map_groups(user):
+        raise Forbidden("Only organisation admins may map identity provider groups to teams.")
+    with transaction.atomic():
+        audit.record(
+            user, "team.group_unmapped", mapping.team, before={"group": mapping.group, "team": mapping.team.name}
+        )
+        mapping.delete()
