@@ -498,6 +498,30 @@ AUTHENTICATION_BACKENDS = [
     "policies_app.accounts.sso.SsoBackend",
 ]
 
+# SCIM 2.0 provisioning at /scim/v2/ (policies_app/accounts/scim.py): the identity provider calls it with
+# "Authorization: Bearer <SCIM_BEARER_TOKEN>"; unset, it answers 404.
+SCIM_BEARER_TOKEN = os.environ.get("SCIM_BEARER_TOKEN", "")
+_PLATFORM_URL_PARTS = PLATFORM_URL.split("://", 1)
+SCIM_SERVICE_PROVIDER = {
+    "SCHEME": _PLATFORM_URL_PARTS[0],
+    "NETLOC": _PLATFORM_URL_PARTS[-1].split("/", 1)[0],
+    "AUTHENTICATION_SCHEMES": [
+        {
+            "type": "oauthbearertoken",
+            "name": "OAuth Bearer Token",
+            "description": "The SCIM_BEARER_TOKEN the operator gave the identity provider",
+        }
+    ],
+    "USER_MODEL_GETTER": "policies_app.accounts.scim.scim_user_model",
+    "USER_ADAPTER": "policies_app.accounts.scim.ScimUserAdapter",
+    "GROUP_MODEL": "policies_app.models.identity.ScimGroup",
+    "GROUP_ADAPTER": "policies_app.accounts.scim.ScimGroupAdapter",
+    "USER_FILTER_PARSER": "policies_app.accounts.scim_filters.ScimUserFilter",
+    "GROUP_FILTER_PARSER": "policies_app.accounts.scim_filters.ScimGroupFilter",
+    "AUTH_CHECK_MIDDLEWARE": "policies_app.accounts.scim.ScimBearerAuth",
+    "WWW_AUTHENTICATE_HEADER": 'Bearer realm="scim"',
+}
+
 # /metrics (policies_app/ops/metrics_view.py): readable with "Authorization: Bearer METRICS_TOKEN" or from
 # METRICS_ALLOWED_NETWORKS; with neither, by nobody.
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")

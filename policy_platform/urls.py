@@ -30,6 +30,8 @@ urlpatterns = [
     path("accounts/logout/", signin.SignOutView.as_view(), name="logout"),
     # Single sign-on (policies_app/accounts/sso.py): 404 unless OIDC_ISSUER and OIDC_CLIENT_ID are set.
     path("oidc/", include("mozilla_django_oidc.urls")),
+    # SCIM 2.0 provisioning (policies_app/accounts/scim.py): 404 unless SCIM_BEARER_TOKEN is set.
+    path("scim/v2/", include("django_scim.urls")),
     # An invited user (users.create_user without a password) chooses a password here.
     path(
         "accounts/reset/<uidb64>/<token>/",

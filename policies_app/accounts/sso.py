@@ -34,9 +34,10 @@ from django.utils import timezone
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
-from policies_app import access, audit
+from policies_app import audit
+from policies_app.accounts import teams
 from policies_app.guards import egress
-from policies_app.models import GroupTeamMapping, SsoIdentity, TeamMembership
+from policies_app.models import SsoIdentity, TeamMembership
 
 # Settings read from the discovery document when the operator did not set them.
 _DISCOVERED = {
@@ -154,6 +155,11 @@ class SsoBackend(OIDCAuthenticationBackend):
     def verify_claims(self, claims: dict[str, Any]) -> bool:
         return bool(claims.get("sub"))
 
+    def get_user(self, user_id: Any) -> Any:
+        # mozilla-django-oidc's keeps a deactivated user signed in; Django's password backend does not.
+        user = super().get_user(user_id)
+        return user if user is not None and user.is_active else None
+
     def get_or_create_user(self, access_token: str, id_token: str, payload: dict[str, Any]) -> Any:
         claims = self.get_userinfo(access_token, id_token, payload)
         return sign_in_from_claims(settings.OIDC_ISSUER.rstrip("/"), claims)
@@ -186,7 +192,7 @@ def sign_in_from_claims(issuer: str, claims: dict[str, Any]) -> Any:
         if changed:
             user.save()
         SsoIdentity.objects.filter(pk=identity.pk).update(last_sign_in_at=timezone.now())
-        sync_group_teams(user, claims.get(settings.OIDC_GROUPS_CLAIM))
+        teams.sync_provider_teams(user, claims.get(settings.OIDC_GROUPS_CLAIM), TeamMembership.Source.SSO_GROUP)
     return user
 
 
@@ -211,35 +217,6 @@ def _new_user(claims: dict[str, Any], email: str) -> Any:
     user.save()
     audit.record(None, "user.created", user, after={"username": username, "email": email, "source": "sso"})
     return user
-
-
-def sync_group_teams(user: AbstractBaseUser, groups: Any) -> None:
-    """The user's SSO-group memberships become those the mapping makes of ``groups``: added for mapped
-    groups, removed for groups the provider no longer lists. Manual and SCIM memberships are left alone."""
-    names = {str(group) for group in groups} if isinstance(groups, list) else set()
-    wanted: dict[int, str] = {}
-    for mapping in GroupTeamMapping.objects.filter(group__in=names).order_by("group"):
-        wanted.setdefault(mapping.team_id, mapping.group)
-    held = {m.team_id: m for m in TeamMembership.objects.filter(user=user)}
-    stale = [
-        m.pk for team_id, m in held.items() if m.source == TeamMembership.Source.SSO_GROUP and team_id not in wanted
-    ]
-    added = [
-        TeamMembership(user=user, team_id=team_id, source=TeamMembership.Source.SSO_GROUP, source_group=group)
-        for team_id, group in wanted.items()
-        if team_id not in held
-    ]
-    if stale or added:
-        TeamMembership.objects.filter(pk__in=stale).delete()
-        TeamMembership.objects.bulk_create(added)
-        audit.record(
-            None,
-            "sso.teams_synced",
-            user,
-            before={"teams": sorted(held)},
-            after={"teams": sorted(set(held) - {t for t, m in held.items() if m.pk in stale} | set(wanted))},
-        )
-        access.forget_cached_grants()
 
 
 class SsoRequestView(OIDCAuthenticationRequestView):

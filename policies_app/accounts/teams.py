@@ -95,3 +95,27 @@ def unmap_group(user: AbstractBaseUser, mapping: GroupTeamMapping) -> None:
             user, "team.group_unmapped", mapping.team, before={"group": mapping.group, "team": mapping.team.name}
         )
         mapping.delete()
+
+
+def sync_provider_teams(user: AbstractBaseUser, groups: Any, source: str) -> None:
+    """The user's memberships of ``source`` (SSO group or SCIM) become those the group → team mapping
+    makes of ``groups``: added for mapped groups, removed for groups the provider no longer lists.
+    Memberships of any other source are left alone (a manual member stays manual)."""
+    names = {str(group) for group in groups} if isinstance(groups, list | set | tuple) else set()
+    wanted: dict[int, str] = {}
+    for mapping in GroupTeamMapping.objects.filter(group__in=names).order_by("group"):
+        wanted.setdefault(mapping.team_id, mapping.group)
+    held = {m.team_id: m for m in TeamMembership.objects.filter(user=user).select_related("team")}
+    stale = [m.pk for team_id, m in held.items() if m.source == source and team_id not in wanted]
+    added = [
+        TeamMembership(user=user, team_id=team_id, source=source, source_group=group)
+        for team_id, group in wanted.items()
+        if team_id not in held
+    ]
+    if not (stale or added):
+        return
+    TeamMembership.objects.filter(pk__in=stale).delete()
+    TeamMembership.objects.bulk_create(added)
+    after = sorted(TeamMembership.objects.filter(user=user).values_list("team__name", flat=True))
+    audit.record(None, f"{source}.teams_synced", user, before={"teams": sorted(m.team.name for m in held.values())}, after={"teams": after})
+    access.forget_cached_grants()

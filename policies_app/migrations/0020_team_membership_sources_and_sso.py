@@ -1,10 +1,12 @@
 """Team members get a source (manual, SSO group, SCIM): Team.members goes through TeamMembership. The
 existing members are copied as manual before the old table is dropped. Adds the single sign-on
-identities and the group → team mapping."""
+identities, the group → team mapping and SCIM's users and groups."""
 
 import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
+
+import policies_app.models.identity
 
 
 def copy_members_as_manual(apps, schema_editor):
@@ -124,5 +126,37 @@ class Migration(migrations.Migration):
                 "ordering": ["group", "team__name"],
                 "constraints": [models.UniqueConstraint(fields=("group", "team"), name="group_team_mapping_once")],
             },
+        ),
+        migrations.CreateModel(
+            name="ScimGroup",
+            fields=[
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "scim_id",
+                    models.CharField(default=policies_app.models.identity._new_scim_id, max_length=64, unique=True),
+                ),
+                ("scim_external_id", models.CharField(blank=True, max_length=255)),
+                ("name", models.CharField(max_length=255)),
+                ("members", models.ManyToManyField(blank=True, related_name="scim_groups", to=settings.AUTH_USER_MODEL)),
+            ],
+            options={"ordering": ["name"]},
+        ),
+        migrations.CreateModel(
+            name="ScimUser",
+            fields=[
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "scim_id",
+                    models.CharField(default=policies_app.models.identity._new_scim_id, max_length=64, unique=True),
+                ),
+                ("scim_external_id", models.CharField(blank=True, max_length=255)),
+                ("scim_username", models.CharField(max_length=255, unique=True)),
+                (
+                    "user",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="scim", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+            ],
         ),
     ]

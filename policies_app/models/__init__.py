@@ -8,7 +8,7 @@ from policies_app.models.deployments import (
     StoredDocument,
 )
 from policies_app.models.environments import Environment, EnvironmentState
-from policies_app.models.identity import GroupTeamMapping, SsoIdentity
+from policies_app.models.identity import GroupTeamMapping, ScimGroup, ScimUser, SsoIdentity
 from policies_app.models.notifications import ApprovalRequestEmail, InvitationEmail, NotificationPreference
 from policies_app.models.policies import ApprovalPolicy, PolicyModule, PolicyRevision
 from policies_app.models.policy_replays import PolicyReplay
@@ -58,5 +58,7 @@ __all__ = [
     "TeamMembership",
     "GroupTeamMapping",
     "SsoIdentity",
+    "ScimGroup",
+    "ScimUser",
     "Template",
 ]

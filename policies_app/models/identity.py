@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 
@@ -40,3 +42,36 @@ class GroupTeamMapping(models.Model):
 
     def __str__(self) -> str:
         return f"{self.group} → {self.team}"
+
+
+def _new_scim_id() -> str:
+    return str(uuid.uuid4())
+
+
+class ScimUser(models.Model):
+    """A user as the identity provider's SCIM client provisions it: its id there (ours, a UUID) and the
+    client's own identifiers. The platform user is made and changed through it."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="scim")
+    scim_id = models.CharField(max_length=64, unique=True, default=_new_scim_id)
+    scim_external_id = models.CharField(max_length=255, blank=True)
+    scim_username = models.CharField(max_length=255, unique=True)
+
+    def __str__(self) -> str:
+        return self.scim_username
+
+
+class ScimGroup(models.Model):
+    """A group pushed by SCIM. It grants nothing by itself: its members join the teams its name is mapped
+    to (GroupTeamMapping), with source SCIM. Kept apart from Django's auth groups, which carry permissions."""
+
+    scim_id = models.CharField(max_length=64, unique=True, default=_new_scim_id)
+    scim_external_id = models.CharField(max_length=255, blank=True)
+    name = models.CharField(max_length=255)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="scim_groups")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name

@@ -4,7 +4,7 @@ manual ones."""
 
 import pytest
 
-from policies_app.accounts import sso, teams
+from policies_app.accounts import teams
 from policies_app.choices import OrganisationRole
 from policies_app.errors import Forbidden
 from policies_app.models import GroupTeamMapping, OrganisationMembership, ProjectMembership, TeamMembership
@@ -21,7 +21,7 @@ def org_admin(world):
 def test_the_teams_api_shows_each_members_source_the_roles_and_the_mapped_groups(world, api, org_admin):
     ProjectMembership.objects.create(project=world.payments, team=world.security, role="approver")
     GroupTeamMapping.objects.create(group="sec-oncall", team=world.security)
-    sso.sync_group_teams(world.bob, ["sec-oncall"])
+    teams.sync_provider_teams(world.bob, ["sec-oncall"], "sso_group")
 
     [security] = [t for t in api(org_admin).get("/api/v1/teams/").json()["results"] if t["name"] == "security team"]
     assert [(m["username"], m["source"], m["source_group"]) for m in security["memberships"]] == [
@@ -58,21 +58,21 @@ def test_only_organisation_admins_map_groups(world, api, org_admin):
 
 def test_sso_group_sync_adds_and_removes_only_its_own_memberships(world):
     GroupTeamMapping.objects.create(group="sec", team=world.security)
-    sso.sync_group_teams(world.sam, ["sec"])  # sam is already a manual member: stays manual
-    sso.sync_group_teams(world.bob, ["sec", "unknown"])
+    teams.sync_provider_teams(world.sam, ["sec"], "sso_group")  # sam is already a manual member: stays manual
+    teams.sync_provider_teams(world.bob, ["sec", "unknown"], "sso_group")
     assert TeamMembership.objects.get(user=world.sam, team=world.security).source == "manual"
     assert TeamMembership.objects.get(user=world.bob, team=world.security).source == "sso_group"
-    sso.sync_group_teams(world.bob, [])
-    sso.sync_group_teams(world.sam, [])
+    teams.sync_provider_teams(world.bob, [], "sso_group")
+    teams.sync_provider_teams(world.sam, [], "sso_group")
     assert not TeamMembership.objects.filter(user=world.bob).exists()
     assert TeamMembership.objects.filter(user=world.sam, team=world.security, source="manual").exists()
-    sso.sync_group_teams(world.bob, "sec")  # not a list: no groups
+    teams.sync_provider_teams(world.bob, "sec", "sso_group")  # not a list: no groups
     assert not TeamMembership.objects.filter(user=world.bob).exists()
 
 
 def test_editing_members_by_hand_keeps_the_source_of_those_who_stay(world, org_admin):
     GroupTeamMapping.objects.create(group="sec", team=world.security)
-    sso.sync_group_teams(world.bob, ["sec"])
+    teams.sync_provider_teams(world.bob, ["sec"], "sso_group")
     teams.save_team(org_admin, world.security, members=[world.bob, world.alice])
     assert dict(TeamMembership.objects.filter(team=world.security).values_list("user__username", "source")) == {
         "bob": "sso_group",
@@ -85,7 +85,7 @@ def test_the_teams_page_lists_members_sources_roles_and_lets_an_org_admin_map_a_
     client.force_login(org_admin)
     answer = client.post("/teams/groups/", {"team": world.security.pk, "group": "sec-oncall"})
     assert answer.status_code == 302
-    sso.sync_group_teams(world.bob, ["sec-oncall"])
+    teams.sync_provider_teams(world.bob, ["sec-oncall"], "sso_group")
     page = client.get("/teams/").content.decode()
     assert "security team" in page and "SSO group" in page and "sec-oncall" in page
     assert "approver of" in page and "Payments" in page
