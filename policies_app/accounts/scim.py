@@ -87,7 +87,9 @@ def _paths(operation: dict) -> list[tuple[str, Any]]:
         return [(str(path), value)]
     if isinstance(value, dict):
         return list(value.items())
-    raise exceptions.BadRequestError("A PATCH operation needs a path or an object value", scim_type="noTarget")
+    raise exceptions.BadRequestError(
+        "A PATCH operation needs a path or an object value", scim_type="noTarget"
+    )
 
 
 class ScimUserAdapter(SCIMMixin):
@@ -201,7 +203,9 @@ class ScimUserAdapter(SCIMMixin):
         user = User.objects.create_user(username=username, email=email)
         user.set_unusable_password()
         user.save()
-        audit.record(None, "user.created", user, after={"username": username, "email": email, "source": "scim"})
+        audit.record(
+            None, "user.created", user, after={"username": username, "email": email, "source": "scim"}
+        )
         return user
 
     def delete(self) -> None:
@@ -268,7 +272,9 @@ class ScimGroupAdapter(SCIMMixin):
                 if key == "members" and op == "add":
                     self.added |= self._user_ids(value)
                 elif key == "members" and op == "remove":
-                    self.removed |= self._user_ids(value) if value else set(self.obj.members.values_list("pk", flat=True))
+                    self.removed |= (
+                        self._user_ids(value) if value else set(self.obj.members.values_list("pk", flat=True))
+                    )
                 elif single and op == "remove":
                     self.removed |= self._user_ids([{"value": single.group(1)}])
                 elif key == "members" and op == "replace":

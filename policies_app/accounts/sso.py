@@ -26,7 +26,6 @@ import jwt
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
-from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured, SuspiciousOperation
 from django.db import transaction
 from django.http import Http404, HttpRequest
@@ -74,7 +73,9 @@ def discovery() -> dict[str, Any]:
     if issuer not in _discovery:
         document = _fetch_json("GET", f"{issuer}/.well-known/openid-configuration")
         if str(document.get("issuer", "")).rstrip("/") != issuer:
-            raise ImproperlyConfigured("The provider's discovery document names another issuer than OIDC_ISSUER")
+            raise ImproperlyConfigured(
+                "The provider's discovery document names another issuer than OIDC_ISSUER"
+            )
         _discovery[issuer] = document
     return _discovery[issuer]
 
@@ -147,7 +148,9 @@ class SsoBackend(OIDCAuthenticationBackend):
         audience = payload.get("aud")
         audiences = audience if isinstance(audience, list) else [audience]
         if str(payload.get("iss", "")).rstrip("/") != issuer or self.OIDC_RP_CLIENT_ID not in audiences:
-            raise SuspiciousOperation("The ID token was not issued by the configured provider for this client")
+            raise SuspiciousOperation(
+                "The ID token was not issued by the configured provider for this client"
+            )
         if not payload.get("sub"):
             raise SuspiciousOperation("The ID token names no subject")
         return payload
@@ -168,7 +171,6 @@ class SsoBackend(OIDCAuthenticationBackend):
 def sign_in_from_claims(issuer: str, claims: dict[str, Any]) -> Any:
     """The user that the provider's (issuer, subject) signs in as: found, linked or created, with their
     email and name from the claims and their SSO-group team memberships made to match the groups claim."""
-    User = get_user_model()
     subject = str(claims["sub"])
     email = str(claims.get("email") or "")[:254]
     with transaction.atomic():
@@ -192,14 +194,18 @@ def sign_in_from_claims(issuer: str, claims: dict[str, Any]) -> Any:
         if changed:
             user.save()
         SsoIdentity.objects.filter(pk=identity.pk).update(last_sign_in_at=timezone.now())
-        teams.sync_provider_teams(user, claims.get(settings.OIDC_GROUPS_CLAIM), TeamMembership.Source.SSO_GROUP)
+        teams.sync_provider_teams(
+            user, claims.get(settings.OIDC_GROUPS_CLAIM), TeamMembership.Source.SSO_GROUP
+        )
     return user
 
 
 def _linkable_user(email: str, claims: dict[str, Any]) -> Any:
     if not email or claims.get("email_verified") is not True:
         return None
-    matches = list(get_user_model().objects.filter(email__iexact=email, is_superuser=False, is_staff=False)[:2])
+    matches = list(
+        get_user_model().objects.filter(email__iexact=email, is_superuser=False, is_staff=False)[:2]
+    )
     # Two accounts with one address: linking either would be a guess.
     return matches[0] if len(matches) == 1 else None
 

@@ -52,7 +52,10 @@ def _set_members(team: Team, members: Iterable[AbstractBaseUser]) -> None:
     team.team_memberships.exclude(user_id__in=wanted).delete()
     present = set(team.team_memberships.values_list("user_id", flat=True))
     TeamMembership.objects.bulk_create(
-        [TeamMembership(team=team, user_id=pk, source=TeamMembership.Source.MANUAL) for pk in wanted - present]
+        [
+            TeamMembership(team=team, user_id=pk, source=TeamMembership.Source.MANUAL)
+            for pk in wanted - present
+        ]
     )
 
 
@@ -92,7 +95,10 @@ def unmap_group(user: AbstractBaseUser, mapping: GroupTeamMapping) -> None:
         raise Forbidden("Only organisation admins may map identity provider groups to teams.")
     with transaction.atomic():
         audit.record(
-            user, "team.group_unmapped", mapping.team, before={"group": mapping.group, "team": mapping.team.name}
+            user,
+            "team.group_unmapped",
+            mapping.team,
+            before={"group": mapping.group, "team": mapping.team.name},
         )
         mapping.delete()
 
@@ -117,5 +123,11 @@ def sync_provider_teams(user: AbstractBaseUser, groups: Any, source: str) -> Non
     TeamMembership.objects.filter(pk__in=stale).delete()
     TeamMembership.objects.bulk_create(added)
     after = sorted(TeamMembership.objects.filter(user=user).values_list("team__name", flat=True))
-    audit.record(None, f"{source}.teams_synced", user, before={"teams": sorted(m.team.name for m in held.values())}, after={"teams": after})
+    audit.record(
+        None,
+        f"{source}.teams_synced",
+        user,
+        before={"teams": sorted(m.team.name for m in held.values())},
+        after={"teams": after},
+    )
     access.forget_cached_grants()

@@ -15,7 +15,9 @@ class SsoIdentity(models.Model):
     signs in as this user. Single sign-on finds users by this, never by a name or address the
     provider's users may change themselves."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identities")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identities"
+    )
     issuer = models.CharField(max_length=500)
     subject = models.CharField(max_length=255)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -217,7 +217,9 @@ class TeamMembership(models.Model):
         SCIM = "scim", "SCIM"
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="team_memberships")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="team_memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="team_memberships"
+    )
     source = models.CharField(max_length=20, choices=Source.choices, default=Source.MANUAL)
     # The identity provider group that made this membership (source sso_group or scim).
     source_group = models.CharField(max_length=255, blank=True)

@@ -15,9 +15,13 @@ from policies_app.models import GroupTeamMapping, ProjectMembership, TeamMembers
 from policies_app.web.common import act
 
 
-def _page(request: HttpRequest, error: str = "", errors: dict | None = None, status: int = 200) -> HttpResponse:
+def _page(
+    request: HttpRequest, error: str = "", errors: dict | None = None, status: int = 200
+) -> HttpResponse:
     visible = access.visible_teams(request.user).prefetch_related(
-        Prefetch("team_memberships", TeamMembership.objects.select_related("user").order_by("user__username")),
+        Prefetch(
+            "team_memberships", TeamMembership.objects.select_related("user").order_by("user__username")
+        ),
         Prefetch(
             "memberships",
             ProjectMembership.objects.filter(project__in=access.visible_projects(request.user))

@@ -48,7 +48,7 @@ def okta_user(user_name: str) -> dict:
 
 def test_okta_creates_a_user_groups_it_and_deactivates_it(world, scim, client):
     GroupTeamMapping.objects.create(group="Platform Approvers", team=world.security)
-    status, found = scim("GET", 'Users?filter=userName%20eq%20%22ada%40example.com%22&startIndex=1&count=100')
+    status, found = scim("GET", "Users?filter=userName%20eq%20%22ada%40example.com%22&startIndex=1&count=100")
     assert (status, found["totalResults"]) == (200, 0)
     status, created = scim("POST", "Users", okta_user("ada@example.com"))
     assert status == 201, created
@@ -59,20 +59,28 @@ def test_okta_creates_a_user_groups_it_and_deactivates_it(world, scim, client):
         "Ada",
         False,
     ), "the password Okta sends is not kept: people sign in through SSO"
-    status, found = scim("GET", 'Users?filter=userName%20eq%20%22ada%40example.com%22&startIndex=1&count=100')
+    status, found = scim("GET", "Users?filter=userName%20eq%20%22ada%40example.com%22&startIndex=1&count=100")
     assert found["Resources"][0]["id"] == created["id"]
 
     status, group = scim(
         "POST",
         "Groups",
-        {"schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"], "displayName": "Platform Approvers", "members": []},
+        {
+            "schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"],
+            "displayName": "Platform Approvers",
+            "members": [],
+        },
     )
     assert status == 201, group
     add = {"op": "add", "path": "members", "value": [{"value": created["id"], "display": "ada@example.com"}]}
     status, _ = scim("PATCH", f"Groups/{group['id']}", {"schemas": [PATCH_OP], "Operations": [add]})
     assert status == 200
     membership = TeamMembership.objects.get(user=ada)
-    assert (membership.team, membership.source, membership.source_group) == (world.security, "scim", "Platform Approvers")
+    assert (membership.team, membership.source, membership.source_group) == (
+        world.security,
+        "scim",
+        "Platform Approvers",
+    )
     rename = {"op": "replace", "value": {"id": group["id"], "displayName": "Platform Approvers"}}
     assert scim("PATCH", f"Groups/{group['id']}", {"schemas": [PATCH_OP], "Operations": [rename]})[0] == 200
 
@@ -109,7 +117,9 @@ def test_azure_ad_creates_updates_disables_and_deletes_a_user_and_drives_a_group
     }
     status, created = scim("POST", "Users", user)
     assert status == 201, created
-    status, found = scim("GET", "Users?filter=userName+eq+%22Test_User_ab6490ee-1e48-479e-a20b-2d77186b5dd1%22")
+    status, found = scim(
+        "GET", "Users?filter=userName+eq+%22Test_User_ab6490ee-1e48-479e-a20b-2d77186b5dd1%22"
+    )
     assert found["totalResults"] == 1
     update = {
         "schemas": [PATCH_OP],
@@ -152,7 +162,9 @@ def test_azure_ad_creates_updates_disables_and_deletes_a_user_and_drives_a_group
 
 
 def test_scim_never_takes_over_a_superuser_and_leaves_manual_members_alone(world, scim):
-    status, created = scim("POST", "Users", {**okta_user("admin"), "emails": [{"value": "admin@example.com"}]})
+    status, created = scim(
+        "POST", "Users", {**okta_user("admin"), "emails": [{"value": "admin@example.com"}]}
+    )
     assert status == 201
     assert ScimUser.objects.get(scim_id=created["id"]).user != world.admin, "a new account, not the superuser"
     # An ordinary account is linked by user name: sam keeps his manual membership when SCIM groups change.

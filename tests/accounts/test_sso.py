@@ -134,7 +134,9 @@ def test_without_an_issuer_single_sign_on_is_off_and_passwords_work(world, clien
     assert client.post("/accounts/login/", {"username": "alice", "password": "pw"}).status_code == 302
 
 
-def test_a_provider_on_a_network_the_operator_did_not_allow_is_not_reached(world, live_server, provider, settings):
+def test_a_provider_on_a_network_the_operator_did_not_allow_is_not_reached(
+    world, live_server, provider, settings
+):
     settings.EGRESS_ALLOWED_NETWORKS = []
     sso._discovery.clear()
     answer = Client(raise_request_exception=False).get("/oidc/authenticate/")

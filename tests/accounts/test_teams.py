@@ -23,12 +23,16 @@ def test_the_teams_api_shows_each_members_source_the_roles_and_the_mapped_groups
     GroupTeamMapping.objects.create(group="sec-oncall", team=world.security)
     teams.sync_provider_teams(world.bob, ["sec-oncall"], "sso_group")
 
-    [security] = [t for t in api(org_admin).get("/api/v1/teams/").json()["results"] if t["name"] == "security team"]
+    [security] = [
+        t for t in api(org_admin).get("/api/v1/teams/").json()["results"] if t["name"] == "security team"
+    ]
     assert [(m["username"], m["source"], m["source_group"]) for m in security["memberships"]] == [
         ("bob", "sso_group", "sec-oncall"),
         ("sam", "manual", ""),
     ]
-    assert security["roles"] == [{"project": world.payments.pk, "project_name": "Payments", "role": "approver"}]
+    assert security["roles"] == [
+        {"project": world.payments.pk, "project_name": "Payments", "role": "approver"}
+    ]
     assert security["groups"] == ["sec-oncall"]
     assert sorted(security["members"]) == ["bob", "sam"]
 
@@ -38,15 +42,21 @@ def test_a_teams_role_on_a_project_the_reader_cannot_see_is_not_shown(world, api
     hidden = world.platform.__class__.objects.create(name="Hidden")
     ProjectMembership.objects.create(project=hidden, team=world.security, role="admin")
     # Alice is no member of the team: she sees it through its role on Payments, and not Hidden.
-    [security] = [t for t in api(world.alice).get("/api/v1/teams/").json()["results"] if t["name"] == "security team"]
+    [security] = [
+        t for t in api(world.alice).get("/api/v1/teams/").json()["results"] if t["name"] == "security team"
+    ]
     assert [r["project_name"] for r in security["roles"]] == ["Payments"]
 
 
 def test_only_organisation_admins_map_groups(world, api, org_admin):
-    refused = api(world.alice).post("/api/v1/group-mappings/", {"group": "g", "team": "security team"}, format="json")
+    refused = api(world.alice).post(
+        "/api/v1/group-mappings/", {"group": "g", "team": "security team"}, format="json"
+    )
     assert refused.status_code == 403
     assert api(world.alice).get("/api/v1/group-mappings/").json()["results"] == []
-    made = api(org_admin).post("/api/v1/group-mappings/", {"group": "g", "team": "security team"}, format="json")
+    made = api(org_admin).post(
+        "/api/v1/group-mappings/", {"group": "g", "team": "security team"}, format="json"
+    )
     assert made.status_code == 201, made.content
     assert api(org_admin).get("/api/v1/group-mappings/").json()["results"][0]["group"] == "g"
     assert api(world.alice).delete(f"/api/v1/group-mappings/{made.json()['id']}/").status_code == 404
@@ -74,13 +84,17 @@ def test_editing_members_by_hand_keeps_the_source_of_those_who_stay(world, org_a
     GroupTeamMapping.objects.create(group="sec", team=world.security)
     teams.sync_provider_teams(world.bob, ["sec"], "sso_group")
     teams.save_team(org_admin, world.security, members=[world.bob, world.alice])
-    assert dict(TeamMembership.objects.filter(team=world.security).values_list("user__username", "source")) == {
+    assert dict(
+        TeamMembership.objects.filter(team=world.security).values_list("user__username", "source")
+    ) == {
         "bob": "sso_group",
         "alice": "manual",
     }
 
 
-def test_the_teams_page_lists_members_sources_roles_and_lets_an_org_admin_map_a_group(world, client, org_admin):
+def test_the_teams_page_lists_members_sources_roles_and_lets_an_org_admin_map_a_group(
+    world, client, org_admin
+):
     ProjectMembership.objects.create(project=world.payments, team=world.security, role="approver")
     client.force_login(org_admin)
     answer = client.post("/teams/groups/", {"team": world.security.pk, "group": "sec-oncall"})
@@ -122,6 +136,10 @@ def test_the_migration_keeps_existing_members_as_manual():
     executor = MigrationExecutor(connection)
     executor.migrate([before])
     old = executor.loader.project_state([before]).apps
-    assert list(old.get_model("policies_app", "Team").objects.get(name="ops").members.values_list("username", flat=True)) == ["kim"]
+    assert list(
+        old.get_model("policies_app", "Team")
+        .objects.get(name="ops")
+        .members.values_list("username", flat=True)
+    ) == ["kim"]
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())

@@ -29,9 +29,15 @@ class TeamSerializer(serializers.ModelSerializer):
     memberships = TeamMemberSerializer(
         source="team_memberships", many=True, read_only=True, help_text="Each member and where it came from."
     )
-    roles = TeamRoleSerializer(source="memberships", many=True, read_only=True, help_text="Where the team holds roles.")
+    roles = TeamRoleSerializer(
+        source="memberships", many=True, read_only=True, help_text="Where the team holds roles."
+    )
     groups = serializers.SlugRelatedField(
-        source="group_mappings", many=True, slug_field="group", read_only=True, help_text="Mapped provider groups."
+        source="group_mappings",
+        many=True,
+        slug_field="group",
+        read_only=True,
+        help_text="Mapped provider groups.",
     )
 
     class Meta:

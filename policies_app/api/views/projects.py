@@ -83,7 +83,9 @@ class TeamViewSet(UpdateViewSet):
     def get_queryset(self):
         return access.visible_teams(self.request.user).prefetch_related(
             "members",
-            Prefetch("team_memberships", TeamMembership.objects.select_related("user").order_by("user__username")),
+            Prefetch(
+                "team_memberships", TeamMembership.objects.select_related("user").order_by("user__username")
+            ),
             # Only the roles on projects the reader may see: a team's role elsewhere names a hidden project.
             Prefetch(
                 "memberships",
