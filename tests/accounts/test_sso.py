@@ -8,7 +8,7 @@ import os
 import pytest
 from django.test import Client
 
-from policies_app.accounts import sso
+from policies_app.accounts import sso, users
 from policies_app.models import GroupTeamMapping, SsoIdentity, Team, TeamMembership
 from tests.oidc_provider import CLIENT_ID, CLIENT_SECRET, running_provider
 
@@ -149,3 +149,17 @@ def test_break_glass_passwords_work_while_the_provider_is_down(world, settings, 
     settings.SSO_REQUIRED = True
     sso._discovery.clear()
     assert Client().post("/accounts/login/", {"username": "admin", "password": "pw"}).status_code == 302
+
+
+def test_a_deactivated_user_is_signed_out_and_the_provider_cannot_sign_them_in_again(
+    world, live_server, provider, page
+):
+    site = live_server.url
+    sign_in_at_provider(page, site, "ada")
+    ada = SsoIdentity.objects.get(subject="ada").user
+    users.change_user(world.admin, ada, is_active=False)
+    page.goto(f"{site}/")
+    assert "/accounts/login/" in page.url, "the session of a deactivated SSO user ends"
+    page.click("#sso-sign-in")
+    page.wait_for_url("**/accounts/login/?sso=failed")  # the provider remembers her: straight back
+    assert "did not succeed" in page.inner_text("body")

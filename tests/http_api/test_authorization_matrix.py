@@ -90,7 +90,10 @@ MATRIX = {
     ("patch", "/api/v1/teams/{id}/"): (ORG_WRITE, {"description": "changed"}),
     # Mapping provider groups to teams: organisation admins only; everyone else lists none, finds none.
     ("get", "/api/v1/group-mappings/"): (EVERYONE, None),
-    ("post", "/api/v1/group-mappings/"): (row(A, F, F, F, F, F, F), {"group": "new", "team": "security team"}),
+    ("post", "/api/v1/group-mappings/"): (
+        row(A, F, F, F, F, F, F),
+        {"group": "new", "team": "security team"},
+    ),
     ("delete", "/api/v1/group-mappings/{id}/"): (row(A, N, N, N, N, N, N), None),
     ("get", "/api/v1/policies/"): (EVERYONE, None),
     ("post", "/api/v1/policies/"): (
