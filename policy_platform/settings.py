@@ -470,6 +470,66 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
 }
 
+# Single sign-on with the organisation's OpenID Connect provider (policies_app/accounts/sso.py), off
+# unless OIDC_ISSUER and OIDC_CLIENT_ID are set: then passwords are the only way in (the embedded default).
+# The endpoints come from the provider's discovery document unless set here. The provider is reached
+# through the egress guard: a provider on a private network needs its network in EGRESS_ALLOWED_NETWORKS.
+OIDC_ISSUER = os.environ.get("OIDC_ISSUER", "").rstrip("/")
+OIDC_RP_CLIENT_ID = os.environ.get("OIDC_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = os.environ.get("OIDC_CLIENT_SECRET", "")
+OIDC_OP_AUTHORIZATION_ENDPOINT = os.environ.get("OIDC_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = os.environ.get("OIDC_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = os.environ.get("OIDC_USERINFO_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = os.environ.get("OIDC_JWKS_ENDPOINT", "")
+OIDC_OP_LOGOUT_ENDPOINT = os.environ.get("OIDC_END_SESSION_ENDPOINT", "")
+OIDC_RP_SIGN_ALGO = os.environ.get("OIDC_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = os.environ.get("OIDC_SCOPES", "openid email profile groups")
+# The claim that lists the user's groups at the provider (Okta: groups; Azure AD: groups, as ids).
+OIDC_GROUPS_CLAIM = os.environ.get("OIDC_GROUPS_CLAIM", "groups")
+# The name on the sign-in button.
+OIDC_PROVIDER_NAME = os.environ.get("OIDC_PROVIDER_NAME", "your organisation's sign-in")
+OIDC_TIMEOUT = env_number("OIDC_TIMEOUT_SECONDS", 10)
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+# Kept in the session for the provider's sign-out (id_token_hint); never shown.
+OIDC_STORE_ID_TOKEN = True
+OIDC_CREATE_USER = True
+OIDC_AUTHENTICATE_CLASS = "policies_app.accounts.sso.SsoRequestView"
+OIDC_CALLBACK_CLASS = "policies_app.accounts.sso.SsoCallbackView"
+LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?sso=failed"
+# SSO_REQUIRED: password sign-in is refused to everyone but superusers (the break-glass accounts).
+SSO_REQUIRED = env_bool("SSO_REQUIRED", False)
+if SSO_REQUIRED and not (OIDC_ISSUER and OIDC_RP_CLIENT_ID):
+    raise ImproperlyConfigured("SSO_REQUIRED needs OIDC_ISSUER and OIDC_CLIENT_ID")
+AUTHENTICATION_BACKENDS = [
+    "policies_app.accounts.sso.PasswordBackend",
+    "policies_app.accounts.sso.SsoBackend",
+]
+
+# SCIM 2.0 provisioning at /scim/v2/ (policies_app/accounts/scim.py): the identity provider calls it with
+# "Authorization: Bearer <SCIM_BEARER_TOKEN>"; unset, it answers 404.
+SCIM_BEARER_TOKEN = os.environ.get("SCIM_BEARER_TOKEN", "")
+_PLATFORM_URL_PARTS = PLATFORM_URL.split("://", 1)
+SCIM_SERVICE_PROVIDER = {
+    "SCHEME": _PLATFORM_URL_PARTS[0],
+    "NETLOC": _PLATFORM_URL_PARTS[-1].split("/", 1)[0],
+    "AUTHENTICATION_SCHEMES": [
+        {
+            "type": "oauthbearertoken",
+            "name": "OAuth Bearer Token",
+            "description": "The SCIM_BEARER_TOKEN the operator gave the identity provider",
+        }
+    ],
+    "USER_MODEL_GETTER": "policies_app.accounts.scim.scim_user_model",
+    "USER_ADAPTER": "policies_app.accounts.scim.ScimUserAdapter",
+    "GROUP_MODEL": "policies_app.models.identity.ScimGroup",
+    "GROUP_ADAPTER": "policies_app.accounts.scim.ScimGroupAdapter",
+    "USER_FILTER_PARSER": "policies_app.accounts.scim_filters.ScimUserFilter",
+    "GROUP_FILTER_PARSER": "policies_app.accounts.scim_filters.ScimGroupFilter",
+    "AUTH_CHECK_MIDDLEWARE": "policies_app.accounts.scim.ScimBearerAuth",
+    "WWW_AUTHENTICATE_HEADER": 'Bearer realm="scim"',
+}
+
 # /metrics (policies_app/ops/metrics_view.py): readable with "Authorization: Bearer METRICS_TOKEN" or from
 # METRICS_ALLOWED_NETWORKS; with neither, by nobody.
 METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")

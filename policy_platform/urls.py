@@ -4,7 +4,8 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from policies_app.accounts.signin import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
+from policies_app.accounts import signin
+from policies_app.accounts.signin import ThrottledAdminAuthenticationForm
 from policies_app.ops import metrics_view, readiness
 
 admin.site.login_form = ThrottledAdminAuthenticationForm
@@ -25,12 +26,12 @@ urlpatterns = [
     path("api/v1/", include("policies_app.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
-    path(
-        "accounts/login/",
-        auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm),
-        name="login",
-    ),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/login/", signin.SignInView.as_view(), name="login"),
+    path("accounts/logout/", signin.SignOutView.as_view(), name="logout"),
+    # Single sign-on (policies_app/accounts/sso.py): 404 unless OIDC_ISSUER and OIDC_CLIENT_ID are set.
+    path("oidc/", include("mozilla_django_oidc.urls")),
+    # SCIM 2.0 provisioning (policies_app/accounts/scim.py): 404 unless SCIM_BEARER_TOKEN is set.
+    path("scim/v2/", include("django_scim.urls")),
     # An invited user (users.create_user without a password) chooses a password here.
     path(
         "accounts/reset/<uidb64>/<token>/",

@@ -13,10 +13,14 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
+from django.shortcuts import render
+from django.urls import reverse
 
+from policies_app.accounts import sso
 from policies_app.guards.client_address import client_address
 
 # An address may fail more often than one user name: several people can sign in from behind one NAT.
@@ -58,6 +62,13 @@ class ThrottledSignInMixin:
                 f"Too many failed sign-ins. Signing in is blocked for up to {minutes} minutes.",
                 code="throttled",
             )
+        if settings.SSO_REQUIRED:
+            # The password backend refuses everyone but superusers; say why instead of "wrong password".
+            self.error_messages = {
+                **self.error_messages,
+                "invalid_login": "This organisation signs in with single sign-on. Passwords are kept for "
+                "break-glass administrators only.",
+            }
         try:
             return super().clean()
         except ValidationError:
@@ -71,3 +82,34 @@ class ThrottledAuthenticationForm(ThrottledSignInMixin, AuthenticationForm):
 
 class ThrottledAdminAuthenticationForm(ThrottledSignInMixin, AdminAuthenticationForm):
     pass
+
+
+class SignInView(auth_views.LoginView):
+    """The password form, with the identity provider's button when single sign-on is configured."""
+
+    authentication_form = ThrottledAuthenticationForm
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context = super().get_context_data(**kwargs)
+        context["sso_enabled"] = sso.is_enabled()
+        context["sso_required"] = settings.SSO_REQUIRED
+        context["sso_provider_name"] = settings.OIDC_PROVIDER_NAME
+        context["sso_failed"] = self.request.GET.get("sso") == "failed"
+        return context
+
+
+class SignOutView(auth_views.LogoutView):
+    """Signs out of the platform, then (when signed in through the provider and it offers it) out of the
+    provider's session too, which comes back to the sign-in page. The way to the provider is a page that
+    moves on by itself, not a redirect: the sign-out form's CSP (form-action 'self') would block a
+    redirect to another origin."""
+
+    def post(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        id_token = request.session.get("oidc_id_token", "")
+        response = super().post(request, *args, **kwargs)
+        if id_token:
+            back = request.build_absolute_uri(reverse("login"))
+            provider = sso.provider_sign_out_url(id_token, back)
+            if provider:
+                return render(request, "registration/signed_out_sso.html", {"provider_url": provider})
+        return response

@@ -11,7 +11,7 @@ from django.db import transaction
 
 from policies_app import access, audit
 from policies_app.errors import Forbidden, Invalid
-from policies_app.models import Team
+from policies_app.models import GroupTeamMapping, Team, TeamMembership
 
 
 def save_team(
@@ -37,12 +37,26 @@ def save_team(
             setattr(team, key, value)
         team.save()
         if members is not None:
-            team.members.set(members)
+            _set_members(team, members)
             access.forget_cached_grants()
         audit.record(
             user, "team.changed" if before else "team.created", team, before=before, after=_snapshot(team)
         )
     return team
+
+
+def _set_members(team: Team, members: Iterable[AbstractBaseUser]) -> None:
+    """The team's members become ``members``: those who stay keep their source (an SSO group or SCIM
+    member stays one), those added are manual."""
+    wanted = {member.pk for member in members}
+    team.team_memberships.exclude(user_id__in=wanted).delete()
+    present = set(team.team_memberships.values_list("user_id", flat=True))
+    TeamMembership.objects.bulk_create(
+        [
+            TeamMembership(team=team, user_id=pk, source=TeamMembership.Source.MANUAL)
+            for pk in wanted - present
+        ]
+    )
 
 
 def _snapshot(team: Team) -> dict[str, Any]:
@@ -51,3 +65,69 @@ def _snapshot(team: Team) -> dict[str, Any]:
         "description": team.description,
         "members": sorted(team.members.values_list("username", flat=True)),
     }
+
+
+def may_map_groups(user: AbstractBaseUser) -> bool:
+    """Mapping an identity provider group to a team hands the team's roles to everyone the provider
+    puts in that group: organisation admins only (not team managers)."""
+    return user.is_authenticated and access.Grants.of(user).is_organisation_admin
+
+
+def map_group(user: AbstractBaseUser, group: str, team: Team) -> GroupTeamMapping:
+    """Members of ``group`` at the identity provider become members of ``team`` (source SSO group) at
+    their next single sign-on, and through SCIM when the provider pushes the group."""
+    if not may_map_groups(user):
+        raise Forbidden("Only organisation admins may map identity provider groups to teams.")
+    group = group.strip()
+    if not group or len(group) > 255:
+        raise Invalid({"group": ["Name the provider's group (at most 255 characters)."]})
+    if GroupTeamMapping.objects.filter(group=group, team=team).exists():
+        raise Invalid({"group": ["This group is already mapped to this team."]})
+    with transaction.atomic():
+        mapping = GroupTeamMapping.objects.create(group=group, team=team)
+        audit.record(user, "team.group_mapped", team, after={"group": group, "team": team.name})
+    return mapping
+
+
+def unmap_group(user: AbstractBaseUser, mapping: GroupTeamMapping) -> None:
+    """The group no longer makes team members; those it made lose the team at their next sign-in."""
+    if not may_map_groups(user):
+        raise Forbidden("Only organisation admins may map identity provider groups to teams.")
+    with transaction.atomic():
+        audit.record(
+            user,
+            "team.group_unmapped",
+            mapping.team,
+            before={"group": mapping.group, "team": mapping.team.name},
+        )
+        mapping.delete()
+
+
+def sync_provider_teams(user: AbstractBaseUser, groups: Any, source: str) -> None:
+    """The user's memberships of ``source`` (SSO group or SCIM) become those the group → team mapping
+    makes of ``groups``: added for mapped groups, removed for groups the provider no longer lists.
+    Memberships of any other source are left alone (a manual member stays manual)."""
+    names = {str(group) for group in groups} if isinstance(groups, list | set | tuple) else set()
+    wanted: dict[int, str] = {}
+    for mapping in GroupTeamMapping.objects.filter(group__in=names).order_by("group"):
+        wanted.setdefault(mapping.team_id, mapping.group)
+    held = {m.team_id: m for m in TeamMembership.objects.filter(user=user).select_related("team")}
+    stale = [m.pk for team_id, m in held.items() if m.source == source and team_id not in wanted]
+    added = [
+        TeamMembership(user=user, team_id=team_id, source=source, source_group=group)
+        for team_id, group in wanted.items()
+        if team_id not in held
+    ]
+    if not (stale or added):
+        return
+    TeamMembership.objects.filter(pk__in=stale).delete()
+    TeamMembership.objects.bulk_create(added)
+    after = sorted(TeamMembership.objects.filter(user=user).values_list("team__name", flat=True))
+    audit.record(
+        None,
+        f"{source}.teams_synced",
+        user,
+        before={"teams": sorted(m.team.name for m in held.values())},
+        after={"teams": after},
+    )
+    access.forget_cached_grants()

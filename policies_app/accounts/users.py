@@ -30,7 +30,7 @@ from policies_app import access, audit, wakeups
 from policies_app.access import Grants
 from policies_app.choices import OrganisationRole
 from policies_app.errors import Forbidden, Invalid, NotFound
-from policies_app.models import InvitationEmail, OrganisationMembership
+from policies_app.models import ApiToken, InvitationEmail, LegacyApiToken, OrganisationMembership
 
 logger = logging.getLogger(__name__)
 User = get_user_model()
@@ -202,3 +202,19 @@ def get_visible_user(actor: AbstractBaseUser, pk: int) -> Any:
     if account is None:
         raise NotFound("No such user.")
     return account
+
+
+def revoke_access(account: Any) -> None:
+    """Everything that lets ``account`` in now stops: its sessions end and its API tokens are deleted
+    (deactivation already refuses new sign-ins). Sessions are found by reading each one: deactivations
+    are rare, sessions bounded by their age."""
+    from django.contrib.sessions.models import Session
+
+    ApiToken.objects.filter(user=account).delete()
+    LegacyApiToken.objects.filter(user=account).delete()
+    ended = [
+        session.pk
+        for session in Session.objects.filter(expire_date__gt=timezone.now()).iterator()
+        if session.get_decoded().get("_auth_user_id") == str(account.pk)
+    ]
+    Session.objects.filter(pk__in=ended).delete()

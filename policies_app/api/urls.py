@@ -23,6 +23,7 @@ router.register("environments", environments.EnvironmentViewSet, basename="envir
 router.register("policies", policies.PolicyViewSet, basename="policy")
 router.register("policy-repositories", policies.PolicyRepositoryViewSet, basename="policy-repository")
 router.register("teams", projects.TeamViewSet, basename="team")
+router.register("group-mappings", projects.GroupTeamMappingViewSet, basename="group-mapping")
 router.register("webhooks", webhooks.WebhookViewSet, basename="webhook")
 router.register("users", accounts.AccountViewSet, basename="user")
 router.register("tokens", accounts.ApiTokenViewSet, basename="token")

@@ -8,6 +8,7 @@ from policies_app.models.deployments import (
     StoredDocument,
 )
 from policies_app.models.environments import Environment, EnvironmentState
+from policies_app.models.identity import GroupTeamMapping, ScimGroup, ScimUser, SsoIdentity
 from policies_app.models.notifications import ApprovalRequestEmail, InvitationEmail, NotificationPreference
 from policies_app.models.policies import ApprovalPolicy, PolicyModule, PolicyRevision
 from policies_app.models.policy_branch_checks import PolicyBranchCheck
@@ -19,6 +20,7 @@ from policies_app.models.projects import (
     ProjectMembership,
     ProjectPolicy,
     Team,
+    TeamMembership,
 )
 from policies_app.models.templates import ConfigurationView, Template
 from policies_app.models.tokens import ApiToken, LegacyApiToken, ServiceAccount
@@ -55,5 +57,10 @@ __all__ = [
     "ProjectMembership",
     "ProjectPolicy",
     "Team",
+    "TeamMembership",
+    "GroupTeamMapping",
+    "SsoIdentity",
+    "ScimGroup",
+    "ScimUser",
     "Template",
 ]

@@ -196,13 +196,41 @@ class ProjectPolicy(models.Model):
 class Team(models.Model):
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
-    members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="policy_teams")
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="policy_teams", through="TeamMembership"
+    )
 
     class Meta:
         ordering = ["name"]
 
     def __str__(self) -> str:
         return self.name
+
+
+class TeamMembership(models.Model):
+    """A user in a team, with where that came from: added by hand, from the identity provider's groups
+    at single sign-on (kept in step at every sign-in), or pushed by SCIM provisioning."""
+
+    class Source(models.TextChoices):
+        MANUAL = "manual", "manual"
+        SSO_GROUP = "sso_group", "SSO group"
+        SCIM = "scim", "SCIM"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="team_memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="team_memberships"
+    )
+    source = models.CharField(max_length=20, choices=Source.choices, default=Source.MANUAL)
+    # The identity provider group that made this membership (source sso_group or scim).
+    source_group = models.CharField(max_length=255, blank=True)
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["team", "user"]
+        constraints = [models.UniqueConstraint(fields=["team", "user"], name="team_membership_once")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} ({self.source})"
 
 
 class ProjectMembership(models.Model):

@@ -9,6 +9,7 @@ from policies_app.web import (
     policy_views,
     project_views,
     service_account_views,
+    team_views,
     webhook_views,
 )
 
@@ -56,6 +57,9 @@ urlpatterns = [
     path("policies/<int:pk>/replays/", policy_views.policy_replay_start, name="policy-replay-start"),
     path("policies/<int:pk>/replays/<int:replay_pk>/", policy_views.policy_replay, name="policy-replay"),
     path("policies/<int:pk>/attachments/", admin_views.policy_attach, name="policy-attach"),
+    path("teams/", team_views.team_list, name="team-list"),
+    path("teams/groups/", team_views.team_group_map, name="team-group-map"),
+    path("teams/groups/<int:pk>/remove/", team_views.team_group_unmap, name="team-group-unmap"),
     path("users/", admin_views.user_list, name="user-list"),
     path("users/<int:pk>/", admin_views.user_change, name="user-change"),
     path("audit/", admin_views.audit_list, name="audit-log"),

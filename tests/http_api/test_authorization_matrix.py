@@ -26,6 +26,7 @@ from policies_app.models import (
     Deployment,
     EnvironmentState,
     Evaluation,
+    GroupTeamMapping,
     OrganisationMembership,
     PolicyReplay,
     PolicyRepository,
@@ -87,6 +88,13 @@ MATRIX = {
     ("get", "/api/v1/teams/{id}/"): (MEMBERS_READ, None),
     ("put", "/api/v1/teams/{id}/"): (ORG_WRITE, {"name": "security team", "members": ["sam"]}),
     ("patch", "/api/v1/teams/{id}/"): (ORG_WRITE, {"description": "changed"}),
+    # Mapping provider groups to teams: organisation admins only; everyone else lists none, finds none.
+    ("get", "/api/v1/group-mappings/"): (EVERYONE, None),
+    ("post", "/api/v1/group-mappings/"): (
+        row(A, F, F, F, F, F, F),
+        {"group": "new", "team": "security team"},
+    ),
+    ("delete", "/api/v1/group-mappings/{id}/"): (row(A, N, N, N, N, N, N), None),
     ("get", "/api/v1/policies/"): (EVERYONE, None),
     ("post", "/api/v1/policies/"): (
         row(A, F, F, F, F, F, F),
@@ -218,6 +226,7 @@ OBJECT_OF_PATH = {
     "users": "user",
     "tokens": "token",
     "service-accounts": "service_account",
+    "group-mappings": "group_mapping",
 }
 # Allowed: done (200, 201, 204) or accepted for a worker (202: a webhook test is queued, not sent in the request).
 STATUS = {A: {200, 201, 202, 204}, F: {403}, N: {404}, I: {400}}
@@ -297,6 +306,7 @@ def objects(world) -> dict:
         "user": world.sam.pk,
         "token": token.pk,
         "service_account": account.pk,
+        "group_mapping": GroupTeamMapping.objects.create(group="sec", team=world.security).pk,
         "service_account_token": account_token.pk,
         "membership_id": member.pk,
         "policy_id": eu_policy.pk,

@@ -185,6 +185,8 @@ ENDPOINTS = {
     "api policies": ("api", "/api/v1/policies/"),
     "api templates": ("api", "/api/v1/templates/"),
     "api teams": ("api", "/api/v1/teams/"),
+    "api group mappings": ("api", "/api/v1/group-mappings/", "admin"),
+    "page teams": ("page", "/teams/"),
     "api environment deployments": ("api", "/api/v1/environments/{environment}/deployments/"),
     "api effective policies": ("api", "/api/v1/environments/{environment}/effective-policies/"),
     "page queue": ("page", "/?status="),

@@ -4,17 +4,55 @@ from rest_framework import serializers
 
 from policies_app.api.serializers.fields import User
 from policies_app.choices import EmailMode, OrganisationRole
-from policies_app.models import ApiToken, Team
+from policies_app.models import ApiToken, GroupTeamMapping, Team, TeamMembership
+
+
+class TeamMemberSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+
+    class Meta:
+        model = TeamMembership
+        fields = ["username", "source", "source_group", "added_at"]
+        read_only_fields = fields
+
+
+class TeamRoleSerializer(serializers.Serializer):
+    project = serializers.IntegerField(source="project_id", read_only=True)
+    project_name = serializers.CharField(source="project.name", read_only=True)
+    role = serializers.CharField(read_only=True)
 
 
 class TeamSerializer(serializers.ModelSerializer):
     members = serializers.SlugRelatedField(
         many=True, slug_field="username", queryset=User.objects.all(), required=False
     )
+    memberships = TeamMemberSerializer(
+        source="team_memberships", many=True, read_only=True, help_text="Each member and where it came from."
+    )
+    roles = TeamRoleSerializer(
+        source="memberships", many=True, read_only=True, help_text="Where the team holds roles."
+    )
+    groups = serializers.SlugRelatedField(
+        source="group_mappings",
+        many=True,
+        slug_field="group",
+        read_only=True,
+        help_text="Mapped provider groups.",
+    )
 
     class Meta:
         model = Team
-        fields = ["id", "name", "description", "members"]
+        fields = ["id", "name", "description", "members", "memberships", "roles", "groups"]
+
+
+class GroupTeamMappingSerializer(serializers.ModelSerializer):
+    team = serializers.SlugRelatedField(slug_field="name", queryset=Team.objects.all())
+
+    class Meta:
+        model = GroupTeamMapping
+        fields = ["id", "group", "team", "created_at"]
+        read_only_fields = ["created_at"]
+        validators = []
 
 
 class AccountSerializer(serializers.ModelSerializer):

@@ -1,15 +1,16 @@
 """Projects and teams."""
 
+from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
-from rest_framework import status
+from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from policies_app import access
 from policies_app.accounts import teams
-from policies_app.api.serializers.accounts import TeamSerializer
+from policies_app.api.serializers.accounts import GroupTeamMappingSerializer, TeamSerializer
 from policies_app.api.serializers.projects import (
     MembershipReadSerializer,
     MembershipSerializer,
@@ -17,6 +18,7 @@ from policies_app.api.serializers.projects import (
     ProjectSerializer,
 )
 from policies_app.api.views.common import UpdateViewSet
+from policies_app.models import GroupTeamMapping, ProjectMembership, TeamMembership
 from policies_app.projects import projects
 
 
@@ -79,7 +81,20 @@ class TeamViewSet(UpdateViewSet):
     serializer_class = TeamSerializer
 
     def get_queryset(self):
-        return access.visible_teams(self.request.user).prefetch_related("members")
+        return access.visible_teams(self.request.user).prefetch_related(
+            "members",
+            Prefetch(
+                "team_memberships", TeamMembership.objects.select_related("user").order_by("user__username")
+            ),
+            # Only the roles on projects the reader may see: a team's role elsewhere names a hidden project.
+            Prefetch(
+                "memberships",
+                ProjectMembership.objects.filter(project__in=access.visible_projects(self.request.user))
+                .select_related("project")
+                .order_by("project__name"),
+            ),
+            "group_mappings",
+        )
 
     def perform_create(self, serializer):
         serializer.instance = teams.save_team(self.request.user, **serializer.validated_data)
@@ -88,3 +103,24 @@ class TeamViewSet(UpdateViewSet):
         serializer.instance = teams.save_team(
             self.request.user, serializer.instance, **serializer.validated_data
         )
+
+
+class GroupTeamMappingViewSet(
+    mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet
+):
+    """Identity provider groups whose members belong to a team (single sign-on and SCIM): organisation
+    admins only."""
+
+    serializer_class = GroupTeamMappingSerializer
+
+    def get_queryset(self):
+        if not teams.may_map_groups(self.request.user):
+            return GroupTeamMapping.objects.none()
+        return GroupTeamMapping.objects.select_related("team")
+
+    def perform_create(self, serializer):
+        data = serializer.validated_data
+        serializer.instance = teams.map_group(self.request.user, data["group"], data["team"])
+
+    def perform_destroy(self, instance):
+        teams.unmap_group(self.request.user, instance)
