@@ -21,6 +21,7 @@ from policies_app.models.projects import (
 )
 from policies_app.models.templates import ConfigurationView, Template
 from policies_app.models.tokens import ApiToken, LegacyApiToken, ServiceAccount
+from policies_app.models.waivers import Waiver
 from policies_app.models.webhooks import Webhook, WebhookDelivery
 
 __all__ = [
@@ -54,4 +55,5 @@ __all__ = [
     "ProjectPolicy",
     "Team",
     "Template",
+    "Waiver",
 ]
