@@ -97,6 +97,21 @@ def may_grant(user: AbstractBaseUser, project: Project) -> bool:
     return refusal_to_grant(Grants.of(user), project) is None
 
 
+def may_revoke(user: AbstractBaseUser, waiver: Waiver) -> bool:
+    return waiver.granted_by_id == user.pk or may_grant(user, scope_project(waiver))
+
+
+def waivers_holding_for(environment: Environment) -> list[Waiver]:
+    """The waivers in force now on the environment and on its project and the projects above it."""
+    project = environment.project
+    return list(
+        Waiver.objects.filter(in_force())
+        .filter(Q(environment=environment) | Q(project_id__in=[project.pk, *project.ancestor_ids]))
+        .select_related("policy", "project", "environment__project", "granted_by")
+        .order_by("expires_at", "pk")
+    )
+
+
 def _clean_reason(reason: Any) -> str:
     reason = reason.strip() if isinstance(reason, str) else ""
     if not reason:
@@ -165,10 +180,8 @@ def grant_waiver(
 
 def revoke_waiver(user: AbstractBaseUser, waiver: Waiver) -> Waiver:
     """End a waiver now. What was decided under it stays decided."""
-    if waiver.granted_by_id != user.pk:
-        refusal = refusal_to_grant(Grants.of(user), scope_project(waiver))
-        if refusal is not None:
-            raise refusal
+    if not may_revoke(user, waiver):
+        raise Forbidden("Only the one who granted it and approvers of its project may revoke a waiver.")
     with transaction.atomic():
         now = timezone.now()
         ended = Waiver.objects.filter(pk=waiver.pk, revoked_at__isnull=True, expires_at__gt=now).update(

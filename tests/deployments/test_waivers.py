@@ -232,3 +232,37 @@ def test_waivers_are_listed_to_those_who_see_their_scope(world, api, no_deletes)
     ProjectMembership.objects.create(project=world.payments_eu, user=world.charlie, role="viewer")
     (seen,) = api(world.charlie).get("/api/v1/waivers/").json()["results"]
     assert seen["environment"] == world.environment.pk
+
+
+# --- the environment's page ----------------------------------------------------------------------------
+
+
+def test_the_environment_page_grants_shows_and_revokes_waivers(world, client, no_deletes):
+    page = f"/environments/{world.environment.pk}/"
+    grant_url = f"/environments/{world.environment.pk}/waivers/"
+    form = {"policy": no_deletes.pk, "scope": "environment", "hours": "2", "reason": "incident 7"}
+    client.force_login(world.vera)
+    assert "Waive a policy" not in client.get(page).content.decode()
+    refused = client.post(grant_url, form)
+    assert refused.status_code == 403
+    assert "Only approvers" in refused.content.decode()
+
+    client.force_login(world.alice)
+    assert "Waive a policy" in client.get(page).content.decode()
+    assert client.post(grant_url, {**form, "reason": ""}).status_code == 400
+    assert client.post(grant_url, {**form, "hours": "100"}).status_code == 400
+    granted = client.post(grant_url, form)
+    assert granted.status_code == 302, granted.content.decode()[:500]
+    waiver = Waiver.objects.get()
+    assert waiver.environment == world.environment and waiver.granted_by == world.alice
+    shown = client.get(page).content.decode()
+    assert "incident 7" in shown and "this environment" in shown
+
+    client.force_login(world.vera)
+    assert "incident 7" in client.get(page).content.decode()  # seen by the environment's viewers
+    assert client.post(f"/waivers/{waiver.pk}/revoke/", {"environment": world.environment.pk}).status_code == 403
+    client.force_login(world.alice)
+    revoked = client.post(f"/waivers/{waiver.pk}/revoke/", {"environment": world.environment.pk})
+    assert revoked.status_code == 302
+    assert Waiver.objects.get().revoked_by == world.alice
+    assert "No waiver holds here." in client.get(page).content.decode()
