@@ -266,3 +266,12 @@ def test_the_environment_page_grants_shows_and_revokes_waivers(world, client, no
     assert revoked.status_code == 302
     assert Waiver.objects.get().revoked_by == world.alice
     assert "No waiver holds here." in client.get(page).content.decode()
+
+
+def test_the_deployment_page_marks_a_waived_outcome(world, api, client, no_deletes):
+    grant(api, world.alice, no_deletes, environment=world.environment.pk, reason="incident 9")
+    released = deploy(world, api, "1")
+    client.force_login(world.vera)
+    shown = client.get(f"/deployments/{released['id']}/").content.decode()
+    assert "waived by alice until " in shown
+    assert 'title="incident 9"' in shown
