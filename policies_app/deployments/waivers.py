@@ -192,7 +192,12 @@ def revoke_waiver(user: AbstractBaseUser, waiver: Waiver) -> Waiver:
         before = snapshot(waiver)
         waiver.refresh_from_db()
         audit.record(
-            user, "waiver.revoked", waiver, before=before, after=snapshot(waiver), project=scope_project(waiver)
+            user,
+            "waiver.revoked",
+            waiver,
+            before=before,
+            after=snapshot(waiver),
+            project=scope_project(waiver),
         )
         _notify(waiver, webhooks.WAIVER_REVOKED)
     return waiver
@@ -277,7 +282,10 @@ def waivers_in_force(deployment: Deployment, policy_ids: set[int], at: datetime)
     project = deployment.environment.project
     found = (
         Waiver.objects.filter(in_force(at), policy_id__in=policy_ids)
-        .filter(Q(environment_id=deployment.environment_id) | Q(project_id__in=[project.pk, *project.ancestor_ids]))
+        .filter(
+            Q(environment_id=deployment.environment_id)
+            | Q(project_id__in=[project.pk, *project.ancestor_ids])
+        )
         .select_related("granted_by")
         .order_by("expires_at", "pk")
     )

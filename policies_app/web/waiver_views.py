@@ -46,8 +46,9 @@ def environment_waiver_grant(request: HttpRequest, pk: int) -> HttpResponse:
     return act(
         request,
         grant,
-        done=lambda waiver: f"Policy {waiver.policy.name} is waived until "
-        f"{waivers.until_text(waiver.expires_at)}.",
+        done=lambda waiver: (
+            f"Policy {waiver.policy.name} is waived until {waivers.until_text(waiver.expires_at)}."
+        ),
         then=reverse("web:environment-detail", args=[environment.pk]),
         page=lambda error="", errors=None, status=200: render_environment(
             request,
@@ -73,9 +74,9 @@ def waiver_revoke(request: HttpRequest, pk: int) -> HttpResponse:
         lambda: waivers.revoke_waiver(request.user, waiver),
         done=f"The waiver of policy {waiver.policy.name} is revoked.",
         then=back,
-        page=lambda error="", errors=None, status=200: render_environment(
-            request, environment_pk, error, status
-        )
-        if environment_pk
-        else HttpResponse(error, status=status, content_type="text/plain"),
+        page=lambda error="", errors=None, status=200: (
+            render_environment(request, environment_pk, error, status)
+            if environment_pk
+            else HttpResponse(error, status=status, content_type="text/plain")
+        ),
     )

@@ -29,10 +29,19 @@ deny contains msg if {
 }
 """
 ALWAYS_WAIT = 'package env0\n\npending contains "waiting for a change board" if true\n'
-DELETES = {"plan": {"format_version": "1.2", "resource_changes": [
-    {"address": "aws_s3_bucket.logs", "type": "aws_s3_bucket", "name": "logs",
-     "change": {"actions": ["delete"], "before": {}, "after": None}},
-]}}
+DELETES = {
+    "plan": {
+        "format_version": "1.2",
+        "resource_changes": [
+            {
+                "address": "aws_s3_bucket.logs",
+                "type": "aws_s3_bucket",
+                "name": "logs",
+                "change": {"actions": ["delete"], "before": {}, "after": None},
+            },
+        ],
+    }
+}
 
 
 @pytest.fixture
@@ -260,7 +269,9 @@ def test_the_environment_page_grants_shows_and_revokes_waivers(world, client, no
 
     client.force_login(world.vera)
     assert "incident 7" in client.get(page).content.decode()  # seen by the environment's viewers
-    assert client.post(f"/waivers/{waiver.pk}/revoke/", {"environment": world.environment.pk}).status_code == 403
+    assert (
+        client.post(f"/waivers/{waiver.pk}/revoke/", {"environment": world.environment.pk}).status_code == 403
+    )
     client.force_login(world.alice)
     revoked = client.post(f"/waivers/{waiver.pk}/revoke/", {"environment": world.environment.pk})
     assert revoked.status_code == 302

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
-from django.utils import timezone
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 
 from policies_app.accounts import service_accounts, tokens

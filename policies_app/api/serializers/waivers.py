@@ -45,6 +45,10 @@ class GrantWaiverSerializer(serializers.Serializer):
     environment = VisibleRelatedField(access.visible_environments, required=False, allow_null=True)
     project = VisibleRelatedField(access.visible_projects, required=False, allow_null=True)
     # Checked by the use case (required, one line), so that a missing reason is answered like a blank one.
-    reason = serializers.CharField(required=False, allow_blank=True, max_length=MAX_REASON, trim_whitespace=False)
-    hours = serializers.FloatField(required=False, allow_null=True, help_text="How long it holds (at most WAIVER_MAX_HOURS).")
+    reason = serializers.CharField(
+        required=False, allow_blank=True, max_length=MAX_REASON, trim_whitespace=False
+    )
+    hours = serializers.FloatField(
+        required=False, allow_null=True, help_text="How long it holds (at most WAIVER_MAX_HOURS)."
+    )
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
