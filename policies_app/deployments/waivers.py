@@ -28,6 +28,7 @@ The rules, each stated once here:
 from __future__ import annotations
 
 import json
+import math
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -129,7 +130,7 @@ def _expiry(now: datetime, hours: float | None, expires_at: datetime | None) -> 
     if (hours is None) == (expires_at is None):
         raise Invalid({"hours": ["Give either hours or expires_at."]})
     if hours is not None:
-        if hours <= 0 or hours > limit:
+        if not math.isfinite(hours) or hours <= 0 or hours > limit:
             raise Invalid({"hours": [f"A waiver holds for more than 0 and at most {limit:g} hours."]})
         return now + timedelta(hours=hours)
     assert expires_at is not None

@@ -169,6 +169,7 @@ def test_only_approvers_of_the_scope_may_grant(world, api, no_deletes):
     [
         ({"hours": 25}, "hours"),
         ({"hours": 0}, "hours"),
+        ({"hours": "nan"}, "hours"),
         ({"hours": None, "expires_at": "2999-01-01T00:00:00Z"}, "expires_at"),
         ({"reason": ""}, "reason"),
         ({"reason": "   "}, "reason"),
