@@ -205,7 +205,9 @@ def revoke_waiver(user: AbstractBaseUser, waiver: Waiver) -> Waiver:
 
 
 def _waiting_in_scope(waiver: Waiver) -> list[int]:
-    """Deployments waiting for approval that the waived policy judges, where the waiver holds."""
+    """Deployments waiting for approval that the waived policy judges, where the waiver holds, and those
+    being evaluated now (an evaluation that read the waivers before this one was granted may decide
+    "pending": the due-work row then has it evaluated again, by the sweep if its wake-up came too early)."""
     if waiver.environment_id:
         where = Q(environment_id=waiver.environment_id)
     else:
@@ -213,8 +215,11 @@ def _waiting_in_scope(waiver: Waiver) -> list[int]:
             environment__project__lineage__startswith=waiver.project.path
         )
     return list(
-        Deployment.objects.filter(where, status=DeploymentStatus.PENDING_APPROVAL)
-        .filter(policy_revisions__policy_id=waiver.policy_id)
+        Deployment.objects.filter(where)
+        .filter(
+            Q(status=DeploymentStatus.PENDING_APPROVAL, policy_revisions__policy_id=waiver.policy_id)
+            | Q(status=DeploymentStatus.EVALUATING)
+        )
         .values_list("pk", flat=True)
         .distinct()
     )
