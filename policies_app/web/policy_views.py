@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from policies_app import access
 from policies_app.choices import ReplayStatus
+from policies_app.deployments import waivers
 from policies_app.errors import DomainError
 from policies_app.models import ApprovalPolicy, PolicyModule, PolicyReplay, PolicyRevision
 from policies_app.policies import replay
@@ -147,6 +148,8 @@ def _render_policy(
         "diff_form": DiffForm(revisions=numbers, initial=_diff_initial(numbers)),
         "replay_form": ReplayForm(revisions=numbers, initial={"revision": numbers[0] if numbers else None}),
         "replays": _replays(policy) if replay.may_read_replays(request.user) else None,
+        # Where it is set aside now, among the environments and projects the user sees.
+        "waivers": list(waivers.visible_waivers(request.user).filter(waivers.in_force(), policy=policy)),
     }
     return render(request, "web/policy_detail.html", context, status=status)
 

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from policies_app.models import AuditEntry, Deployment, ProjectMembership, Waiver, WebhookDelivery
 from policies_app.notifications import webhooks
+from policy_gate import gate
 from tests.builders import make_policy
 from tests.deployments.test_approval_flow import trigger
 
@@ -91,6 +92,9 @@ def test_a_waiver_turns_a_deny_into_a_marked_warn_until_it_expires(world, api, n
     assert outcome["decision"] == "warn"
     assert outcome["waived_by"] == "alice" and outcome["waiver_id"] == waiver["id"]
     assert outcome["waived_until"] == waiver["expires_at"].replace("Z", "+00:00")
+    printed = []
+    assert gate.report_final(released, printed.append) == 0
+    assert f"  warn: {marked}" in printed  # the pipeline's log says so too
     # A decision made earlier is not reopened: a denied deployment stays denied.
     assert Deployment.objects.get(pk=denied["id"]).status == "denied"
 
@@ -287,3 +291,14 @@ def test_the_deployment_page_marks_a_waived_outcome(world, api, client, no_delet
     shown = client.get(f"/deployments/{released['id']}/").content.decode()
     assert "waived by alice until " in shown
     assert 'title="incident 9"' in shown
+    # The policy's page says where it is waived now.
+    policy_page = client.get(f"/policies/{no_deletes.pk}/").content.decode()
+    assert "Waived now" in policy_page and "incident 9" in policy_page
+
+
+def test_a_blocked_deployment_points_its_approvers_to_the_waiver_form(world, api, client, no_deletes):
+    denied = deploy(world, api, "1")
+    client.force_login(world.alice)
+    assert "Waive it for a while" in client.get(f"/deployments/{denied['id']}/").content.decode()
+    client.force_login(world.vera)
+    assert "Waive it for a while" not in client.get(f"/deployments/{denied['id']}/").content.decode()
