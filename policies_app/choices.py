@@ -252,3 +252,7 @@ class ReplayStatus(models.TextChoices):
     RUNNING = "running", "Running"
     DONE = "done", "Done"
     FAILED = "failed", "Failed"
+
+
+# How a waived policy's message starts (deployments/waivers.py): "waived by alice until 2026-... UTC: ...".
+WAIVED_MARK = "waived by "

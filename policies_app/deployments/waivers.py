@@ -40,7 +40,7 @@ from django.utils import timezone
 
 from policies_app import access, audit
 from policies_app.access import Grants
-from policies_app.choices import Capability, Decision, DeploymentStatus, WebhookFormat
+from policies_app.choices import WAIVED_MARK, Capability, Decision, DeploymentStatus, WebhookFormat
 from policies_app.deployments import lifecycle
 from policies_app.errors import Conflict, DomainError, Forbidden, Invalid
 from policies_app.guards.names import refusal_of_line
@@ -318,7 +318,7 @@ def waive(
         waiver = waivers.get(outcome.get("policy_id"))
         if waiver is None or outcome.get("decision") not in WAIVED_RULES:
             continue
-        mark = f"waived by {waiver.granted_by.get_username()} until {until_text(waiver.expires_at)}"
+        mark = f"{WAIVED_MARK}{waiver.granted_by.get_username()} until {until_text(waiver.expires_at)}"
         for rule in WAIVED_RULES:
             marked = [f"{mark}: {text}" for text in outcome.get(rule, [])]
             for text in outcome.get(rule, []):

@@ -302,3 +302,15 @@ def test_a_blocked_deployment_points_its_approvers_to_the_waiver_form(world, api
     assert "Waive it for a while" in client.get(f"/deployments/{denied['id']}/").content.decode()
     client.force_login(world.vera)
     assert "Waive it for a while" not in client.get(f"/deployments/{denied['id']}/").content.decode()
+
+
+def test_the_approval_email_says_what_is_waived(world, api, no_deletes, mailoutbox):
+    world.payments.approval_policies.add(make_policy("change board", ALWAYS_WAIT))
+    grant(api, world.alice, no_deletes, environment=world.environment.pk)
+    waiting = deploy(world, api, "1")
+    assert waiting["status"] == "pending_approval"  # the change board still waits; no deletes is waived
+    assert waiting["decision"] == "pending"
+    (mail, *_) = [m for m in mailoutbox if "waits for your approval" in m.subject]
+    assert "Waiting because: waiting for a change board" in mail.body
+    assert "Waived: waived by alice until " in mail.body
+    assert ": aws_s3_bucket.logs may not be deleted" in mail.body
