@@ -281,8 +281,10 @@ def until_text(moment: datetime) -> str:
 
 
 def waivers_in_force(deployment: Deployment, policy_ids: set[int], at: datetime) -> dict[int, Waiver]:
-    """For each of ``policy_ids``, the waiver holding for ``deployment`` at ``at`` that lasts longest
-    (one query; a second only when one was granted by the deployer: the four-eyes rule above)."""
+    """For each of ``policy_ids``, the waiver holding for ``deployment`` at ``at`` that lasts longest.
+    One query when none holds; then the granters' roles (a waiver holds only while the one who granted
+    it may still grant it: an approver who left takes their waivers with them) and, for a waiver granted
+    by the deployer, the four-eyes rule above."""
     if not policy_ids:
         return {}
     project = deployment.environment.project
@@ -292,10 +294,14 @@ def waivers_in_force(deployment: Deployment, policy_ids: set[int], at: datetime)
             Q(environment_id=deployment.environment_id)
             | Q(project_id__in=[project.pk, *project.ancestor_ids])
         )
-        .select_related("granted_by")
+        .select_related("granted_by", "project")
         .order_by("expires_at", "pk")
     )
-    waivers = list(found)
+    waivers = [
+        waiver
+        for waiver in found
+        if may_grant(waiver.granted_by, waiver.project if waiver.project_id else project)
+    ]
     if any(waiver.granted_by_id == deployment.deployer_id for waiver in waivers):
         if not tree_for(project, with_policies=False).self_approval_allowed(project):
             waivers = [waiver for waiver in waivers if waiver.granted_by_id != deployment.deployer_id]

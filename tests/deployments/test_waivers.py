@@ -142,6 +142,9 @@ def test_a_waiver_granted_while_a_deployment_waits_releases_it(world, api):
 
 
 def test_a_revoked_waiver_holds_no_more(world, api, no_deletes):
+    hook = webhooks.create_webhook(
+        world.admin, world.platform, name="chat", url="http://127.0.0.1:9/hook", format="chat"
+    )
     waiver = grant(api, world.alice, no_deletes, environment=world.environment.pk).json()
     assert api(world.bob).post(f"/api/v1/waivers/{waiver['id']}/revoke/").status_code == 403
     revoked = api(world.sam).post(f"/api/v1/waivers/{waiver['id']}/revoke/")
@@ -151,6 +154,14 @@ def test_a_revoked_waiver_holds_no_more(world, api, no_deletes):
     assert deploy(world, api, "1")["status"] == "denied"
     entry = AuditEntry.objects.get(action="waiver.revoked")
     assert entry.actor == world.sam and entry.after["revoked_by"] == "sam"
+    # A chat webhook of a project above hears of both, in words.
+    said = [json.loads(d.body)["text"] for d in WebhookDelivery.objects.filter(webhook=hook).order_by("pk")]
+    assert said[0].startswith(
+        "Waiver of policy no deletes on Platform / Payments / Payments EU / prod granted by alice"
+    )
+    assert said[1].startswith(
+        "Waiver of policy no deletes on Platform / Payments / Payments EU / prod revoked by sam"
+    )
 
 
 def test_only_approvers_of_the_scope_may_grant(world, api, no_deletes):
@@ -314,3 +325,16 @@ def test_the_approval_email_says_what_is_waived(world, api, no_deletes, mailoutb
     assert "Waiting because: waiting for a change board" in mail.body
     assert "Waived: waived by alice until " in mail.body
     assert ": aws_s3_bucket.logs may not be deleted" in mail.body
+
+
+def test_a_waiver_holds_only_while_its_granter_may_grant_it(world, api, no_deletes):
+    assert grant(api, world.alice, no_deletes, environment=world.environment.pk).status_code == 201
+    world.platform.memberships.filter(user=world.alice).update(role="viewer")
+    assert deploy(world, api, "1")["status"] == "denied"
+    world.platform.memberships.filter(user=world.alice).update(role="approver")
+    world.alice.is_active = False
+    world.alice.save()
+    assert deploy(world, api, "2")["status"] == "denied"
+    world.alice.is_active = True
+    world.alice.save()
+    assert deploy(world, api, "3")["status"] == "approved"
