@@ -46,7 +46,7 @@ from policies_app.errors import Conflict, DomainError, Forbidden, Invalid
 from policies_app.guards.names import refusal_of_line
 from policies_app.models import ApprovalPolicy, Deployment, Environment, Project, Waiver, WebhookDelivery
 from policies_app.notifications import webhooks
-from policies_app.projects.tree import tree_for
+from policies_app.projects.tree import ProjectTree, tree_for
 from policies_app.rego.decisions import combine_decisions, policy_decision
 
 WAIVED_RULES = ("deny", "pending")
@@ -58,8 +58,8 @@ def scope_project(waiver: Waiver) -> Project:
     return waiver.environment.project if waiver.environment_id else waiver.project
 
 
-def scope_name(waiver: Waiver) -> str:
-    tree = tree_for(scope_project(waiver), with_policies=False)
+def scope_name(waiver: Waiver, tree: ProjectTree) -> str:
+    """Where the waiver holds, as people name it ("Platform / Payments / prod"); ``tree``: around it."""
     project = tree.full_name(scope_project(waiver))
     return f"{project} / {waiver.environment.name}" if waiver.environment_id else f"{project} (and below)"
 
@@ -242,7 +242,7 @@ def snapshot(waiver: Waiver) -> dict[str, Any]:
 def _notify(waiver: Waiver, event: str) -> list[int]:
     project = scope_project(waiver)
     tree = tree_for(project, with_policies=False)
-    where = scope_name(waiver)
+    where = scope_name(waiver, tree)
     verb = "granted" if event == webhooks.WAIVER_GRANTED else "revoked"
     who = waiver.granted_by if event == webhooks.WAIVER_GRANTED else waiver.revoked_by
     text = (
