@@ -29,7 +29,13 @@ deny contains msg if {
     msg := sprintf("%s may not be deleted", [change.address])
 }
 """
-ALWAYS_WAIT = 'package env0\n\npending contains "waiting for a change board" if true\n'
+ALWAYS_WAIT = """# METADATA
+# custom:
+#   approvals: 2
+package env0
+
+pending contains "waiting for a change board" if true
+"""
 DELETES = {
     "plan": {
         "format_version": "1.2",
@@ -139,6 +145,8 @@ def test_a_waiver_granted_while_a_deployment_waits_releases_it(world, api):
     assert released["messages"]["warn"][0].endswith(": waiting for a change board")
     assert released["messages"]["pending"] == []
     assert [e["decision"] for e in released["evaluations"]] == ["pending", "warn"]
+    assert waiting["requirements"][0]["required"] == 2
+    assert released["requirements"] == []  # the waived policy's two approvals are asked no more
 
 
 def test_a_revoked_waiver_holds_no_more(world, api, no_deletes):
