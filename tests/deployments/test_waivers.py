@@ -9,7 +9,15 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from policies_app.models import AuditEntry, Deployment, ProjectMembership, Waiver, WebhookDelivery
+from policies_app.models import (
+    AuditEntry,
+    Deployment,
+    Environment,
+    Project,
+    ProjectMembership,
+    Waiver,
+    WebhookDelivery,
+)
 from policies_app.notifications import webhooks
 from policy_gate import gate
 from tests.builders import make_policy
@@ -346,3 +354,21 @@ def test_a_waiver_holds_only_while_its_granter_may_grant_it(world, api, no_delet
     world.alice.is_active = True
     world.alice.save()
     assert deploy(world, api, "3")["status"] == "approved"
+
+
+def test_a_waiver_holds_in_its_scope_only(world, api, no_deletes):
+    data = Project.objects.create(name="Data", parent=world.platform)
+    warehouse = Environment.objects.create(name="warehouse", project=data, template=world.template)
+    assert grant(api, world.alice, no_deletes, project=world.payments.pk).status_code == 201
+    sibling = trigger(api(world.bob), warehouse, idempotency_key="1", **DELETES).json()
+    assert Deployment.objects.get(pk=sibling["id"]).status == "denied"
+    # Nor does an environment waiver reach another environment of the same project.
+    other = Environment.objects.create(name="staging", project=world.payments_eu, template=world.template)
+    Waiver.objects.update(revoked_at=timezone.now())
+    assert grant(api, world.alice, no_deletes, environment=other.pk).status_code == 201
+    assert deploy(world, api, "2")["status"] == "denied"
+    # A waiver of another policy waives nothing here.
+    elsewhere = make_policy("another", ALWAYS_WAIT)
+    data.approval_policies.add(elsewhere)
+    assert grant(api, world.alice, elsewhere, environment=world.environment.pk).status_code == 201
+    assert deploy(world, api, "3")["status"] == "denied"
