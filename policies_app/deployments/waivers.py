@@ -6,16 +6,18 @@ The rules, each stated once here:
   approve capability on the environment's project, or on the project of a project waiver: a role there or
   above, or an organisation role), for a policy they can see, with a one-line reason, for at most
   ``WAIVER_MAX_HOURS``. A waiver starts when it is granted; none is dated ahead.
-- Who may revoke (``refusal_to_revoke``): the one who granted it and anyone who may grant it. Revoking only
+- Who may revoke (``may_revoke``): the one who granted it and anyone who may grant it. Revoking only
   tightens, so no four-eyes rule applies.
 - Four eyes (``waivers_in_force``): a waiver never applies to a deployment triggered by the one who
   granted it, unless the deployment's project allows self-approval. Otherwise a deployer who is also an
   approver could release their own blocked deployment with a waiver where an approval of their own is
   refused (deployments/approvals.py, ``refusal_to_decide``). Granting is not refused for that: the waiver
-  serves everyone else's deployments.
+  serves everyone else's deployments. A waiver also holds only while its granter is active and may still
+  grant it.
 - What it changes (``waive``): after the engine's outcomes (and the enforcement levels), a waived policy's
   ``deny`` and ``pending`` messages become ``warn`` messages prefixed "waived by X until T: ", and its
-  outcome records ``waived_by``, ``waived_until`` and ``waiver_id``. An ``error`` is never waived: a policy
+  outcome records ``waived_by``, ``waived_until``, ``waiver_id`` and ``waiver_reason``. An ``error`` is
+  never waived: a policy
   that could not be evaluated still fails closed.
 - When: a waiver is read by each evaluation at the time it runs. A deployment decided under a waiver keeps
   its decision when the waiver expires or is revoked; an evaluation after that sees the policy again. A
