@@ -17,8 +17,7 @@ The rules, each stated once here:
 - What it changes (``waive``): after the engine's outcomes (and the enforcement levels), a waived policy's
   ``deny`` and ``pending`` messages become ``warn`` messages prefixed "waived by X until T: ", and its
   outcome records ``waived_by``, ``waived_until``, ``waiver_id`` and ``waiver_reason``. An ``error`` is
-  never waived: a policy
-  that could not be evaluated still fails closed.
+  never waived: a policy that could not be evaluated still fails closed.
 - When: a waiver is read by each evaluation at the time it runs. A deployment decided under a waiver keeps
   its decision when the waiver expires or is revoked; an evaluation after that sees the policy again. A
   deployment waiting for approval when a waiver is granted is evaluated again (its due-work row, as after
