@@ -270,3 +270,7 @@ class ReportState(models.TextChoices):
     SENDING = "sending", "Sending"
     SENT = "sent", "Sent"
     FAILED = "failed", "Failed"
+
+
+# How a waived policy's message starts (deployments/waivers.py): "waived by alice until 2026-... UTC: ...".
+WAIVED_MARK = "waived by "

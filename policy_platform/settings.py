@@ -300,6 +300,8 @@ DEPLOYMENT_RELEASE_EXPIRY_HOURS = env_number("DEPLOYMENT_RELEASE_EXPIRY_HOURS", 
 # How long the approvals of a released deployment carry over to a new deployment of its environment with
 # the same plan, policy revisions and policy data (0: never; a project may set its own, inherited below it).
 APPROVAL_CARRY_OVER_HOURS = env_number("APPROVAL_CARRY_OVER_HOURS", 0)
+# The longest a waiver may hold (deployments/waivers.py): a policy set aside for an emergency comes back.
+WAIVER_MAX_HOURS = env_number("WAIVER_MAX_HOURS", 24)
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
 # Without an SMTP server the emails are printed on the console (the embedded default).
 EMAIL_BACKEND = (

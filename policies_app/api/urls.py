@@ -10,6 +10,7 @@ from policies_app.api.views import (
     projects,
     service_accounts,
     templates,
+    waivers,
     webhooks,
 )
 
@@ -29,6 +30,7 @@ router.register("users", accounts.AccountViewSet, basename="user")
 router.register("tokens", accounts.ApiTokenViewSet, basename="token")
 router.register("service-accounts", service_accounts.ServiceAccountViewSet, basename="service-account")
 router.register("audit", audit.AuditEntryViewSet, basename="audit")
+router.register("waivers", waivers.WaiverViewSet, basename="waiver")
 
 urlpatterns = [
     path("me/", accounts.MeView.as_view(), name="me"),

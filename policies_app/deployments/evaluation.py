@@ -12,6 +12,7 @@ from policies_app.choices import ApprovalDecision, Decision, RequestType
 from policies_app.deployments.input_codec import Span, encode_input
 from policies_app.deployments.policy_input import build_policy_input
 from policies_app.deployments.requirements import requirements_of_revision
+from policies_app.deployments.waivers import waive
 from policies_app.guards.masking import scrub, scrubbed, secrets_of
 from policies_app.models import ApprovalPolicy, Deployment, Environment, PolicyRevision
 from policies_app.policies.engine import evaluator_for, revision_key
@@ -139,11 +140,14 @@ def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevis
                 "requirements": requirements_of_revision(revision) if revision else [],
             }
         )
+    messages = {kind: scrubbed(list(result.messages.get(kind, [])), secrets) for kind in MESSAGE_KINDS}
+    # A waived policy's deny and pending count as warn (deployments/waivers.py); an error never does.
+    decision, messages = waive(deployment, result.decision, outcomes, messages)
     logger.info(
         "deployment %s %s: %s in %.1f ms (%d policies)",
         deployment.pk,
         request_type,
-        result.decision,
+        decision,
         (time.perf_counter() - started) * 1000,
         len(revisions),
     )
@@ -151,8 +155,8 @@ def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevis
         request_type=request_type,
         input_json=input_json,
         revisions=revisions,
-        decision=result.decision,
-        messages={kind: scrubbed(list(result.messages.get(kind, [])), secrets) for kind in MESSAGE_KINDS},
+        decision=decision,
+        messages=messages,
         outcomes=outcomes,
         error=scrub(str(result.error), secrets) if result.error else "",
         engine=result.engine,

@@ -221,8 +221,9 @@ class Progress:
 
 
 def applying_requirements(evaluations: Iterable[Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(policy name, requirement) of every policy that said pending in one of the evaluations, as its
-    latest evaluation declares them; ``evaluations`` oldest first (their ``outcomes``)."""
+    """(policy name, requirement) of every policy that said pending in one of the evaluations (unless a
+    later one waived it), as its latest evaluation declares them; ``evaluations`` oldest first (their
+    ``outcomes``)."""
     waited: set[Any] = set()
     declared: dict[Any, tuple[str, list[dict[str, Any]]]] = {}
     for evaluation in evaluations:
@@ -230,6 +231,8 @@ def applying_requirements(evaluations: Iterable[Any]) -> list[tuple[str, dict[st
             key = outcome.get("policy_id") or outcome.get("policy")
             if outcome.get("decision") == "pending":
                 waited.add(key)
+            elif outcome.get("waiver_id"):
+                waited.discard(key)  # set aside by a waiver (deployments/waivers.py): nothing to clear
             if "requirements" in outcome:
                 declared[key] = (str(outcome.get("policy")), outcome["requirements"])
     return [

@@ -24,6 +24,7 @@ from policies_app.models.projects import (
 )
 from policies_app.models.templates import ConfigurationView, Template
 from policies_app.models.tokens import ApiToken, LegacyApiToken, ServiceAccount
+from policies_app.models.waivers import Waiver
 from policies_app.models.webhooks import Webhook, WebhookDelivery
 
 __all__ = [
@@ -63,4 +64,5 @@ __all__ = [
     "ScimGroup",
     "ScimUser",
     "Template",
+    "Waiver",
 ]

@@ -21,7 +21,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from policies_app import access, audit, wakeups
-from policies_app.choices import Capability, DeploymentStatus, EmailMode
+from policies_app.choices import WAIVED_MARK, Capability, DeploymentStatus, EmailMode
 from policies_app.deployments import requirements, stored_inputs
 from policies_app.deployments.plan_summary import summarise_plan
 from policies_app.errors import Invalid
@@ -127,6 +127,9 @@ def describe_waiting(deployment: Deployment, full_name: str, tree: ProjectTree) 
     if deployment.monthly_cost_diff is not None:
         lines.append(f"Monthly cost change: {deployment.monthly_cost_diff:+.2f}")
     lines += [f"Waiting because: {message}" for message in pending]
+    # A policy set aside by a waiver (deployments/waivers.py) is said, with who waived it until when.
+    warned = deployment.messages.get("warn", []) if isinstance(deployment.messages, dict) else []
+    lines += [f"Waived: {message}" for message in warned if message.startswith(WAIVED_MARK)]
     lines += requirement_lines(deployment, tree)
     if deployment.expires_at:
         lines.append(f"Expires unless decided by {deployment.expires_at:%Y-%m-%d %H:%M} UTC.")

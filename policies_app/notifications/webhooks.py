@@ -47,6 +47,10 @@ logger = logging.getLogger(__name__)
 
 STATUS_CHANGED = "deployment.status_changed"
 PING = "ping"
+# A waiver granted or revoked (deployments/waivers.py): sent to every active webhook, whatever statuses
+# it chose, because a policy set aside is news to anyone watching the project.
+WAIVER_GRANTED = "waiver.granted"
+WAIVER_REVOKED = "waiver.revoked"
 # While one sender attempts a delivery, no other takes it (longer than any request may take).
 ATTEMPT_LEASE = timedelta(minutes=2)
 
@@ -289,14 +293,23 @@ def queue_status_change(
         for webhook in tree.active_webhooks(project)
         if not webhook.statuses or to_status in webhook.statuses
     ]
+    return queue_deliveries(deliveries)
+
+
+def queue_deliveries(deliveries: list[WebhookDelivery]) -> list[int]:
+    """Write the deliveries (in the caller's transaction) and wake a sender for each after commit."""
     if not deliveries:
         return []
+    since = min(delivery.next_attempt_at for delivery in deliveries)
     ids = [delivery.pk for delivery in WebhookDelivery.objects.bulk_create(deliveries)]
     if None in ids:  # backends that do not return ids from a bulk insert
         ids = list(
-            WebhookDelivery.objects.filter(deployment=deployment, created_at__gte=now).values_list(
-                "pk", flat=True
-            )
+            WebhookDelivery.objects.filter(
+                webhook_id__in={delivery.webhook_id for delivery in deliveries},
+                event=deliveries[0].event,
+                deployment_id=deliveries[0].deployment_id,
+                created_at__gte=since,
+            ).values_list("pk", flat=True)
         )
     for delivery_id in ids:
         wakeups.wake("policies_app.tasks.deliver_webhook_task", delivery_id)

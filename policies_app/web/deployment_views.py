@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from policies_app import access
 from policies_app.choices import FINAL_STATUSES, DeploymentStatus, DeploymentType
-from policies_app.deployments import inbox, requirements, stored_inputs
+from policies_app.deployments import inbox, requirements, stored_inputs, waivers
 from policies_app.deployments.approvals import available_actions, cancel_deployment, record_approval
 from policies_app.deployments.lifecycle import queued_reason
 from policies_app.deployments.plan_summary import summarise_plan
@@ -128,6 +128,9 @@ def live_version(deployment: Deployment, approvals: int, evaluations: int) -> st
     return f"{deployment.status}:{deployment.updated_at.timestamp()}:{approvals}:{evaluations}"
 
 
+WAIVABLE_STATUSES = frozenset({DeploymentStatus.DENIED, DeploymentStatus.PENDING_APPROVAL})
+
+
 def _render_deployment(
     request: HttpRequest,
     deployment: Deployment,
@@ -141,6 +144,9 @@ def _render_deployment(
         "approval_form": form or ApprovalForm(),
         "error": error,
         "poll_ms": int(settings.DEPLOYMENT_PAGE_POLL_SECONDS * 1000),
+        # A policy blocks it: an approver may set that policy aside for a while (the environment's page).
+        "may_waive": deployment.status in WAIVABLE_STATUSES
+        and waivers.may_grant(request.user, deployment.environment.project),
     }
     return render(request, "web/deployment_detail.html", context, status=status)
 

@@ -1,5 +1,6 @@
 """Pages of an environment: what it deploys, its variables (sensitive ones masked), the policies that
-apply to it, its recent deployments and Terraform state; creating and editing one (project admins)."""
+apply to it and the waivers holding there, its recent deployments and Terraform state; creating and
+editing one (project admins)."""
 
 import json
 from typing import Any
@@ -13,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from policies_app import access
 from policies_app.choices import Capability
+from policies_app.deployments import waivers
 from policies_app.guards.masking import environment_variables_shown
 from policies_app.models import Environment, Project
 from policies_app.projects import environment_paths, environments
@@ -27,6 +29,11 @@ RECENT_DEPLOYMENTS = 20
 @login_required
 @require_GET
 def environment_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    return render_environment(request, pk)
+
+
+def render_environment(request: HttpRequest, pk: int, error: str = "", status: int = 200) -> HttpResponse:
+    """The environment's page (again, with ``error`` and its HTTP status after a refused action)."""
     environment = get_object_or_404(
         access.visible_environments(request.user).prefetch_related("template__approval_policies"), pk=pk
     )
@@ -37,20 +44,26 @@ def environment_detail(request: HttpRequest, pk: int) -> HttpResponse:
     current_state = environment.states.select_related("uploaded_by").order_by("-created_at", "-id").first()
     shown = environment_variables_shown(environment)
     path = environment_paths.environment_path(tree, environment)
+    policies = tree.policy_sources(environment)
+    holding = waivers.waivers_holding_for(environment)
     context = {
+        "error": error,
+        "waivers": [(waiver, waivers.may_revoke(request.user, waiver)) for waiver in holding],
+        "may_grant_waiver": policies and waivers.may_grant(request.user, environment.project),
+        "waiver_max_hours": settings.WAIVER_MAX_HOURS,
         "environment_path": path,
         "pipeline_snippets": environment_paths.pipeline_snippets(path, settings.PLATFORM_URL),
         "environment": environment,
         "environment_variables": shown["environment"],
         "terraform_variables": shown["terraform"],
         "project_name": tree.full_name(environment.project),
-        "policies": tree.policy_sources(environment),
+        "policies": policies,
         "deployments": deployments,
         "current_state": current_state,
         "state": summarise_state(current_state.document) if current_state else None,
         "may_administer": access.can(request.user, Capability.ADMINISTER, environment.project),
     }
-    return render(request, "web/environment_detail.html", context)
+    return render(request, "web/environment_detail.html", context, status=status)
 
 
 def _template_choices(user: Any) -> list[tuple[int, str]]:

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from policies_app import access
 from policies_app.choices import ReplayStatus
+from policies_app.deployments import waivers
 from policies_app.errors import DomainError
 from policies_app.models import ApprovalPolicy, PolicyBranchCheck, PolicyModule, PolicyReplay, PolicyRevision
 from policies_app.policies import replay
@@ -151,6 +152,8 @@ def _render_policy(
         "branch_checks": _branch_checks(policy)
         if policy.repository_id and replay.may_read_replays(request.user)
         else None,
+        # Where it is set aside now, among the environments and projects the user sees.
+        "waivers": list(waivers.visible_waivers(request.user).filter(waivers.in_force(), policy=policy)),
     }
     return render(request, "web/policy_detail.html", context, status=status)
 

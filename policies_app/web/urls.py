@@ -10,6 +10,7 @@ from policies_app.web import (
     project_views,
     service_account_views,
     team_views,
+    waiver_views,
     webhook_views,
 )
 
@@ -40,6 +41,12 @@ urlpatterns = [
     ),
     path("environments/<int:pk>/", environment_views.environment_detail, name="environment-detail"),
     path("environments/<int:pk>/edit/", environment_views.environment_edit, name="environment-edit"),
+    path(
+        "environments/<int:pk>/waivers/",
+        waiver_views.environment_waiver_grant,
+        name="environment-waiver-grant",
+    ),
+    path("waivers/<int:pk>/revoke/", waiver_views.waiver_revoke, name="waiver-revoke"),
     path("webhooks/<int:pk>/", webhook_views.webhook_detail, name="webhook-detail"),
     path("templates/", admin_views.template_list, name="template-list"),
     path("templates/new/", admin_views.template_create, name="template-create"),

@@ -12,13 +12,15 @@ approve and reject: so that Bob is refused for his role, not because it is his o
 (for complete), a policy attached to Platform, the template "network",
 the team "security team" (approvers on Platform), a webhook of Payments, Bob's API token, the user Sam
 (for the user routes), a member of Payments EU and a policy attached to it from Payments, a policy
-attached to the template.
+attached to the template, a waiver of the Platform policy on "prod" granted by Alice.
 """
 
 import io
 import tarfile
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 
 from policies_app.accounts import service_accounts, tokens
@@ -32,6 +34,7 @@ from policies_app.models import (
     PolicyRepository,
     ProjectMembership,
     ProjectPolicy,
+    Waiver,
 )
 from policies_app.notifications import webhooks
 from tests.builders import api_client_for, make_policy, make_user
@@ -211,6 +214,14 @@ MATRIX = {
     ("post", "/api/v1/service-accounts/{id}/tokens/{token_id}/rotate/"): (ACCOUNT_ADMINS, {}),
     ("get", "/api/v1/me/"): (EVERYONE, None),
     ("patch", "/api/v1/me/"): (EVERYONE, {"email_notifications": "daily_digest"}),
+    ("get", "/api/v1/waivers/"): (EVERYONE, None),
+    # Approvers of the environment's project (or above) grant; an outsider does not see the policy (400).
+    ("post", "/api/v1/waivers/"): (
+        row(A, F, A, A, F, F, I),
+        {"policy": "{policy}", "environment": "{environment}", "reason": "incident", "hours": 1},
+    ),
+    ("get", "/api/v1/waivers/{id}/"): (MEMBERS_READ, None),
+    ("post", "/api/v1/waivers/{id}/revoke/"): (APPROVERS, None),
     ("get", "/api/v1/audit/"): (EVERYONE, None),
     ("get", "/api/v1/audit/export/"): (EVERYONE, None),
 }
@@ -227,6 +238,7 @@ OBJECT_OF_PATH = {
     "tokens": "token",
     "service-accounts": "service_account",
     "group-mappings": "group_mapping",
+    "waivers": "waiver",
 }
 # Allowed: done (200, 201, 204) or accepted for a worker (202: a webhook test is queued, not sent in the request).
 STATUS = {A: {200, 201, 202, 204}, F: {403}, N: {404}, I: {400}}
@@ -278,6 +290,15 @@ def objects(world) -> dict:
     world.template.approval_policies.add(template_policy)
     webhook = webhooks.create_webhook(world.admin, world.payments, name="chat", url="http://127.0.0.1:9/hook")
     token, _ = tokens.create_token(world.bob, "ci")
+    now = timezone.now()
+    waiver = Waiver.objects.create(
+        policy=policy,
+        environment=world.environment,
+        granted_by=world.alice,
+        reason="incident",
+        starts_at=now,
+        expires_at=now + timedelta(hours=1),
+    )
     account = service_accounts.create_service_account(world.admin, world.payments, "ci")
     account_token, _ = service_accounts.create_account_token(world.admin, account)
     personas = {
@@ -311,6 +332,7 @@ def objects(world) -> dict:
         "membership_id": member.pk,
         "policy_id": eu_policy.pk,
         "template_policy_id": template_policy.pk,
+        "waiver": waiver.pk,
     }
 
 

@@ -14,11 +14,13 @@ database vendor, {"sqlite": n, "postgresql": m}, which the update mode then rewr
 import json
 import os
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 
 from policies_app.accounts import service_accounts, tokens
@@ -36,6 +38,7 @@ from policies_app.models import (
     ServiceAccount,
     Team,
     Template,
+    Waiver,
     Webhook,
     WebhookDelivery,
 )
@@ -74,7 +77,7 @@ def watched(world) -> tuple[Deployment, Webhook]:
 
 def grow(world, rows: int, start: int) -> None:
     """Add ``rows`` of everything: nested projects with policies, environments, deployments with
-    evaluations and approvals, teams and templates, members, webhook deliveries, tokens, users, and
+    evaluations and approvals, teams and templates, members, webhook deliveries, tokens, users, waivers, and
     revisions of the policy whose pages are counted."""
     deployment, webhook = watched(world)
     for number in range(start, start + rows):
@@ -118,6 +121,18 @@ def grow(world, rows: int, start: int) -> None:
         )
         evaluation.policy_revisions.set([policy.latest_revision])
         Approval.objects.create(deployment=deployment, user=world.sam, decision="approve")
+        now = timezone.now()
+        for scope in ({"environment": environment}, {"project": parent}):
+            Waiver.objects.create(
+                policy=policy,
+                granted_by=approver,
+                reason=f"incident {number}",
+                starts_at=now,
+                expires_at=now + timedelta(hours=1),
+                revoked_at=now,
+                revoked_by=world.sam,
+                **scope,
+            )
         for counted in ApprovalPolicy.objects.filter(name="budget policy"):
             revise_policy(counted, data={"x": number + 2})
 
@@ -211,6 +226,7 @@ ENDPOINTS = {
     "api service accounts": ("api", "/api/v1/service-accounts/", "admin"),
     "api service account tokens": ("api", "/api/v1/service-accounts/{service_account}/tokens/", "admin"),
     "api audit": ("api", "/api/v1/audit/", "admin"),
+    "api waivers": ("api", "/api/v1/waivers/"),
     "page queue waiting for me": ("page", "/"),
     "page queue all, searched and sorted": (
         "page",
