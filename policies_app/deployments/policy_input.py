@@ -15,7 +15,7 @@ from policies_app.guards.sensitive_marks import state_view_paths
 from policies_app.iac.sensitive_paths import Path
 from policies_app.iac.sources import TemplateSourceError
 from policies_app.models import Deployment, Team
-from policies_app.projects.configuration_cache import configuration_view
+from policies_app.projects.configuration_cache import environment_configuration_view
 
 logger = logging.getLogger(__name__)
 
@@ -77,15 +77,7 @@ def _configuration_view(
         files = file_sandbox.template_files(template, revision)
     except TemplateSourceError as problem:
         return {"outputs": {}, "resources": [], "diagnostics": [_source_diagnostic(str(problem))]}, "", []
-    view = dict(
-        configuration_view(
-            files.directory,
-            terraform_variables,
-            source_root=files.root,
-            provider_schema=template.provider_schema,
-            sensitive_variables=sorted(environment.sensitive_names("terraform") & set(terraform_variables)),
-        )
-    )
+    view = dict(environment_configuration_view(environment, files, terraform_variables))
     paths = [["configuration", *path] for path in view.pop("sensitive_paths", [])]
     return file_sandbox.scrubbed_configuration(view), files.commit, paths
 

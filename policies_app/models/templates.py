@@ -24,6 +24,10 @@ class Template(models.Model):
         "and their types (else a providers-schema.json in the template's files, else a rule without schema).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Work owed (wakeups.py): the configuration views of the template's environments are to be computed
+    # since this moment (its files changed); None once a worker computed them.
+    views_due_at = models.DateTimeField(null=True, blank=True)
+    views_enqueued_at = models.DateTimeField(null=True, blank=True)  # when a worker was last woken for them
 
     class Meta:
         ordering = ["name"]
