@@ -75,10 +75,9 @@ def main() -> int:
     import django
 
     django.setup()
+    from django.conf import settings
     from django.core.files.uploadedfile import SimpleUploadedFile
     from django.core.management import call_command
-
-    from django.conf import settings
 
     from policies_app.deployments import approvals, lifecycle
     from policies_app.models import ConfigurationView, Deployment
