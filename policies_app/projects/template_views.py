@@ -25,7 +25,6 @@ from policies_app.models import Environment, Template
 from policies_app.projects.configuration_cache import environment_configuration_view
 
 logger = logging.getLogger(__name__)
-TASK = "policies_app.tasks.compute_template_views_task"
 
 
 def has_views(template: Template) -> bool:
@@ -41,7 +40,7 @@ def mark_views_due(template: Template) -> None:
     now = timezone.now()
     Template.objects.filter(pk=template.pk).update(views_due_at=now, views_enqueued_at=now)
     template.views_due_at = template.views_enqueued_at = now
-    wakeups.wake(TASK, template.pk)
+    wakeups.wake("policies_app.tasks.compute_template_views_task", template.pk)
 
 
 def compute_template_views(template_id: int) -> int:
@@ -81,7 +80,7 @@ def resend_due_template_views() -> list[int]:
     resent = list(lost.order_by("pk").values_list("pk", flat=True)[: settings.EVALUATION_RESEND_BATCH])
     for template_id in resent:
         Template.objects.filter(pk=template_id).update(views_enqueued_at=now)
-        wakeups.wake(TASK, template_id)
+        wakeups.wake("policies_app.tasks.compute_template_views_task", template_id)
     if resent:
         logger.warning("resent the configuration views of %d templates: %s", len(resent), resent)
     return resent
