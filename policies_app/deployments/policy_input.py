@@ -16,6 +16,7 @@ from policies_app.iac.sensitive_paths import Path
 from policies_app.iac.sources import TemplateSourceError
 from policies_app.models import Deployment, Team
 from policies_app.projects.configuration_cache import environment_configuration_view
+from policies_app.projects.template_views import note_commit_seen
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,8 @@ def _configuration_view(
         files = file_sandbox.template_files(template, revision)
     except TemplateSourceError as problem:
         return {"outputs": {}, "resources": [], "diagnostics": [_source_diagnostic(str(problem))]}, "", []
+    if revision == (template.revision or None):  # the template's own revision: the commit it is at now
+        note_commit_seen(template, files.commit)
     view = dict(environment_configuration_view(environment, files, terraform_variables))
     paths = [["configuration", *path] for path in view.pop("sensitive_paths", [])]
     return file_sandbox.scrubbed_configuration(view), files.commit, paths

@@ -12,6 +12,11 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AddField(
             model_name='template',
+            name='views_commit',
+            field=models.CharField(blank=True, max_length=64),
+        ),
+        migrations.AddField(
+            model_name='template',
             name='views_due_at',
             field=models.DateTimeField(blank=True, null=True),
         ),

@@ -1,6 +1,7 @@
 """The configuration views of a template's environments, computed by a worker when the template's files
-change (an archive uploaded, the repository, path, revision or provider schema changed), so that the
-first deployment after the change finds its view kept instead of computing it on the trigger's path.
+change (an archive uploaded, the repository, path, revision or provider schema changed, a new commit
+seen on its revision by the periodic template sync or by a deployment's evaluation), so that the first
+deployment after the change finds its view kept instead of computing it on the trigger's path.
 
 The work owed is recorded on the template (``views_due_at``) in the transaction that changes it;
 wakeups.py wakes a worker once it commits, and ``resend_due_template_views`` (periodic) wakes one
@@ -43,6 +44,35 @@ def mark_views_due(template: Template) -> None:
     wakeups.wake("policies_app.tasks.compute_template_views_task", template.pk)
 
 
+def note_commit_seen(template: Template, commit: str) -> None:
+    """A deployment's evaluation read the template's revision at ``commit``: when the views were computed
+    at another commit, the other environments' views are due."""
+    if commit and commit != template.views_commit and has_views(template):
+        Template.objects.filter(pk=template.pk).update(views_commit=commit)
+        template.views_commit = commit
+        mark_views_due(template)
+
+
+def sync_template_views() -> list[int]:
+    """Periodic: look at the revision of every repository template that has environments; the ones whose
+    revision moved to a commit their views were not computed at are due (a worker computes them).
+    Returns their ids."""
+    moved = []
+    templates = Template.objects.exclude(repository="").filter(archive="", environments__isnull=False)
+    for template in templates.distinct().order_by("pk"):
+        if not has_views(template):
+            continue
+        try:
+            files = file_sandbox.template_files(template, template.revision or None)
+        except TemplateSourceError as problem:
+            logger.warning("template %s: files not readable for its views: %s", template.pk, problem)
+            continue
+        if files.commit and files.commit != template.views_commit:
+            note_commit_seen(template, files.commit)
+            moved.append(template.pk)
+    return moved
+
+
 def compute_template_views(template_id: int) -> int:
     """Compute the view of every environment of the template, at the template's revision with the
     environment's Terraform variables (what a deployment that states none of its own reads). Returns
@@ -65,6 +95,8 @@ def compute_template_views(template_id: int) -> int:
             for environment in environments:
                 environment_configuration_view(environment, files, dict(environment.terraform_variables))
                 computed += 1
+            if files.commit:
+                Template.objects.filter(pk=template_id).update(views_commit=files.commit)
     Template.objects.filter(pk=template_id, views_due_at=due_at).update(views_due_at=None)
     return computed
 

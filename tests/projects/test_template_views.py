@@ -186,3 +186,44 @@ def test_concurrent_triggers_on_postgresql_wait_for_one_computation(settings, tm
     assert len(views) == 4 and all(view == views[0] for view in views)
     assert views[0]["outputs"]["replicas"]["value"] == 2
     assert ConfigurationView.objects.count() == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("commits_run_on_commit_callbacks", "template_dirs")
+def test_a_new_commit_on_the_revision_is_computed_ahead_by_the_template_sync(
+    world, api, settings, tmp_path, django_capture_on_commit_callbacks
+):
+    import subprocess
+
+    from policies_app.projects.iac_templates import save_template
+    from tests.deployments.test_policy_input import git_repository
+
+    settings.LOCAL_REPOSITORY_ROOTS = [str(tmp_path)]
+    repository = git_repository(tmp_path / "repo", {"web/main.tf": CONFIGURATION})
+    world.environment.terraform_variables = {"replicas": 2}
+    world.environment.save()
+    save_template(world.admin, world.template, repository=repository, path="web", revision="main")
+    assert [v.document["outputs"]["replicas"]["value"] for v in ConfigurationView.objects.all()] == [2]
+    first = Template.objects.get(pk=world.template.pk).views_commit
+    assert first
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert template_views.sync_template_views() == []  # nothing new
+    (tmp_path / "repo" / "web" / "main.tf").write_text(CONFIGURATION.replace("default = 1", "default = 5"))
+    git = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@x",
+        "GIT_COMMITTER_NAME": "t",
+        "PATH": "/usr/bin:/bin",
+    }
+    subprocess.run(
+        ["git", "commit", "-qam", "second"],
+        cwd=tmp_path / "repo",
+        check=True,
+        env={**git, "GIT_COMMITTER_EMAIL": "t@x"},
+    )
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert template_views.sync_template_views() == [world.template.pk]
+    assert ConfigurationView.objects.count() == 2  # the new commit's view, before any deployment
+    assert Template.objects.get(pk=world.template.pk).views_commit not in ("", first)
