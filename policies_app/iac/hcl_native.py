@@ -2,10 +2,11 @@
 expressions, string templates and references given as text (-var values, tfvars, JSON strings).
 
 python-hcl2's own pipeline (Lark tree with positions, then its rule objects, then a dict of expression
-TEXT) is slow and loses the structure we need. We reuse only its grammar and post-lexer, build our own
-LALR parser once per process (Lark caches the analysed tables in a file, so later processes skip the
-1-2 s grammar build), and let Lark call our callbacks while it parses (``transformer=`` on a LALR
-parser): no intermediate tree is built and no second walk is needed. Positions come from the tokens,
+TEXT) is slow and loses the structure we need. We reuse only its grammar (and its post-lexer's rule):
+the LALR parser is generated from it at build time (hcl_parser_build.py writes hcl_lalr.py, Lark's
+standalone parser), so no process reads, analyses or loads a grammar (1-2 s on a machine without
+Lark's table cache) nor imports Lark; the parser calls our callbacks while it parses (``transformer=``
+on a LALR parser): no intermediate tree is built and no second walk is needed. Positions come from the tokens,
 so ``propagate_positions`` (which doubles the parse time) stays off.
 
 Why this module is long: one grammar, one converter. Lark calls a method of ``_Converter`` for each
@@ -29,8 +30,8 @@ from policies_app.iac.template_syntax import (
     unescape_quoted,
 )
 
-# Lark is imported on first parse only: a run served entirely from the parse cache never needs it
-# (50 ms of imports saved). ``Token`` is rebound then; until then nothing can produce a token.
+# The generated parser is imported on first parse only: a run served entirely from the parse cache never
+# needs it. ``Token`` is rebound then; until then nothing can produce a token.
 Token: Any = type("_NoTokenYet", (), {})
 
 
