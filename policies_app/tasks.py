@@ -20,6 +20,11 @@ from policies_app.policies.git.sources import (
     sync_policy,
 )
 from policies_app.policies.replay import resend_lost_replays, run_replay
+from policies_app.projects.template_views import (
+    compute_template_views,
+    resend_due_template_views,
+    sync_template_views,
+)
 
 
 @shared_task(acks_late=True, autoretry_for=(DatabaseError,), retry_backoff=True, max_retries=8)
@@ -126,3 +131,18 @@ def send_daily_digests_task() -> int:
 def write_audit_checkpoint_task() -> int | None:
     checkpoint = audit_chain.write_checkpoint()
     return checkpoint.sequence if checkpoint is not None else None
+
+
+@shared_task(acks_late=True, autoretry_for=(DatabaseError,), retry_backoff=True, max_retries=8)
+def compute_template_views_task(template_id: int) -> int:
+    return compute_template_views(template_id)
+
+
+@shared_task
+def resend_due_template_views_task() -> list[int]:
+    return resend_due_template_views()
+
+
+@shared_task
+def sync_template_views_task() -> list[int]:
+    return sync_template_views()

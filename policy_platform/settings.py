@@ -422,6 +422,20 @@ CELERY_BEAT_SCHEDULE["resend-lost-replays"] = {
     "schedule": EVALUATION_SWEEP_INTERVAL_SECONDS,
 }
 
+# A template whose configuration views are still due EVALUATION_RESEND_AFTER_SECONDS after its task was
+# sent is sent again (policies_app/projects/template_views.py).
+CELERY_BEAT_SCHEDULE["resend-due-template-views"] = {
+    "task": "policies_app.tasks.resend_due_template_views_task",
+    "schedule": EVALUATION_SWEEP_INTERVAL_SECONDS,
+}
+# How often template repositories are looked at for a new commit on their revision (its views are then
+# computed ahead of the next deployment).
+TEMPLATE_SYNC_INTERVAL_SECONDS = env_number("TEMPLATE_SYNC_INTERVAL_SECONDS", 300)
+CELERY_BEAT_SCHEDULE["sync-template-views"] = {
+    "task": "policies_app.tasks.sync_template_views_task",
+    "schedule": TEMPLATE_SYNC_INTERVAL_SECONDS,
+}
+
 # Outbound connections (policies_app/guards/egress.py): only public internet addresses, unless the
 # operator allows more networks here (e.g. 10.0.0.0/8 for an internal Git server). Empty by default.
 EGRESS_ALLOWED_NETWORKS = env_networks("EGRESS_ALLOWED_NETWORKS")

@@ -15,7 +15,8 @@ from policies_app.guards.sensitive_marks import state_view_paths
 from policies_app.iac.sensitive_paths import Path
 from policies_app.iac.sources import TemplateSourceError
 from policies_app.models import Deployment, Team
-from policies_app.projects.configuration_cache import configuration_view
+from policies_app.projects.configuration_cache import environment_configuration_view
+from policies_app.projects.template_views import note_commit_seen
 
 logger = logging.getLogger(__name__)
 
@@ -77,15 +78,9 @@ def _configuration_view(
         files = file_sandbox.template_files(template, revision)
     except TemplateSourceError as problem:
         return {"outputs": {}, "resources": [], "diagnostics": [_source_diagnostic(str(problem))]}, "", []
-    view = dict(
-        configuration_view(
-            files.directory,
-            terraform_variables,
-            source_root=files.root,
-            provider_schema=template.provider_schema,
-            sensitive_variables=sorted(environment.sensitive_names("terraform") & set(terraform_variables)),
-        )
-    )
+    if revision == (template.revision or None):  # the template's own revision: the commit it is at now
+        note_commit_seen(template, files.commit)
+    view = dict(environment_configuration_view(environment, files, terraform_variables))
     paths = [["configuration", *path] for path in view.pop("sensitive_paths", [])]
     return file_sandbox.scrubbed_configuration(view), files.commit, paths
 

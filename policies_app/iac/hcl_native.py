@@ -2,10 +2,11 @@
 expressions, string templates and references given as text (-var values, tfvars, JSON strings).
 
 python-hcl2's own pipeline (Lark tree with positions, then its rule objects, then a dict of expression
-TEXT) is slow and loses the structure we need. We reuse only its grammar and post-lexer, build our own
-LALR parser once per process (Lark caches the analysed tables in a file, so later processes skip the
-1-2 s grammar build), and let Lark call our callbacks while it parses (``transformer=`` on a LALR
-parser): no intermediate tree is built and no second walk is needed. Positions come from the tokens,
+TEXT) is slow and loses the structure we need. We reuse only its grammar (and its post-lexer's rule):
+the LALR parser is generated from it at build time (hcl_parser_build.py writes hcl_lalr.py, Lark's
+standalone parser), so no process reads, analyses or loads a grammar (1-2 s on a machine without
+Lark's table cache) nor imports Lark; the parser calls our callbacks while it parses (``transformer=``
+on a LALR parser): no intermediate tree is built and no second walk is needed. Positions come from the tokens,
 so ``propagate_positions`` (which doubles the parse time) stays off.
 
 Why this module is long: one grammar, one converter. Lark calls a method of ``_Converter`` for each
@@ -29,8 +30,8 @@ from policies_app.iac.template_syntax import (
     unescape_quoted,
 )
 
-# Lark is imported on first parse only: a run served entirely from the parse cache never needs it
-# (50 ms of imports saved). ``Token`` is rebound then; until then nothing can produce a token.
+# The generated parser is imported on first parse only: a run served entirely from the parse cache never
+# needs it. ``Token`` is rebound then; until then nothing can produce a token.
 Token: Any = type("_NoTokenYet", (), {})
 
 
@@ -46,58 +47,77 @@ _parser: Any = None
 _converter: _Converter | None = None
 
 
-def _grammar_path() -> str:
+def grammar_text() -> str:
+    """python-hcl2's grammar with the changes HCL needs (read at build time only: hcl_parser_build.py
+    generates the parser from it)."""
     import hcl2  # imported lazily: only its grammar file is needed
 
-    return os.path.join(os.path.dirname(hcl2.__file__), "hcl2.lark")
+    with open(os.path.join(os.path.dirname(hcl2.__file__), "hcl2.lark"), encoding="utf-8") as f:
+        grammar = f.read()
+    # python-hcl2 8.1.4 has no strip markers in interpolations ("${~ x ~}"), which HCL allows; add them
+    # (if its grammar changes shape, the replace is a no-op).
+    grammar = grammar.replace(
+        "interpolation: INTERP_START expression RBRACE",
+        "interpolation: INTERP_START STRIP_MARKER? expression STRIP_MARKER? RBRACE",
+    )
+    # Its function names are one word or provider::NS::NAME; Terraform also has core::NAME (the
+    # builtins, namespaced). Accept any number of "::" parts.
+    grammar = grammar.replace(
+        "function_call : identifier (COLONS identifier COLONS identifier)? LPAR",
+        "function_call : identifier (COLONS identifier)* LPAR",
+    )
+    # HCL allows spaces after a heredoc's closing marker ("EOT  "), which its grammar does not; without
+    # them the heredoc would run on to the next marker in the file.
+    for group in ("heredoc", "heredoc_trim"):
+        grammar = grammar.replace(f"(?P={group})\\r?\\n/", f"(?P={group})[ \\t]*\\r?\\n/")
+    return grammar
+
+
+# Operators a newline before them continues the line into (python-hcl2's postlexer, whose module imports
+# all of Lark): not MINUS, which also starts a negative literal on the next line.
+OPERATOR_TYPES = frozenset(
+    {"DOUBLE_EQ", "NEQ", "LT", "GT", "LEQ", "GEQ", "ASTERISK", "SLASH", "PERCENT", "DOUBLE_AMP"}
+    | {"DOUBLE_PIPE", "PLUS", "QMARK"}
+)
+
+
+class _PostLexer:
+    """Merges a newline (or comment) into the binary operator that follows it, which an LALR parser
+    could not tell from the end of a statement (as python-hcl2's PostLexer does)."""
+
+    always_accept = ()
+
+    def process(self, stream):
+        pending = None
+        for token in stream:
+            if token.type == "NL_OR_COMMENT":
+                if pending is not None:
+                    yield pending
+                pending = token
+                continue
+            if pending is not None:
+                if token.type in OPERATOR_TYPES:
+                    token = token.update(value=str(pending) + str(token))
+                else:
+                    yield pending
+                pending = None
+            yield token
+        if pending is not None:
+            yield pending
 
 
 def get_parser() -> tuple[Any, _Converter]:
-    """The process-wide Lark parser and its converter; built (or loaded from Lark's table cache) on
-    first use."""
+    """The process-wide parser and its converter. The parser is Lark's standalone LALR parser generated
+    at build time (hcl_lalr.py): its tables are loaded, no grammar is read or analysed at start."""
     global _parser, _converter, Token
     if _parser is None:
         with _parser_lock:
             if _parser is None:
-                from hcl2.postlexer import PostLexer
-                from lark import Lark
-                from lark import Token as LarkToken
+                from policies_app.iac import hcl_lalr
 
-                Token = LarkToken
-
+                Token = hcl_lalr.Token
                 converter = _Converter()
-                with open(_grammar_path(), encoding="utf-8") as f:
-                    grammar = f.read()
-                # python-hcl2 8.1.4 has no strip markers in interpolations ("${~ x ~}"), which HCL
-                # allows; add them (if its grammar changes shape, the replace is a no-op).
-                grammar = grammar.replace(
-                    "interpolation: INTERP_START expression RBRACE",
-                    "interpolation: INTERP_START STRIP_MARKER? expression STRIP_MARKER? RBRACE",
-                )
-                # Its function names are one word or provider::NS::NAME; Terraform also has
-                # core::NAME (the builtins, namespaced). Accept any number of "::" parts.
-                grammar = grammar.replace(
-                    "function_call : identifier (COLONS identifier COLONS identifier)? LPAR",
-                    "function_call : identifier (COLONS identifier)* LPAR",
-                )
-                # HCL allows spaces after a heredoc's closing marker ("EOT  "), which its grammar
-                # does not; without them the heredoc would run on to the next marker in the file.
-                for group in ("heredoc", "heredoc_trim"):
-                    grammar = grammar.replace(f"(?P={group})\\r?\\n/", f"(?P={group})[ \\t]*\\r?\\n/")
-                # Building the LALR tables takes 1-2 s; Lark's cache makes it ~0.1 s. cache=True names
-                # the file after a hash of grammar + options, in the temp dir: it outlives any parse
-                # cache folder (a "cold" run with an empty cache_dir still skips the build), and a
-                # changed grammar gets a new file instead of stale tables.
-                parser = Lark(
-                    grammar,
-                    parser="lalr",
-                    lexer="contextual",
-                    start=["start", "expression"],
-                    postlex=PostLexer(),
-                    transformer=converter,
-                    cache=True,
-                    maybe_placeholders=False,
-                )
+                parser = hcl_lalr.Lark_StandAlone(postlex=_PostLexer(), transformer=converter)
                 _converter = converter
                 _parser = parser
     assert _converter is not None
@@ -584,7 +604,7 @@ def _expected_text(expected: set[str]) -> str:
 
 def _syntax_error(exc: Exception, file: str, line_offset: int, col_offset: int) -> ConfigSyntaxError:
     """Lark's error made readable: the position of what was found, named as it is written."""
-    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
+    from policies_app.iac.hcl_lalr import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 
     line = getattr(exc, "line", 1) or 1
     column = getattr(exc, "column", 1) or 1
@@ -627,7 +647,7 @@ def _run_locked(
     conv.text = text
     conv.paren_ids = set()
     conv.attr_src = {}
-    from lark.exceptions import UnexpectedInput
+    from policies_app.iac.hcl_lalr import UnexpectedInput
 
     try:
         return parser.parse(text, start=start)

@@ -24,6 +24,13 @@ class Template(models.Model):
         "and their types (else a providers-schema.json in the template's files, else a rule without schema).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Work owed (wakeups.py): the configuration views of the template's environments are to be computed
+    # since this moment (its files changed); None once a worker computed them.
+    views_due_at = models.DateTimeField(null=True, blank=True)
+    views_enqueued_at = models.DateTimeField(null=True, blank=True)  # when a worker was last woken for them
+    # The commit of the repository's revision the views were last computed at: another one seen (by the
+    # periodic template sync or a deployment's evaluation) makes them due again.
+    views_commit = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["name"]

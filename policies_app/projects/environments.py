@@ -19,6 +19,7 @@ from policies_app.errors import Invalid
 from policies_app.guards.masking import MASK, environment_variables_shown
 from policies_app.models import Environment, Project, Template
 from policies_app.projects.controls import environment_before_and_after, require_may_weaken
+from policies_app.projects.template_views import mark_views_due
 
 VARIABLE_KINDS = ("environment", "terraform")
 
@@ -98,6 +99,7 @@ def create_environment(
     environment.sensitive_variables = _clean_sensitive(sensitive_variables)
     with transaction.atomic():
         environment.save()
+        mark_views_due(environment.template)  # its view, computed before its first deployment
         audit.record(user, "environment.created", environment, after=settings_of(environment))
     return environment
 
@@ -151,6 +153,7 @@ def update_environment(
             .get(pk=environment.pk)
         )
         old = settings_of(environment)
+        old_template_id = environment.template_id
         sensitive = (
             environment.sensitive_variables
             if sensitive_variables is None
@@ -172,8 +175,15 @@ def update_environment(
         environment.name = name or environment.name
         environment.project = project
         environment.template = template
+        view_changes = (
+            template.pk != old_template_id
+            or terraform_variables is not None
+            or sensitive_variables is not None
+        )
         environment.approve_plans_automatically = automatic
         environment.save()
+        if view_changes:
+            mark_views_due(environment.template)
         audit.record(user, "environment.changed", environment, before=old, after=settings_of(environment))
     return environment
 

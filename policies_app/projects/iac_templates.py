@@ -20,8 +20,11 @@ from policies_app.iac.provider_schemas import ProviderSchemaError, parse_provide
 from policies_app.iac.sources import TemplateSourceError
 from policies_app.iac.template_archives import extract_archive
 from policies_app.models import ApprovalPolicy, Template
+from policies_app.projects.template_views import mark_views_due
 
 FIELDS = ("name", "type", "repository", "path", "revision", "provider_schema")
+# What the template's configuration views depend on: a change to one makes them due again.
+SOURCE_FIELDS = ("type", "repository", "path", "revision", "provider_schema")
 
 
 def _require_manager(user: AbstractBaseUser) -> None:
@@ -83,9 +86,14 @@ def save_template(
     with transaction.atomic():
         before = _snapshot(template) if template is not None else None
         template = template or Template()
+        source_changed = template.pk is None or any(
+            getattr(template, name) != value for name, value in fields.items() if name in SOURCE_FIELDS
+        )
         for name, value in fields.items():
             setattr(template, name, value)
         template.save()
+        if source_changed:
+            mark_views_due(template)
         if approval_policies is not None:
             template.approval_policies.set(approval_policies)
         audit.record(
@@ -111,6 +119,7 @@ def upload_archive(user: AbstractBaseUser, template: Template, upload: UploadedF
     with transaction.atomic():
         before = _snapshot(template)
         template.archive.save(upload.name, upload, save=True)
+        mark_views_due(template)
         audit.record(user, "template.changed", template, before=before, after=_snapshot(template))
     return template
 

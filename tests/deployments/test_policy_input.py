@@ -246,9 +246,15 @@ def test_the_configuration_view_is_computed_once_per_commit_and_variables(world,
     world.template.save()
 
     trigger(api(world.bob), world.environment, variables={"terraform": {"replicas": 2}})
-    assert ConfigurationView.objects.count() == 1
+    # The deployment's view, and the environment's own (its variables alone), computed ahead by a worker
+    # once the evaluation saw the template's commit (projects/template_views.py).
+    assert ConfigurationView.objects.count() == 2
     # What is kept is what the next evaluation shows: nothing is computed again.
-    kept = ConfigurationView.objects.get()
+    kept = next(
+        view
+        for view in ConfigurationView.objects.all()
+        if view.document["outputs"]["names"]["value"] == ["web-0", "web-1"]
+    )
     kept.document = {**kept.document, "outputs": {"names": {"value": ["kept"]}}}
     kept.save()
     again = trigger(api(world.bob), world.environment, variables={"terraform": {"replicas": 2}})
@@ -256,7 +262,7 @@ def test_the_configuration_view_is_computed_once_per_commit_and_variables(world,
     assert shown["outputs"]["names"]["value"] == ["kept"]
     # Other variables are another view.
     trigger(api(world.bob), world.environment, variables={"terraform": {"replicas": 3}})
-    assert ConfigurationView.objects.count() == 2
+    assert ConfigurationView.objects.count() == 3
 
 
 REPLICAS_NEED_AN_APPROVAL = """
