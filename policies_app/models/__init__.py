@@ -8,7 +8,12 @@ from policies_app.models.deployments import (
     StoredDocument,
 )
 from policies_app.models.environments import Environment, EnvironmentState
-from policies_app.models.notifications import ApprovalRequestEmail, InvitationEmail, NotificationPreference
+from policies_app.models.notifications import (
+    ApprovalRequestEmail,
+    InvitationEmail,
+    NotificationPreference,
+    SlackApprovalMessage,
+)
 from policies_app.models.policies import ApprovalPolicy, PolicyModule, PolicyRevision
 from policies_app.models.policy_replays import PolicyReplay
 from policies_app.models.policy_repositories import PolicyRepository
@@ -30,6 +35,7 @@ __all__ = [
     "ApprovalRequestEmail",
     "InvitationEmail",
     "NotificationPreference",
+    "SlackApprovalMessage",
     "Webhook",
     "WebhookDelivery",
     "Approval",

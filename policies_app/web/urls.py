@@ -9,12 +9,18 @@ from policies_app.web import (
     policy_views,
     project_views,
     service_account_views,
+    slack_views,
     webhook_views,
 )
 
 app_name = "web"
 urlpatterns = [
     path("", deployment_views.deployment_queue, name="deployment-queue"),
+    path(
+        "integrations/slack/interactions/",
+        slack_views.slack_interactions_endpoint,
+        name="slack-interactions",
+    ),
     path("deployments/<int:pk>/", deployment_views.deployment_detail, name="deployment-detail"),
     path("deployments/<int:pk>/live/", deployment_views.deployment_live, name="deployment-live"),
     path("deployments/<int:pk>/decide/", deployment_views.deployment_decide, name="deployment-decide"),
