@@ -223,12 +223,14 @@ def post_message(message_id: int) -> bool:
 def queue_outcome(deployment: Deployment) -> None:
     """In the transaction that ends the wait (approved, rejected, expired, cancelled, from Slack or
     anywhere else): update the posted message in place with the outcome, after commit."""
+    if not enabled():
+        return
     message = (
         SlackApprovalMessage.objects.filter(deployment=deployment, status=DeliveryStatus.DELIVERED)
         .exclude(ts="")
         .first()
     )
-    if message is not None and enabled():
+    if message is not None:
         wakeups.wake("policies_app.tasks.update_slack_message_task", message.pk)
 
 

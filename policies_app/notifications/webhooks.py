@@ -315,7 +315,12 @@ def attempt_delivery(delivery_id: int) -> float | None:
     delivery = WebhookDelivery.objects.select_related("webhook").get(pk=delivery_id)
     code, error = post(delivery)
     attempts = delivery.attempts + 1
-    fields: dict[str, Any] = {"attempts": attempts, "response_code": code, "error": error}
+    fields: dict[str, Any] = {
+        "attempts": attempts,
+        "response_code": code,
+        "error": error,
+        "last_attempt_at": now,
+    }
     retry_in = None
     if error == "":
         fields.update(status=DeliveryStatus.DELIVERED, delivered_at=timezone.now(), next_attempt_at=None)
@@ -330,17 +335,31 @@ def attempt_delivery(delivery_id: int) -> float | None:
     return retry_in
 
 
-def post(delivery: WebhookDelivery) -> tuple[int | None, str]:
-    """POST the delivery through the egress guard; returns the HTTP status the receiver answered (None
-    when it did not) and the failure's class as text (empty when it accepted the message)."""
-    webhook = delivery.webhook
-    headers = {
+def request_headers(delivery: WebhookDelivery, at: datetime) -> dict[str, str]:
+    """The headers of one attempt at ``at``: the same for every attempt but the timestamp and signature."""
+    return {
         "Content-Type": "application/json",
         "User-Agent": "policy-platform-webhooks",
         "X-Platform-Event": delivery.event,
         "X-Platform-Delivery": str(delivery.pk),
-        **signature_headers(webhook, f"msg_{delivery.pk}", delivery.body, datetime.now(UTC)),
+        **signature_headers(delivery.webhook, f"msg_{delivery.pk}", delivery.body, at),
     }
+
+
+def shown_request_headers(delivery: WebhookDelivery) -> dict[str, str]:
+    """The headers of the last attempt as a project admin may see them: the signature masked (it is
+    made with the secret, which is shown once, at creation)."""
+    at = delivery.last_attempt_at or delivery.created_at
+    headers = request_headers(delivery, at)
+    headers["webhook-signature"] = "v1," + "•" * 12
+    return headers
+
+
+def post(delivery: WebhookDelivery) -> tuple[int | None, str]:
+    """POST the delivery through the egress guard; returns the HTTP status the receiver answered (None
+    when it did not) and the failure's class as text (empty when it accepted the message)."""
+    webhook = delivery.webhook
+    headers = request_headers(delivery, datetime.now(UTC))
     try:
         answer = egress.request(
             "POST",
@@ -371,6 +390,34 @@ def send_test(user: AbstractBaseUser, webhook: Webhook) -> WebhookDelivery:
     )
     wakeups.wake("policies_app.tasks.deliver_webhook_task", delivery.pk)
     return delivery
+
+
+def resend_delivery(user: AbstractBaseUser, delivery: WebhookDelivery) -> WebhookDelivery:
+    """Send a delivery again, as a new delivery of the same body (signed anew at each attempt, with its
+    own id: a receiver that dropped the first by its id takes this one). It goes out like any other:
+    the outbox row now, a worker after commit, the sweep if the task is lost; retried unless a test."""
+    webhook = delivery.webhook
+    access.require(
+        user, Capability.ADMINISTER, webhook.project, "Only admins of this project may resend its deliveries."
+    )
+    with transaction.atomic():
+        again = WebhookDelivery.objects.create(
+            webhook=webhook,
+            deployment_id=delivery.deployment_id,
+            event=delivery.event,
+            body=delivery.body,
+            next_attempt_at=timezone.now(),
+            resent_from=delivery,
+        )
+        audit.record(
+            user,
+            "webhook.delivery_resent",
+            webhook,
+            after={"delivery": delivery.pk, "resent_as": again.pk},
+            project=webhook.project,
+        )
+        wakeups.wake("policies_app.tasks.deliver_webhook_task", again.pk)
+    return again
 
 
 def resend_due_deliveries() -> list[int]:
