@@ -46,6 +46,11 @@ urlpatterns = [
     path("environments/<int:pk>/", environment_views.environment_detail, name="environment-detail"),
     path("environments/<int:pk>/edit/", environment_views.environment_edit, name="environment-edit"),
     path("webhooks/<int:pk>/", webhook_views.webhook_detail, name="webhook-detail"),
+    path(
+        "webhooks/<int:pk>/deliveries/<int:delivery_pk>/",
+        webhook_views.delivery_detail,
+        name="webhook-delivery",
+    ),
     path("templates/", admin_views.template_list, name="template-list"),
     path("templates/new/", admin_views.template_create, name="template-create"),
     path("templates/<int:pk>/", admin_views.template_detail, name="template-detail"),
