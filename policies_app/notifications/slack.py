@@ -29,7 +29,7 @@ from policies_app import wakeups
 from policies_app.choices import DeliveryStatus, DeploymentStatus
 from policies_app.guards import egress
 from policies_app.guards.names import one_line
-from policies_app.models import Deployment, SlackApprovalMessage
+from policies_app.models import Approval, Deployment, SlackApprovalMessage
 
 logger = logging.getLogger(__name__)
 
@@ -150,6 +150,22 @@ def message_blocks(deployment: Deployment, outcome: str = "", decidable: bool = 
     return blocks
 
 
+def current_outcome(deployment: Deployment) -> str:
+    """What the message says of the decisions so far, read now: who approved or rejected, then whether
+    it still waits. Every update renders it afresh, so whichever update lands last tells the truth of
+    its moment (a click on a stale button meets the web's checks anyway)."""
+    decided = [
+        f"{approval.user.get_username()} {'approved' if approval.decision == 'approve' else 'rejected'}"
+        for approval in Approval.objects.filter(deployment=deployment).select_related("user")
+    ]
+    now = (
+        "still waits for approval"
+        if deployment.status == DeploymentStatus.PENDING_APPROVAL
+        else f"now {deployment.get_status_display()}"
+    )
+    return f"{', '.join(decided) or 'No decision yet'}; {now}."
+
+
 def _fallback_text(deployment: Deployment) -> str:
     return f"Deployment #{deployment.pk} waits for approval."
 
@@ -249,7 +265,7 @@ def show_outcome(message_id: int) -> bool:
         return False
     deployment = message.deployment
     waiting = deployment.status == DeploymentStatus.PENDING_APPROVAL
-    outcome = f"Deployment #{deployment.pk} is now {deployment.get_status_display()}."
+    outcome = current_outcome(deployment)
     try:
         client().chat_update(
             channel=message.channel,

@@ -30,6 +30,7 @@ from policies_app.deployments import approvals
 from policies_app.errors import DomainError
 from policies_app.guards import egress
 from policies_app.models import Deployment
+from policies_app.notifications import slack as slack_messages
 from policies_app.notifications.slack import APPROVE, REJECT, client, message_blocks
 
 logger = logging.getLogger(__name__)
@@ -133,14 +134,10 @@ def handle_interaction(payload: Mapping[str, Any]) -> str:
         _tell_clicker(slack, payload, f"Nothing was recorded: {refusal.message}")
         return "refused"
     deployment.refresh_from_db()
-    verb = "approved" if decision == ApprovalDecision.APPROVE else "rejected"
     waiting = deployment.status == DeploymentStatus.PENDING_APPROVAL
-    # An approval is re-evaluated after commit: the message says so now and shows the outcome then
-    # (slack.queue_outcome); others may still have to approve meanwhile.
-    then = (
-        "it is evaluated again with this approval" if waiting else f"it is {deployment.get_status_display()}"
-    )
-    outcome = f"{user.get_username()} {verb} from Slack; {then}."
+    # Rendered from what is recorded now; an approval is evaluated again after commit, and that outcome
+    # updates the message once more (slack.queue_outcome).
+    outcome = slack_messages.current_outcome(deployment)
     container = payload.get("container") or {}
     channel = container.get("channel_id") or (payload.get("channel") or {}).get("id")
     ts = container.get("message_ts") or (payload.get("message") or {}).get("ts")

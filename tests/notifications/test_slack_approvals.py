@@ -115,11 +115,11 @@ def test_a_signed_click_approves_as_the_user_with_that_email_and_updates_the_mes
     clicked, outcome = fake_slack.called("chat.update")
     for update in (clicked, outcome):
         assert (update.arguments["channel"], update.arguments["ts"]) == (CHANNEL, "1700000000.000100")
-    assert "alice approved from Slack; it is evaluated again" in clicked.arguments["text"]
+    assert clicked.arguments["text"] == "alice approved; still waits for approval."
     waiting.refresh_from_db()
     assert waiting.status == "approved"
     # Once evaluated with the approval, the message says so in place and offers only the page.
-    assert outcome.arguments["text"] == f"Deployment #{waiting.pk} is now Approved."
+    assert outcome.arguments["text"] == "alice approved; now Approved."
     actions = next(block for block in outcome.arguments["blocks"] if block["type"] == "actions")["elements"]
     assert [a["action_id"] for a in actions] == ["deployment_open"]
 
@@ -133,7 +133,9 @@ def test_a_click_with_the_email_in_the_payload_needs_no_lookup_and_a_reject_is_f
     assert not fake_slack.called("users.info")
     waiting.refresh_from_db()
     assert (waiting.status, waiting.decision) == ("rejected", "deny")
-    assert "sam rejected from Slack; it is Rejected." in fake_slack.called("chat.update")[0].arguments["text"]
+    # Updated by the click and by the end of the wait (the same text, rendered from what is recorded).
+    texts = [call.arguments["text"] for call in fake_slack.called("chat.update")]
+    assert texts == ["sam rejected; now Rejected."] * 2
 
 
 @pytest.mark.parametrize(
@@ -224,3 +226,67 @@ def test_without_configuration_the_endpoint_is_not_there(client, settings, world
     settings.SLACK_SIGNING_SECRET = ""
     body = "payload=%7B%7D"
     assert post(client, body, signed(body, secret="x")).status_code == 404
+
+
+def test_a_web_decision_updates_the_slack_message_too(waiting, fake_slack, gated, run):
+    from policies_app.deployments import approvals
+
+    run(approvals.record_approval, waiting, gated.alice, "reject", "not today")
+    [update] = fake_slack.called("chat.update")
+    assert update.arguments["text"] == "alice rejected; now Rejected."
+    assert (update.arguments["channel"], update.arguments["ts"]) == (CHANNEL, "1700000000.000100")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_through_gunicorn_a_signed_click_approves_and_an_unsigned_one_is_refused(
+    gated, fake_slack, tmp_path, run
+):
+    import urllib.error
+    import urllib.request
+
+    from tests.processes import gunicorn, wait_until
+
+    deployment, _ = run(lifecycle.trigger_deployment, gated.environment, gated.bob, plan=plan_with())
+    deployment.refresh_from_db()
+    assert deployment.status == "pending_approval" and fake_slack.called("chat.postMessage")
+    environment = {
+        "SLACK_BOT_TOKEN": TOKEN,
+        "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+        "SLACK_CHANNEL": CHANNEL,
+        "SLACK_API_URL": fake_slack.url,
+        "EGRESS_ALLOWED_NETWORKS": "127.0.0.1/32",
+    }
+
+    def send(body: str, headers: dict[str, str]) -> int:
+        request = urllib.request.Request(
+            base + PATH,
+            data=body.encode(),
+            method="POST",
+            headers={
+                "Content-Type": "application/x-www-form-urlencoded",
+                **{
+                    name.removeprefix("HTTP_").replace("_", "-").title(): value
+                    for name, value in headers.items()
+                },
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:
+                return answer.status
+        except urllib.error.HTTPError as refused:
+            return refused.code
+
+    with gunicorn(tmp_path, **environment) as base:
+        body = click(deployment, "UALICE")
+        assert send(body, signed(body, secret="wrong")) == 401
+        assert not Approval.objects.filter(deployment=deployment).exists()
+        assert send(body, signed(body)) == 200
+        wait_until(lambda: len(fake_slack.called("chat.update")) == 2, 20, what="the message updated twice")
+    assert list(Approval.objects.filter(deployment=deployment).values_list("user__username", flat=True)) == [
+        "alice"
+    ]
+    deployment.refresh_from_db()
+    assert deployment.status == "approved"
+    # Without a broker the evaluation runs as the approval commits: both updates tell the outcome.
+    texts = [call.arguments["text"] for call in fake_slack.called("chat.update")]
+    assert texts == ["alice approved; now Approved."] * 2
