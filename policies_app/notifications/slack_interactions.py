@@ -7,7 +7,8 @@ five minutes from now (replays). The clicker acts as the one active platform use
 Slack user's (``users.info``, or the email in the payload when Slack sends one); that user then meets
 exactly the checks of the web (deployments/approvals.py ``record_approval``): role, self-approval,
 state, one decision each. A refusal is told to the clicker alone (an ephemeral message) and changes
-nothing; an accepted decision updates the message in place (``chat.update``).
+nothing; an accepted decision updates the message in place after commit (``chat.update``, by
+notifications/slack.py, as for a decision on the web).
 """
 
 from __future__ import annotations
@@ -25,13 +26,12 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackClientError
 from slack_sdk.signature import SignatureVerifier
 
-from policies_app.choices import ApprovalDecision, DeploymentStatus
+from policies_app.choices import ApprovalDecision
 from policies_app.deployments import approvals
 from policies_app.errors import DomainError
 from policies_app.guards import egress
 from policies_app.models import Deployment
-from policies_app.notifications import slack as slack_messages
-from policies_app.notifications.slack import APPROVE, REJECT, client, message_blocks
+from policies_app.notifications.slack import APPROVE, REJECT, client
 
 logger = logging.getLogger(__name__)
 
@@ -133,15 +133,6 @@ def handle_interaction(payload: Mapping[str, Any]) -> str:
     except DomainError as refusal:
         _tell_clicker(slack, payload, f"Nothing was recorded: {refusal.message}")
         return "refused"
-    deployment.refresh_from_db()
-    waiting = deployment.status == DeploymentStatus.PENDING_APPROVAL
-    # Rendered from what is recorded now; an approval is evaluated again after commit, and that outcome
-    # updates the message once more (slack.queue_outcome).
-    outcome = slack_messages.current_outcome(deployment)
-    container = payload.get("container") or {}
-    channel = container.get("channel_id") or (payload.get("channel") or {}).get("id")
-    ts = container.get("message_ts") or (payload.get("message") or {}).get("ts")
-    if channel and ts:
-        blocks = message_blocks(deployment, outcome, decidable=waiting)
-        _quietly(lambda: slack.chat_update(channel=channel, ts=ts, text=outcome, blocks=blocks))
+    # The message is updated after commit with who decided and, once evaluated again, the outcome
+    # (slack.queue_outcome, the same path as a decision on the web): the answer to Slack is not held up.
     return str(decision)

@@ -15,7 +15,7 @@ import pytest
 from policies_app.deployments import lifecycle
 from policies_app.models import Approval, ProjectMembership, SlackApprovalMessage
 from policies_app.notifications import slack
-from tests.builders import make_user, plan_with
+from tests.builders import make_policy, make_user, plan_with
 from tests.slack_api import FakeSlack
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("loopback_allowed")]
@@ -24,6 +24,10 @@ TOKEN = "xoxb-1111-2222-abcdefghijkl"
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 CHANNEL = "C0APPROVALS"
 PATH = "/integrations/slack/interactions/"
+TWO_APPROVERS = """package env0
+
+pending contains "needs two approvers" if count(input.approvers) < 2
+"""
 
 
 @pytest.fixture
@@ -112,16 +116,34 @@ def test_a_signed_click_approves_as_the_user_with_that_email_and_updates_the_mes
     ]
     [lookup] = fake_slack.called("users.info")
     assert lookup.arguments == {"user": "UALICE"} and lookup.headers["authorization"] == f"Bearer {TOKEN}"
-    clicked, outcome = fake_slack.called("chat.update")
-    for update in (clicked, outcome):
+    updates = fake_slack.called("chat.update")
+    assert updates, "the message is updated"
+    for update in updates:
         assert (update.arguments["channel"], update.arguments["ts"]) == (CHANNEL, "1700000000.000100")
-    assert clicked.arguments["text"] == "alice approved; still waits for approval."
     waiting.refresh_from_db()
     assert waiting.status == "approved"
-    # Once evaluated with the approval, the message says so in place and offers only the page.
-    assert outcome.arguments["text"] == "alice approved; now Approved."
-    actions = next(block for block in outcome.arguments["blocks"] if block["type"] == "actions")["elements"]
+    # Evaluated with the approval: the message says who approved and the outcome, and offers only the page.
+    assert updates[-1].arguments["text"] == "alice approved; now Approved."
+    actions = next(block for block in updates[-1].arguments["blocks"] if block["type"] == "actions")[
+        "elements"
+    ]
     assert [a["action_id"] for a in actions] == ["deployment_open"]
+
+
+def test_an_approval_that_leaves_it_waiting_shows_who_approved_and_keeps_the_buttons(
+    gated, run, fake_slack, client, django_capture_on_commit_callbacks
+):
+    gated.platform.approval_policies.add(make_policy("two approvers", TWO_APPROVERS))
+    deployment, _ = run(lifecycle.trigger_deployment, gated.environment, gated.bob, plan=plan_with())
+    body = click(deployment, "UALICE")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert post(client, body, signed(body)).status_code == 200
+    deployment.refresh_from_db()
+    assert deployment.status == "pending_approval"
+    [update] = fake_slack.called("chat.update")
+    assert update.arguments["text"] == "alice approved; still waits for approval."
+    actions = next(block for block in update.arguments["blocks"] if block["type"] == "actions")["elements"]
+    assert [a["action_id"] for a in actions] == [slack.APPROVE, slack.REJECT, "deployment_open"]
 
 
 def test_a_click_with_the_email_in_the_payload_needs_no_lookup_and_a_reject_is_final(
@@ -133,9 +155,8 @@ def test_a_click_with_the_email_in_the_payload_needs_no_lookup_and_a_reject_is_f
     assert not fake_slack.called("users.info")
     waiting.refresh_from_db()
     assert (waiting.status, waiting.decision) == ("rejected", "deny")
-    # Updated by the click and by the end of the wait (the same text, rendered from what is recorded).
-    texts = [call.arguments["text"] for call in fake_slack.called("chat.update")]
-    assert texts == ["sam rejected; now Rejected."] * 2
+    [update] = fake_slack.called("chat.update")
+    assert update.arguments["text"] == "sam rejected; now Rejected."
 
 
 @pytest.mark.parametrize(
@@ -287,6 +308,7 @@ def test_through_gunicorn_a_signed_click_approves_and_an_unsigned_one_is_refused
     ]
     deployment.refresh_from_db()
     assert deployment.status == "approved"
-    # Without a broker the evaluation runs as the approval commits: both updates tell the outcome.
+    # Without a broker the evaluation runs as the approval commits: both updates (the approval's, the
+    # end of the wait's) tell the outcome.
     texts = [call.arguments["text"] for call in fake_slack.called("chat.update")]
     assert texts == ["alice approved; now Approved."] * 2
