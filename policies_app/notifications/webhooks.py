@@ -346,15 +346,6 @@ def request_headers(delivery: WebhookDelivery, at: datetime) -> dict[str, str]:
     }
 
 
-def shown_request_headers(delivery: WebhookDelivery) -> dict[str, str]:
-    """The headers of the last attempt as a project admin may see them: the signature masked (it is
-    made with the secret, which is shown once, at creation)."""
-    at = delivery.last_attempt_at or delivery.created_at
-    headers = request_headers(delivery, at)
-    headers["webhook-signature"] = "v1," + "•" * 12
-    return headers
-
-
 def post(delivery: WebhookDelivery) -> tuple[int | None, str]:
     """POST the delivery through the egress guard; returns the HTTP status the receiver answered (None
     when it did not) and the failure's class as text (empty when it accepted the message)."""
@@ -390,34 +381,6 @@ def send_test(user: AbstractBaseUser, webhook: Webhook) -> WebhookDelivery:
     )
     wakeups.wake("policies_app.tasks.deliver_webhook_task", delivery.pk)
     return delivery
-
-
-def resend_delivery(user: AbstractBaseUser, delivery: WebhookDelivery) -> WebhookDelivery:
-    """Send a delivery again, as a new delivery of the same body (signed anew at each attempt, with its
-    own id: a receiver that dropped the first by its id takes this one). It goes out like any other:
-    the outbox row now, a worker after commit, the sweep if the task is lost; retried unless a test."""
-    webhook = delivery.webhook
-    access.require(
-        user, Capability.ADMINISTER, webhook.project, "Only admins of this project may resend its deliveries."
-    )
-    with transaction.atomic():
-        again = WebhookDelivery.objects.create(
-            webhook=webhook,
-            deployment_id=delivery.deployment_id,
-            event=delivery.event,
-            body=delivery.body,
-            next_attempt_at=timezone.now(),
-            resent_from=delivery,
-        )
-        audit.record(
-            user,
-            "webhook.delivery_resent",
-            webhook,
-            after={"delivery": delivery.pk, "resent_as": again.pk},
-            project=webhook.project,
-        )
-        wakeups.wake("policies_app.tasks.deliver_webhook_task", again.pk)
-    return again
 
 
 def resend_due_deliveries() -> list[int]:

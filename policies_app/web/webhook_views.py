@@ -12,7 +12,7 @@ from django.views.decorators.http import require_http_methods
 
 from policies_app import access
 from policies_app.choices import Capability, DeliveryStatus
-from policies_app.notifications import webhooks
+from policies_app.notifications import webhook_history, webhooks
 from policies_app.web.admin_forms import WebhookForm
 from policies_app.web.common import act
 
@@ -100,7 +100,7 @@ def delivery_detail(request: HttpRequest, pk: int, delivery_pk: int) -> HttpResp
             "webhook": webhook,
             "delivery": delivery,
             "body": body,
-            "headers": webhooks.shown_request_headers(delivery),
+            "headers": webhook_history.shown_request_headers(delivery),
             "resends": delivery.resends.order_by("-created_at", "-id"),
             "may_change": access.can(request.user, Capability.ADMINISTER, webhook.project),
             "error": error,
@@ -114,7 +114,7 @@ def delivery_detail(request: HttpRequest, pk: int, delivery_pk: int) -> HttpResp
         return page(error="Unknown action.", status=400)
     return act(
         request,
-        lambda: webhooks.resend_delivery(request.user, delivery),
+        lambda: webhook_history.resend_delivery(request.user, delivery),
         done=lambda again: f"Sent again as delivery #{again.pk}: its outcome appears below.",
         then=lambda again: reverse("web:webhook-delivery", args=[webhook.pk, again.pk]),
         page=page,

@@ -6,7 +6,7 @@ from policies_app import access
 from policies_app.api.serializers.fields import VisibleRelatedField
 from policies_app.choices import DeploymentStatus
 from policies_app.models import Webhook, WebhookDelivery
-from policies_app.notifications import webhooks
+from policies_app.notifications import webhook_history
 
 
 class WebhookSerializer(serializers.ModelSerializer):
@@ -65,4 +65,4 @@ class WebhookDeliveryDetailSerializer(WebhookDeliverySerializer):
         fields = [*WebhookDeliverySerializer.Meta.fields, "request_headers"]
 
     def get_request_headers(self, delivery: WebhookDelivery) -> dict[str, str]:
-        return webhooks.shown_request_headers(delivery)
+        return webhook_history.shown_request_headers(delivery)

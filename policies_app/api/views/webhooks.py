@@ -14,7 +14,7 @@ from policies_app.api.serializers.webhooks import (
     WebhookDeliverySerializer,
     WebhookSerializer,
 )
-from policies_app.notifications import webhooks
+from policies_app.notifications import webhook_history, webhooks
 
 
 class WebhookViewSet(
@@ -71,5 +71,5 @@ class WebhookViewSet(
     def resend(self, request: Request, pk: str | None = None, delivery_id: str | None = None) -> Response:
         """Send a delivery again as a new delivery (a worker sends it); it appears in the deliveries."""
         delivery = get_object_or_404(self.get_object().deliveries.all(), pk=delivery_id)
-        again = webhooks.resend_delivery(request.user, delivery)
+        again = webhook_history.resend_delivery(request.user, delivery)
         return Response(WebhookDeliverySerializer(again).data, status=status.HTTP_202_ACCEPTED)
