@@ -328,6 +328,8 @@ WEBHOOK_MAX_ATTEMPTS = int(env_number("WEBHOOK_MAX_ATTEMPTS", 8))
 SLACK_BOT_TOKEN = os.environ.get("SLACK_BOT_TOKEN", "")
 SLACK_SIGNING_SECRET = os.environ.get("SLACK_SIGNING_SECRET", "")
 SLACK_CHANNEL = os.environ.get("SLACK_CHANNEL", "")
+# The workspace (team id, T...) whose members may decide; empty: any workspace the channel holds.
+SLACK_TEAM_ID = os.environ.get("SLACK_TEAM_ID", "")
 # The Web API's base address (Slack's own; tests point it at a local server).
 SLACK_API_URL = os.environ.get("SLACK_API_URL", "https://slack.com/api/")
 SLACK_TIMEOUT_SECONDS = env_number("SLACK_TIMEOUT_SECONDS", 5)

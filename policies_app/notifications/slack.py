@@ -26,7 +26,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from policies_app import wakeups
-from policies_app.choices import DeliveryStatus, DeploymentStatus
+from policies_app.choices import ApprovalDecision, DeliveryStatus, DeploymentStatus
 from policies_app.guards import egress
 from policies_app.guards.names import one_line
 from policies_app.models import Approval, Deployment, SlackApprovalMessage
@@ -155,7 +155,7 @@ def current_outcome(deployment: Deployment) -> str:
     it still waits. Every update renders it afresh, so whichever update lands last tells the truth of
     its moment (a click on a stale button meets the web's checks anyway)."""
     decided = [
-        f"{approval.user.get_username()} {'approved' if approval.decision == 'approve' else 'rejected'}"
+        f"{approval.user.get_username()} {'approved' if approval.decision == ApprovalDecision.APPROVE else 'rejected'}"
         for approval in Approval.objects.filter(deployment=deployment).select_related("user")
     ]
     now = (

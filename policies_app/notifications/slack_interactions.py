@@ -114,6 +114,11 @@ def handle_interaction(payload: Mapping[str, Any]) -> str:
     if deployment is None:
         _tell_clicker(slack, payload, "This deployment no longer exists.")
         return "refused"
+    team = str((payload.get("user") or {}).get("team_id") or (payload.get("team") or {}).get("id") or "")
+    if settings.SLACK_TEAM_ID and team != settings.SLACK_TEAM_ID:
+        # A shared (Slack Connect) channel lets people of other workspaces click: only ours decide.
+        _tell_clicker(slack, payload, "Only members of the platform's own Slack workspace may decide here.")
+        return "refused"
     try:
         email = slack_user_email(slack, payload)
     except (SlackClientError, egress.EgressRefused, egress.EgressFailed) as error:

@@ -312,3 +312,14 @@ def test_through_gunicorn_a_signed_click_approves_and_an_unsigned_one_is_refused
     # end of the wait's) tell the outcome.
     texts = [call.arguments["text"] for call in fake_slack.called("chat.update")]
     assert texts == ["alice approved; now Approved."] * 2
+
+
+def test_with_a_workspace_set_a_member_of_another_workspace_is_refused(waiting, fake_slack, client, settings):
+    settings.SLACK_TEAM_ID = "TOURS"
+    body = click(waiting, "UALICE")  # the payload's user is of team T1
+    assert post(client, body, signed(body)).status_code == 200
+    assert "own Slack workspace" in refusal(fake_slack)
+    assert not Approval.objects.filter(deployment=waiting).exists()
+    settings.SLACK_TEAM_ID = "T1"
+    assert post(client, body, signed(body)).status_code == 200
+    assert Approval.objects.filter(deployment=waiting, user__username="alice").exists()
