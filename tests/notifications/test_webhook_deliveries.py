@@ -121,3 +121,15 @@ def test_remove_is_away_from_send_a_test_on_the_webhook_page(world, hook, client
     remove_at = html.index('value="delete"')
     assert test_at < settings_at < remove_at
     assert html.index("<h2>Remove this webhook</h2>") < remove_at
+
+
+def test_a_duplicate_webhook_name_on_the_project_page_is_named_beside_its_field(world, client, receiver):
+    # Was a 500: the refusal's field errors were put on the (unbound) settings form.
+    client.force_login(world.admin)
+    page = reverse("web:project-detail", args=[world.payments.pk])
+    data = {"action": "add_webhook", "name": "a", "url": receiver.url, "format": "json", "active": "on"}
+    assert client.post(page, data).status_code == 200
+    again = client.post(page, data)
+    assert again.status_code == 400
+    assert "The project already has a webhook of this name." in again.content.decode()
+    assert world.payments.webhooks.count() == 1
