@@ -12,7 +12,7 @@ from policies_app.accounts import audit_chain, users
 from policies_app.deployments.sweeps import resend_lost_evaluations, sweep_waiting_deployments
 from policies_app.deployments.verdicts import evaluate_deployment
 from policies_app.models import ApprovalPolicy
-from policies_app.notifications import approval_emails, webhooks
+from policies_app.notifications import approval_emails, slack, webhooks
 from policies_app.policies.git.branch_checks import resend_lost_branch_checks, run_branch_check
 from policies_app.policies.git.sources import (
     record_unfinished_sync,
@@ -108,11 +108,22 @@ def deliver_webhook_task(self, delivery_id: int) -> None:
         raise self.retry(countdown=retry_in)
 
 
+@shared_task(acks_late=True)
+def post_slack_message_task(message_id: int) -> bool:
+    return slack.post_message(message_id)
+
+
+@shared_task(acks_late=True)
+def update_slack_message_task(message_id: int) -> bool:
+    return slack.show_outcome(message_id)
+
+
 @shared_task
 def resend_lost_notifications_task() -> dict[str, int]:
     return {
         "emails": approval_emails.send_approval_emails(),
         "webhooks": len(webhooks.resend_due_deliveries()),
+        "slack": len(slack.resend_due_messages()),
         "invitations": users.send_invitations(),
     }
 

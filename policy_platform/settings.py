@@ -324,6 +324,17 @@ WEBHOOK_TIMEOUT_SECONDS = env_number("WEBHOOK_TIMEOUT_SECONDS", 5)
 # A failed delivery is retried after 10 s, 20 s, 40 s... (doubling), WEBHOOK_MAX_ATTEMPTS attempts in all.
 WEBHOOK_RETRY_BASE_SECONDS = env_number("WEBHOOK_RETRY_BASE_SECONDS", 10)
 WEBHOOK_MAX_ATTEMPTS = int(env_number("WEBHOOK_MAX_ATTEMPTS", 8))
+# Approve from Slack (policies_app/notifications/slack.py): a Slack app's bot token (xoxb-..., scopes
+# chat:write, users:read, users:read.email), its signing secret (verifies the interactions Slack posts to
+# /integrations/slack/interactions/) and the channel the approval requests go to. Without all three, off.
+SLACK_BOT_TOKEN = os.environ.get("SLACK_BOT_TOKEN", "")
+SLACK_SIGNING_SECRET = os.environ.get("SLACK_SIGNING_SECRET", "")
+SLACK_CHANNEL = os.environ.get("SLACK_CHANNEL", "")
+# The workspace (team id, T...) whose members may decide; empty: any workspace the channel holds.
+SLACK_TEAM_ID = os.environ.get("SLACK_TEAM_ID", "")
+# The Web API's base address (Slack's own; tests point it at a local server).
+SLACK_API_URL = os.environ.get("SLACK_API_URL", "https://slack.com/api/")
+SLACK_TIMEOUT_SECONDS = env_number("SLACK_TIMEOUT_SECONDS", 5)
 # Uploaded template archives are served at this path, to those who may see the template.
 MEDIA_URL = "/media/"
 NOTIFICATION_SWEEP_INTERVAL_SECONDS = env_number("NOTIFICATION_SWEEP_INTERVAL_SECONDS", 30)

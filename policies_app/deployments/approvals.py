@@ -23,6 +23,7 @@ from policies_app.choices import (
 from policies_app.deployments import lifecycle
 from policies_app.errors import Conflict, DomainError, Forbidden, Invalid
 from policies_app.models import Approval, Deployment
+from policies_app.notifications import slack
 from policies_app.projects.tree import ProjectTree, tree_for
 
 
@@ -60,6 +61,9 @@ def record_approval(
         else:
             lifecycle.record_event(locked, EventKind.APPROVED, user, comment)
             lifecycle.make_evaluation_due(locked.pk, resume=True)
+            # It may still wait (more approvals needed): the Slack message shows who approved now; a
+            # rejection ends the wait, which updates it anyway.
+            slack.queue_outcome(locked)
         action = "deployment.rejected" if decision == ApprovalDecision.REJECT else "deployment.approved"
         audit.record(user, action, deployment, after={"comment": comment})
     return approval

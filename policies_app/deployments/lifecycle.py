@@ -40,7 +40,7 @@ from policies_app.deployments.stored_inputs import store_plan
 from policies_app.errors import Conflict, Invalid
 from policies_app.iac.plan_formats import PlanFormatError, check_plan
 from policies_app.models import Deployment, DeploymentEvent, Environment
-from policies_app.notifications import approval_emails, webhooks
+from policies_app.notifications import approval_emails, slack, webhooks
 from policies_app.projects.tree import ProjectTree, tree_for
 from policies_app.projects.windows import pending_expiry_hours, release_expiry_hours
 
@@ -91,11 +91,14 @@ def _after_status_change(
         )
         Deployment.objects.filter(pk=deployment.pk).update(expires_at=deployment.expires_at)
         approval_emails.request_approvals(deployment, tree)
+        slack.request_approval(deployment)
     elif to_status == DeploymentStatus.APPROVED:
         # A release the pipeline never completes would hold its environment for ever: it goes stale.
         released_at = deployment.released_at or timezone.now()
         deployment.expires_at = released_at + timedelta(hours=release_expiry_hours(tree, project))
         Deployment.objects.filter(pk=deployment.pk).update(expires_at=deployment.expires_at)
+    if from_status == DeploymentStatus.PENDING_APPROVAL:
+        slack.queue_outcome(deployment)
     webhooks.queue_status_change(deployment, from_status, to_status, tree)
     if from_status in UNFINISHED_RELEASE_STATUSES and to_status in FINAL_STATUSES:
         start_held_deployments(deployment.environment_id)

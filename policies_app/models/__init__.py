@@ -9,7 +9,12 @@ from policies_app.models.deployments import (
 )
 from policies_app.models.environments import Environment, EnvironmentState
 from policies_app.models.identity import GroupTeamMapping, ScimGroup, ScimUser, SsoIdentity
-from policies_app.models.notifications import ApprovalRequestEmail, InvitationEmail, NotificationPreference
+from policies_app.models.notifications import (
+    ApprovalRequestEmail,
+    InvitationEmail,
+    NotificationPreference,
+    SlackApprovalMessage,
+)
 from policies_app.models.policies import ApprovalPolicy, PolicyModule, PolicyRevision
 from policies_app.models.policy_branch_checks import PolicyBranchCheck
 from policies_app.models.policy_replays import PolicyReplay
@@ -34,6 +39,7 @@ __all__ = [
     "ApprovalRequestEmail",
     "InvitationEmail",
     "NotificationPreference",
+    "SlackApprovalMessage",
     "Webhook",
     "WebhookDelivery",
     "Approval",

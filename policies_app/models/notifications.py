@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.db import models
 
-from policies_app.choices import EmailMode
+from policies_app.choices import DeliveryStatus, EmailMode
 
 
 class NotificationPreference(models.Model):
@@ -51,3 +51,26 @@ class InvitationEmail(models.Model):
 
     def __str__(self) -> str:
         return f"invitation of {self.user}"
+
+
+class SlackApprovalMessage(models.Model):
+    """The outbox of Slack approval messages (notifications/slack.py): written in the transaction that makes
+    the deployment wait, posted after commit with ``chat.postMessage`` (retried by the periodic sweep), then
+    the channel and ``ts`` Slack gave it, so the message can be updated in place."""
+
+    deployment = models.OneToOneField("Deployment", on_delete=models.CASCADE, related_name="slack_message")
+    channel = models.CharField(max_length=40)
+    ts = models.CharField(max_length=40, blank=True)
+    status = models.CharField(max_length=10, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    # The failure's class (a Slack error code such as ``channel_not_found``, or "unreachable"), never a token.
+    error = models.CharField(max_length=200, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    posted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"slack message for deployment #{self.deployment_id}: {self.status}"

@@ -53,6 +53,12 @@ class WebhookDelivery(models.Model):
     next_attempt_at = models.DateTimeField(null=True, blank=True, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
+    # When the last attempt was made (the first is after ``created_at``; retries double the wait).
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    # A delivery an admin sent again: the new one sends the same body, signed anew.
+    resent_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="resends"
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -328,7 +328,12 @@ def attempt_delivery(delivery_id: int) -> float | None:
     delivery = WebhookDelivery.objects.select_related("webhook").get(pk=delivery_id)
     code, error = post(delivery)
     attempts = delivery.attempts + 1
-    fields: dict[str, Any] = {"attempts": attempts, "response_code": code, "error": error}
+    fields: dict[str, Any] = {
+        "attempts": attempts,
+        "response_code": code,
+        "error": error,
+        "last_attempt_at": now,
+    }
     retry_in = None
     if error == "":
         fields.update(status=DeliveryStatus.DELIVERED, delivered_at=timezone.now(), next_attempt_at=None)
@@ -343,17 +348,22 @@ def attempt_delivery(delivery_id: int) -> float | None:
     return retry_in
 
 
-def post(delivery: WebhookDelivery) -> tuple[int | None, str]:
-    """POST the delivery through the egress guard; returns the HTTP status the receiver answered (None
-    when it did not) and the failure's class as text (empty when it accepted the message)."""
-    webhook = delivery.webhook
-    headers = {
+def request_headers(delivery: WebhookDelivery, at: datetime) -> dict[str, str]:
+    """The headers of one attempt at ``at``: the same for every attempt but the timestamp and signature."""
+    return {
         "Content-Type": "application/json",
         "User-Agent": "policy-platform-webhooks",
         "X-Platform-Event": delivery.event,
         "X-Platform-Delivery": str(delivery.pk),
-        **signature_headers(webhook, f"msg_{delivery.pk}", delivery.body, datetime.now(UTC)),
+        **signature_headers(delivery.webhook, f"msg_{delivery.pk}", delivery.body, at),
     }
+
+
+def post(delivery: WebhookDelivery) -> tuple[int | None, str]:
+    """POST the delivery through the egress guard; returns the HTTP status the receiver answered (None
+    when it did not) and the failure's class as text (empty when it accepted the message)."""
+    webhook = delivery.webhook
+    headers = request_headers(delivery, datetime.now(UTC))
     try:
         answer = egress.request(
             "POST",

@@ -212,8 +212,11 @@ def _project_page(
                 *settings_form.fields["parent"].choices,
                 (project.parent_id, tree.full_name(project.parent_id)),
             ]
+        # A refusal's field errors go beside the fields of the form that was sent (only a bound form
+        # takes errors: the settings form is unbound when another form was sent).
+        sent = [form for form in (*forms.values(), settings_form) if form.is_bound]
         for name, problems in (errors or {}).items():
-            for form in (settings_form,):
+            for form in sent[:1]:
                 if name in form.fields:
                     form.add_error(name, problems)
         context.update(

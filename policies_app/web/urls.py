@@ -9,6 +9,7 @@ from policies_app.web import (
     policy_views,
     project_views,
     service_account_views,
+    slack_views,
     team_views,
     waiver_views,
     webhook_views,
@@ -17,6 +18,11 @@ from policies_app.web import (
 app_name = "web"
 urlpatterns = [
     path("", deployment_views.deployment_queue, name="deployment-queue"),
+    path(
+        "integrations/slack/interactions/",
+        slack_views.slack_interactions_endpoint,
+        name="slack-interactions",
+    ),
     path("deployments/<int:pk>/", deployment_views.deployment_detail, name="deployment-detail"),
     path("deployments/<int:pk>/live/", deployment_views.deployment_live, name="deployment-live"),
     path("deployments/<int:pk>/decide/", deployment_views.deployment_decide, name="deployment-decide"),
@@ -48,6 +54,11 @@ urlpatterns = [
     ),
     path("waivers/<int:pk>/revoke/", waiver_views.waiver_revoke, name="waiver-revoke"),
     path("webhooks/<int:pk>/", webhook_views.webhook_detail, name="webhook-detail"),
+    path(
+        "webhooks/<int:pk>/deliveries/<int:delivery_pk>/",
+        webhook_views.delivery_detail,
+        name="webhook-delivery",
+    ),
     path("templates/", admin_views.template_list, name="template-list"),
     path("templates/new/", admin_views.template_create, name="template-create"),
     path("templates/<int:pk>/", admin_views.template_detail, name="template-detail"),

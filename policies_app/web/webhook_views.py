@@ -1,4 +1,7 @@
-"""A webhook's page: its settings, a test message, its delivery history; for the project's admins."""
+"""A webhook's page: its settings, a test message, its delivery history; one delivery opened (the body
+and headers sent, the answer) and sent again. For the project's admins."""
+
+import json
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -9,7 +12,7 @@ from django.views.decorators.http import require_http_methods
 
 from policies_app import access
 from policies_app.choices import Capability, DeliveryStatus
-from policies_app.notifications import webhooks
+from policies_app.notifications import webhook_history, webhooks
 from policies_app.web.admin_forms import WebhookForm
 from policies_app.web.common import act
 
@@ -80,3 +83,39 @@ def webhook_detail(request: HttpRequest, pk: int) -> HttpResponse:
             page=page,
         )
     return page(error="Unknown action.", status=400)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def delivery_detail(request: HttpRequest, pk: int, delivery_pk: int) -> HttpResponse:
+    webhook = get_object_or_404(webhooks.visible_webhooks(request.user), pk=pk)
+    delivery = get_object_or_404(webhook.deliveries.select_related("webhook", "resent_from"), pk=delivery_pk)
+
+    def page(error: str = "", errors: dict | None = None, status: int = 200) -> HttpResponse:
+        try:
+            body = json.dumps(json.loads(delivery.body), indent=2, sort_keys=True, ensure_ascii=False)
+        except ValueError:
+            body = delivery.body
+        context = {
+            "webhook": webhook,
+            "delivery": delivery,
+            "body": body,
+            "headers": webhook_history.shown_request_headers(delivery),
+            "resends": delivery.resends.order_by("-created_at", "-id"),
+            "may_change": access.can(request.user, Capability.ADMINISTER, webhook.project),
+            "error": error,
+            "delivered": DeliveryStatus.DELIVERED,
+        }
+        return render(request, "web/webhook_delivery.html", context, status=status)
+
+    if request.method == "GET":
+        return page()
+    if request.POST.get("action") != "resend":
+        return page(error="Unknown action.", status=400)
+    return act(
+        request,
+        lambda: webhook_history.resend_delivery(request.user, delivery),
+        done=lambda again: f"Sent again as delivery #{again.pk}: its outcome appears below.",
+        then=lambda again: reverse("web:webhook-delivery", args=[webhook.pk, again.pk]),
+        page=page,
+    )

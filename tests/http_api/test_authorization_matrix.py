@@ -10,7 +10,7 @@ Objects: the environment "prod" (Platform / Payments / Payments EU), a deploymen
 (triggered by Bob), another pending one triggered by Dave, a deployer who is none of the personas (for
 approve and reject: so that Bob is refused for his role, not because it is his own deployment), one approved
 (for complete), a policy attached to Platform, the template "network",
-the team "security team" (approvers on Platform), a webhook of Payments, Bob's API token, the user Sam
+the team "security team" (approvers on Platform), a webhook of Payments and a delivery of it, Bob's API token, the user Sam
 (for the user routes), a member of Payments EU and a policy attached to it from Payments, a policy
 attached to the template, a waiver of the Platform policy on "prod" granted by Alice.
 """
@@ -35,6 +35,7 @@ from policies_app.models import (
     ProjectMembership,
     ProjectPolicy,
     Waiver,
+    WebhookDelivery,
 )
 from policies_app.notifications import webhooks
 from tests.builders import api_client_for, make_policy, make_user
@@ -189,6 +190,8 @@ MATRIX = {
     ("delete", "/api/v1/webhooks/{id}/"): (WEBHOOK_WRITE, None),
     ("post", "/api/v1/webhooks/{id}/test/"): (WEBHOOK_WRITE, None),
     ("get", "/api/v1/webhooks/{id}/deliveries/"): (WEBHOOK_READ, None),
+    ("get", "/api/v1/webhooks/{id}/deliveries/{delivery_id}/"): (WEBHOOK_READ, None),
+    ("post", "/api/v1/webhooks/{id}/deliveries/{delivery_id}/resend/"): (WEBHOOK_WRITE, None),
     ("get", "/api/v1/users/"): (EVERYONE, None),
     ("post", "/api/v1/users/"): (
         row(A, F, F, F, F, F, F),
@@ -289,6 +292,7 @@ def objects(world) -> dict:
     template_policy = make_policy("template policy", 'package env0\n\nallow contains "ok" if true\n')
     world.template.approval_policies.add(template_policy)
     webhook = webhooks.create_webhook(world.admin, world.payments, name="chat", url="http://127.0.0.1:9/hook")
+    delivery = WebhookDelivery.objects.create(webhook=webhook, event="ping", body="{}", status="failed")
     token, _ = tokens.create_token(world.bob, "ci")
     now = timezone.now()
     waiver = Waiver.objects.create(
@@ -324,6 +328,7 @@ def objects(world) -> dict:
         "replay": replay.pk,
         "repository": repository.pk,
         "webhook": webhook.pk,
+        "delivery": delivery.pk,
         "user": world.sam.pk,
         "token": token.pk,
         "service_account": account.pk,
@@ -375,6 +380,7 @@ def test_each_persona_is_allowed_forbidden_or_not_found_as_expected(world, metho
         .replace("{policy_id}", str(policy_id))
         .replace("{replay_id}", str(ids["replay"]))
         .replace("{token_id}", str(ids["service_account_token"]))
+        .replace("{delivery_id}", str(ids["delivery"]))
     )
     client = api_client_for(ids["personas"][persona])
     if body == "archive":

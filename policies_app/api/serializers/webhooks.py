@@ -6,6 +6,7 @@ from policies_app import access
 from policies_app.api.serializers.fields import VisibleRelatedField
 from policies_app.choices import DeploymentStatus
 from policies_app.models import Webhook, WebhookDelivery
+from policies_app.notifications import webhook_history
 
 
 class WebhookSerializer(serializers.ModelSerializer):
@@ -49,5 +50,19 @@ class WebhookDeliverySerializer(serializers.ModelSerializer):
             "next_attempt_at",
             "created_at",
             "delivered_at",
+            "last_attempt_at",
+            "resent_from",
             "body",
         ]
+
+
+class WebhookDeliveryDetailSerializer(WebhookDeliverySerializer):
+    """One delivery opened: also the headers of its last attempt (the signature masked)."""
+
+    request_headers = serializers.SerializerMethodField()
+
+    class Meta(WebhookDeliverySerializer.Meta):
+        fields = [*WebhookDeliverySerializer.Meta.fields, "request_headers"]
+
+    def get_request_headers(self, delivery: WebhookDelivery) -> dict[str, str]:
+        return webhook_history.shown_request_headers(delivery)

@@ -1,5 +1,7 @@
-"""Webhooks of projects: create, change, remove, send a test, read the delivery history."""
+"""Webhooks of projects: create, change, remove, send a test, read the delivery history, open a delivery
+and send it again."""
 
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -8,10 +10,11 @@ from rest_framework.response import Response
 
 from policies_app.api.serializers.webhooks import (
     WebhookCreatedSerializer,
+    WebhookDeliveryDetailSerializer,
     WebhookDeliverySerializer,
     WebhookSerializer,
 )
-from policies_app.notifications import webhooks
+from policies_app.notifications import webhook_history, webhooks
 
 
 class WebhookViewSet(
@@ -55,3 +58,18 @@ class WebhookViewSet(
     def deliveries(self, request: Request, pk: str | None = None) -> Response:
         page = self.paginate_queryset(self.get_object().deliveries.all())
         return self.get_paginated_response(WebhookDeliverySerializer(page, many=True).data)
+
+    @extend_schema(responses=WebhookDeliveryDetailSerializer)
+    @action(detail=True, methods=["get"], url_path=r"deliveries/(?P<delivery_id>[0-9]+)")
+    def delivery(self, request: Request, pk: str | None = None, delivery_id: str | None = None) -> Response:
+        """One delivery: its body, the headers of its last attempt (signature masked) and the answer."""
+        delivery = get_object_or_404(self.get_object().deliveries.all(), pk=delivery_id)
+        return Response(WebhookDeliveryDetailSerializer(delivery).data)
+
+    @extend_schema(request=None, responses={202: WebhookDeliverySerializer})
+    @action(detail=True, methods=["post"], url_path=r"deliveries/(?P<delivery_id>[0-9]+)/resend")
+    def resend(self, request: Request, pk: str | None = None, delivery_id: str | None = None) -> Response:
+        """Send a delivery again as a new delivery (a worker sends it); it appears in the deliveries."""
+        delivery = get_object_or_404(self.get_object().deliveries.all(), pk=delivery_id)
+        again = webhook_history.resend_delivery(request.user, delivery)
+        return Response(WebhookDeliverySerializer(again).data, status=status.HTTP_202_ACCEPTED)
