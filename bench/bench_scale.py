@@ -270,7 +270,7 @@ def session_headers(username: str) -> dict[str, str]:
     user = User.objects.get(username=username)
     session = SessionStore()
     session[SESSION_KEY] = str(user.pk)
-    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]  # the password backend
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
     session.save()
     return {"Cookie": f"{settings.SESSION_COOKIE_NAME}={session.session_key}"}

@@ -307,10 +307,13 @@ def generate(deployments: int, template_repository: Path, seed: int = 8) -> None
             ],
         ),
         "team": ("policies_app_team", ["id", "name", "description"]),
-        "team_member": ("policies_app_team_members", ["team_id", "user_id"]),
+        "team_member": (
+            "policies_app_teammembership",
+            ["team_id", "user_id", "source", "source_group", "added_at"],
+        ),
         "template": (
             "policies_app_template",
-            ["id", "name", "type", "repository", "path", "revision", "archive", "created_at"],
+            ["id", "name", "type", "repository", "path", "revision", "archive", "views_commit", "created_at"],
         ),
         "template_policy": ("policies_app_template_approval_policies", ["template_id", "approvalpolicy_id"]),
         "project": (
@@ -345,6 +348,9 @@ def generate(deployments: int, template_repository: Path, seed: int = 8) -> None
                 "trigger_name",
                 "revision",
                 "template_commit",
+                "commit_sha",
+                "pull_request_url",
+                "ci_run_url",
                 "plan_document_id",
                 "total_monthly_cost",
                 "monthly_cost_diff",
@@ -384,6 +390,7 @@ def generate(deployments: int, template_repository: Path, seed: int = 8) -> None
                 "error",
                 "engine",
                 "sensitive_variables",
+                "sensitive_paths",
                 "duration_ms",
                 "created_at",
             ],
@@ -434,7 +441,7 @@ def generate(deployments: int, template_repository: Path, seed: int = 8) -> None
             if root == roots[0] and role == "approver":
                 members.add(2)  # bench-approver approves on the first large root through a team
             for user in sorted(members):
-                out["team_member"].add(team_pk, user)
+                out["team_member"].add(team_pk, user, "manual", "", now - SPAN)
             out["membership"].add(root, None, team_pk, role)
     # Individual roles: bench-approver on 20 scattered projects, 1,500 others across the tree.
     scattered = rng.sample(range(BENCH_CHAIN + ROOTS + 1, PROJECTS + 1), 20)
@@ -455,7 +462,7 @@ def generate(deployments: int, template_repository: Path, seed: int = 8) -> None
     # Templates: 1 is the measured one (a local git repository, 2 policies); a third of the rest have one.
     template_policies: dict[int, list[int]] = {1: trigger_ids[:2]}
     out["template"].add(
-        1, "bench network", "terraform", template_repository.as_uri(), "network", "main", "", now - SPAN
+        1, "bench network", "terraform", template_repository.as_uri(), "network", "main", "", "", now - SPAN
     )
     for pk in range(2, TEMPLATES + 1):
         # No repository: the bench reaches no network (their evaluations have no configuration view).
@@ -466,6 +473,7 @@ def generate(deployments: int, template_repository: Path, seed: int = 8) -> None
             "",
             f"stacks/{pk}",
             "main",
+            "",
             "",
             now - SPAN,
         )
@@ -602,6 +610,9 @@ def generate(deployments: int, template_repository: Path, seed: int = 8) -> None
             rng.choice(["cd", "user", "scheduled"]),
             f"{pk:x}",
             "",  # template_commit: its template has no repository
+            "",  # commit_sha, pull_request_url, ci_run_url: not sent by these pipelines
+            "",
+            "",
             plan_key,
             cost,
             diff,
@@ -680,6 +691,7 @@ def generate(deployments: int, template_repository: Path, seed: int = 8) -> None
                 error,
                 "regorus",
                 {},
+                [],
                 round(rng.uniform(2, 40), 2),
                 at,
             )
