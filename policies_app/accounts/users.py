@@ -186,6 +186,9 @@ def change_user(
         if email is not None:
             account.email = email
         account.save()
+        if before["is_active"] and not account.is_active:
+            # As SCIM's deactivation does: a reactivated account starts with no session or token.
+            revoke_access(account)
         if organisation_role is not None:
             OrganisationMembership.objects.filter(user=account).delete()
             if organisation_role:

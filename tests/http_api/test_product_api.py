@@ -50,6 +50,10 @@ def test_a_deactivated_users_tokens_stop_working(api, world):
     pipeline.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     assert pipeline.get("/api/v1/me/").status_code == 401
     assert AuditEntry.objects.filter(action="user.changed", after__is_active=False).exists()
+    # Reactivated, the account starts afresh: the token given before is gone, not merely paused.
+    api(world.admin).patch(f"/api/v1/users/{world.bob.pk}/", {"is_active": True}, format="json")
+    assert pipeline.get("/api/v1/me/").status_code == 401
+    assert not world.bob.api_tokens.exists()
 
 
 def test_an_organisation_admin_invites_a_user_by_email(api, world, django_capture_on_commit_callbacks):
