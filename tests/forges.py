@@ -63,6 +63,7 @@ class Forge:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     @property
@@ -71,7 +72,10 @@ class Forge:
         return root if self.kind == "github" else f"{root}/api/v4"
 
     def close(self) -> None:
-        self.server.shutdown()
+        # Bounded: a test that failed while a request was held open must still end, not hang the suite.
+        stopping = threading.Thread(target=self.server.shutdown, daemon=True)
+        stopping.start()
+        stopping.join(10)
         self.server.server_close()
 
     def refuse(self, status: int, why: str) -> tuple[int, Any]:
