@@ -20,8 +20,7 @@ from policies_app.choices import FINAL_STATUSES, DeploymentStatus, DeploymentTyp
 from policies_app.deployments import inbox, requirements, stored_inputs
 from policies_app.deployments.approvals import available_actions, cancel_deployment, record_approval
 from policies_app.deployments.lifecycle import queued_reason
-from policies_app.deployments.plan_summary import summarise_plan
-from policies_app.deployments.stored_inputs import plan_of
+from policies_app.deployments.plan_view import shown_plan_view
 from policies_app.errors import DomainError
 from policies_app.models import Deployment, PolicyRevision
 from policies_app.notifications.approval_emails import approvers_still_to_act
@@ -101,6 +100,7 @@ def _live_context(request: HttpRequest, deployment: Deployment) -> dict[str, Any
         )
     )
     pending = deployment.status == DeploymentStatus.PENDING_APPROVAL
+    plan = shown_plan_view(deployment)
     still_to_act = approvers_still_to_act(deployment, tree, acted) if pending else []
     return {
         "deployment": deployment,
@@ -118,7 +118,8 @@ def _live_context(request: HttpRequest, deployment: Deployment) -> dict[str, Any
         else "",
         "revision": deployment.revision or deployment.environment.template.revision,
         "revision_from_template": not deployment.revision and bool(deployment.environment.template.revision),
-        "summary": summarise_plan(plan_of(deployment)),
+        "summary": plan.summary,
+        "plan_text": plan.text,
         "version": live_version(deployment, len(approvals), len(evaluations)),
         "final": deployment.status in FINAL_STATUSES,
     }

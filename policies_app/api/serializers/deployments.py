@@ -1,5 +1,6 @@
 """Deployments: triggering one, its evaluations and approvals, approving, completing."""
 
+from django.conf import settings
 from rest_framework import serializers
 
 from policies_app.choices import DeploymentType, TriggerName
@@ -30,6 +31,15 @@ class TriggerDeploymentSerializer(serializers.Serializer):
     trigger_name = serializers.ChoiceField(choices=TriggerName.choices, default=TriggerName.USER)
     revision = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
     plan = serializers.JSONField(required=False, allow_null=True, default=None)
+    plan_text = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        default=None,
+        trim_whitespace=False,
+        max_length=settings.PLAN_TEXT_MAX_CHARACTERS,
+        help_text="The plan as `terraform show` prints it (shown beside the plan view, masked).",
+    )
     cost_estimation = CostEstimationSerializer(required=False, default=dict)
     variables = DeploymentVariablesSerializer(required=False, default=dict)
     policy_data = serializers.JSONField(required=False, allow_null=True, default=None)
