@@ -37,7 +37,6 @@ class TriggerDeploymentSerializer(serializers.Serializer):
         allow_null=True,
         default=None,
         trim_whitespace=False,
-        max_length=settings.PLAN_TEXT_MAX_CHARACTERS,
         help_text="The plan as `terraform show` prints it (shown beside the plan view, masked).",
     )
     cost_estimation = CostEstimationSerializer(required=False, default=dict)
@@ -57,6 +56,13 @@ class TriggerDeploymentSerializer(serializers.Serializer):
     ci_run_url = serializers.URLField(
         required=False, allow_blank=True, default="", max_length=500, validators=[web_address]
     )
+
+    def validate_plan_text(self, text):
+        if text and len(text) > settings.PLAN_TEXT_MAX_CHARACTERS:
+            raise serializers.ValidationError(
+                f"The plan text is {len(text)} characters; at most {settings.PLAN_TEXT_MAX_CHARACTERS} are kept."
+            )
+        return text
 
     def validate_plan(self, plan):
         if plan is not None and not isinstance(plan, dict):
