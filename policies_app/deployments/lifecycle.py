@@ -36,6 +36,7 @@ from policies_app.choices import (
     DeploymentStatus,
     EventKind,
 )
+from policies_app.deployments.plan_summary import plan_counts
 from policies_app.deployments.stored_inputs import store_plan, store_plan_text
 from policies_app.errors import Conflict, Invalid
 from policies_app.iac.plan_formats import PlanFormatError, check_plan
@@ -198,6 +199,7 @@ def trigger_deployment(
                 revision=revision,
                 plan_document_id=plan_document,
                 plan_text_document_id=plan_text_document,
+                plan_counts=plan_counts(plan),
                 total_monthly_cost=total_monthly_cost,
                 monthly_cost_diff=monthly_cost_diff,
                 variables=variables or {},

@@ -185,11 +185,12 @@ class PlanSummary:
         return tuple(resource for resource in self.resources if resource.destructive)
 
 
-def summarise_plan(plan: Any, secrets: frozenset[str] = frozenset()) -> PlanSummary:
-    """The plan as approvers read it; ``secrets``: the strings no rendered value may show."""
+def summarise_plan(plan: Any, secrets: frozenset[str] = frozenset(), *, attributes: bool = True) -> PlanSummary:
+    """The plan as approvers read it; ``secrets``: the strings no rendered value may show; without
+    ``attributes``, the resources alone (their values are not walked)."""
     if not isinstance(plan, dict):
         return PlanSummary("")
-    reader = _Reader(secrets)
+    reader = _Reader(secrets, attributes)
     if plan.get("is_run_all") and isinstance(plan.get("modules"), dict):
         changes = []
         for path, module_plan in sorted(plan["modules"].items()):
@@ -206,6 +207,12 @@ def summarise_plan(plan: Any, secrets: frozenset[str] = frozenset()) -> PlanSumm
     if "StackResourceSummaries" in plan:
         return _summary("cloudformation", _stack_resources_deleted(plan))
     return PlanSummary("")
+
+
+def plan_counts(plan: Any) -> dict[str, int] | None:
+    """The counts by action alone (None without a plan), as the queue shows them."""
+    summary = summarise_plan(plan, attributes=False)
+    return dict(summary.counts) if summary.has_plan else None
 
 
 def _summary(format: str, changes: list[ResourceChange]) -> PlanSummary:
@@ -276,8 +283,9 @@ def _resource(
 class _Reader:
     """Walks a plan's values into attribute changes, never rendering a sensitive one."""
 
-    def __init__(self, secrets: frozenset[str]) -> None:
+    def __init__(self, secrets: frozenset[str], attributes: bool = True) -> None:
         self.secrets = secrets
+        self.attributes = attributes
 
     def render(self, value: Any) -> str:
         if value is None:
@@ -346,6 +354,9 @@ class _Reader:
         out: list[AttributeChange],
         replace_paths: list[tuple[Any, ...]],
     ) -> None:
+        if not self.attributes:
+            return
+
         def leaf(shown_before: str, shown_after: str, differs: bool | None = None) -> None:
             out.append(
                 AttributeChange(

@@ -51,6 +51,9 @@ class Deployment(models.Model):
     plan_text_document = models.ForeignKey(
         "StoredDocument", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    # How many resources the plan creates, updates, replaces, deletes, reads and leaves alone
+    # (plan_summary.plan_counts), counted once at trigger for the queue: None without a plan.
+    plan_counts = models.JSONField(null=True, blank=True)
     plan_purged_at = models.DateTimeField(
         null=True, blank=True, help_text="When the retention period removed its plan (purge_inputs)."
     )
