@@ -185,7 +185,9 @@ class PlanSummary:
         return tuple(resource for resource in self.resources if resource.destructive)
 
 
-def summarise_plan(plan: Any, secrets: frozenset[str] = frozenset(), *, attributes: bool = True) -> PlanSummary:
+def summarise_plan(
+    plan: Any, secrets: frozenset[str] = frozenset(), *, attributes: bool = True
+) -> PlanSummary:
     """The plan as approvers read it; ``secrets``: the strings no rendered value may show; without
     ``attributes``, the resources alone (their values are not walked)."""
     if not isinstance(plan, dict):
