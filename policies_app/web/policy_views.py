@@ -145,14 +145,26 @@ def _render_policy(
         "error": error,
         "may_author": may_author,
         "diff_form": DiffForm(revisions=numbers, initial=_diff_initial(numbers)),
-        "replay_form": ReplayForm(revisions=numbers, initial={"revision": numbers[0] if numbers else None}),
+        "replay_form": ReplayForm(
+            revisions=numbers,
+            environments=_replay_environments(request, policy),
+            initial={"revision": numbers[0] if numbers else None},
+        ),
         "replays": _replays(policy) if replay.may_read_replays(request.user) else None,
+        "applies_nowhere": not replay.environments_applying(policy).exists(),
     }
     return render(request, "web/policy_detail.html", context, status=status)
 
 
 def _diff_initial(numbers: list[int]) -> dict[str, int]:
     return {"old": numbers[1], "new": numbers[0]} if len(numbers) > 1 else {}
+
+
+def _replay_environments(request: HttpRequest, policy: ApprovalPolicy) -> list[tuple[int, str]]:
+    """What a policy attached nowhere yet may be replayed over (nothing to choose otherwise)."""
+    if not access.may_author_policies(request.user) or replay.environments_applying(policy).exists():
+        return []
+    return [(environment.pk, str(environment)) for environment in replay.environments_to_offer(request.user)]
 
 
 def _replays(policy: ApprovalPolicy) -> list[PolicyReplay]:
@@ -241,7 +253,7 @@ def policy_publish(request: HttpRequest, pk: int) -> HttpResponse:
 def policy_replay_start(request: HttpRequest, pk: int) -> HttpResponse:
     policy = _visible_policy(request, pk)
     numbers = list(policy.revisions.order_by("-number").values_list("number", flat=True))
-    form = ReplayForm(request.POST, revisions=numbers)
+    form = ReplayForm(request.POST, revisions=numbers, environments=_replay_environments(request, policy))
     if not form.is_valid():
         problems = "; ".join(problem for problems in form.errors.values() for problem in problems)
         return _render_policy(request, policy, error=problems, status=400)
@@ -251,6 +263,7 @@ def policy_replay_start(request: HttpRequest, pk: int) -> HttpResponse:
             user=request.user,
             revision_number=form.cleaned_data["revision"],
             limit=form.cleaned_data["limit"],
+            environments=form.cleaned_data["environments"],
         )
     except DomainError as refusal:
         return _refused(request, policy, refusal)

@@ -27,4 +27,9 @@ class Migration(migrations.Migration):
             name="plan_counts",
             field=models.JSONField(blank=True, null=True),
         ),
+        migrations.AddField(
+            model_name="policyreplay",
+            name="environment_ids",
+            field=models.JSONField(blank=True, default=list),
+        ),
     ]
