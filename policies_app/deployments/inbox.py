@@ -21,8 +21,6 @@ from policies_app import access
 from policies_app.access import Grants
 from policies_app.choices import Capability, DeploymentStatus
 from policies_app.deployments import requirements
-from policies_app.deployments.plan_summary import plan_counts
-from policies_app.deployments.stored_inputs import load_plans
 from policies_app.models import Approval, Deployment, Evaluation, Project
 
 # What a list may be sorted by (the API's ``ordering`` and the page's sort links), newest first by default.
@@ -167,9 +165,9 @@ class QueueRow:
 
 
 def queue_rows(deployments: list[Deployment]) -> list[QueueRow]:
-    """The rows of a page of the queue, in at most four queries whatever their number: the evaluations'
-    outcomes, the approvals, the approvers' teams (when a requirement names one), the plans of
-    deployments triggered before their counts were kept."""
+    """The rows of a page of the queue, in at most three queries whatever their number: the evaluations'
+    outcomes, the approvals, the approvers' teams (when a requirement names one). No plan is read: the
+    counts were kept at trigger (a deployment triggered before they were shows none)."""
     waiting = [d.pk for d in deployments if d.status == DeploymentStatus.PENDING_APPROVAL]
     evaluations: dict[int, list[Any]] = {}
     approvers: dict[int, list[Any]] = {}
@@ -190,13 +188,9 @@ def queue_rows(deployments: list[Deployment]) -> list[QueueRow]:
         if any(r.get("team") for found in applying.values() for _, r in found)
         else {}
     )
-    missing = {d.plan_document_id for d in deployments if d.plan_counts is None and d.plan_document_id}
-    plans = load_plans(missing)
     rows = []
     for deployment in deployments:
         row = QueueRow(deployment, counts=deployment.plan_counts)
-        if row.counts is None and deployment.plan_document_id in plans:
-            row.counts = plan_counts(plans[deployment.plan_document_id])
         if deployment.pk in applying:
             progress = requirements.requirement_progress(
                 evaluations[deployment.pk], approvers.get(deployment.pk, []), [], teams

@@ -85,11 +85,6 @@ def load_plan(key: str | None) -> Any:
     return None if key is None else json.loads(_texts([key])[key])
 
 
-def load_plans(keys: Iterable[str]) -> dict[str, Any]:
-    """The plans stored under ``keys``, in one query."""
-    return {key: json.loads(text) for key, text in _texts(keys).items()}
-
-
 def plan_of(deployment: Deployment) -> Any:
     """A deployment's plan (None when it sent none or the plan was purged), read once per object."""
     if not hasattr(deployment, "_plan"):

@@ -9,6 +9,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from policies_app.deployments.plan_summary import plan_counts
 from policies_app.deployments.stored_inputs import store_plan
 from policies_app.models import Approval, Deployment, Evaluation
 from tests.builders import plan_with
@@ -25,6 +26,7 @@ def waiting(world, *, expires_in=None, plan=None, **fields):
         pending_since=now - timedelta(hours=3),
         expires_at=None if expires_in is None else now + expires_in,
         plan_document_id=store_plan(plan),
+        plan_counts=plan_counts(plan),  # as trigger_deployment keeps them
         messages={"deny": [], "pending": ["a production change needs approvals"], "warn": [], "allow": []},
         **fields,
     )
