@@ -70,6 +70,7 @@ def sent(world, api):
 
 
 def test_the_page_shows_the_plan_as_terraform_does_and_its_text_escaped_and_masked(client, world, sent):
+    assert sent.plan_counts == {"delete": 0, "replace": 1, "create": 1, "update": 0, "read": 0, "no-op": 0}
     client.force_login(world.vera)
     page = client.get(reverse("web:deployment-detail", args=[sent.pk])).content.decode()
     assert SECRET not in page
