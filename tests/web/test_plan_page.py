@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from policies_app.deployments.stored_inputs import plan_text_of, purge_inputs
+from policies_app.deployments.stored_inputs import plan_text_of, purge_inputs, store_plan
 from policies_app.models import Deployment, StoredDocument
 from tests.builders import api_key_for, make_policy
 from tests.gate.test_gate import ALLOW, GATE_SOURCE
@@ -145,3 +145,67 @@ def test_the_gate_sends_the_plan_text_file(world, live_server, tmp_path):
     )
     assert result.returncode in (0, 3), result.stdout + result.stderr
     assert "must be replaced" in plan_text_of(Deployment.objects.get())
+
+
+@pytest.mark.parametrize(
+    ("template_type", "plan", "expected"),
+    [
+        (
+            "cloudformation",
+            {
+                "Changes": [
+                    {
+                        "Type": "Resource",
+                        "ResourceChange": {
+                            "Action": "Modify",
+                            "Replacement": "True",
+                            "LogicalResourceId": "Db",
+                            "ResourceType": "AWS::RDS::DBInstance",
+                            "Details": [
+                                {
+                                    "Target": {
+                                        "Attribute": "Properties",
+                                        "Name": "Engine",
+                                        "RequiresRecreation": "Always",
+                                    }
+                                }
+                            ],
+                        },
+                    }
+                ]
+            },
+            [
+                "forced by <code>Properties.Engine</code>",
+                '<li class="action-replace"><strong>1</strong> to replace</li>',
+            ],
+        ),
+        (
+            "pulumi",
+            {
+                "steps": [
+                    {
+                        "op": "update",
+                        "urn": "urn:pulumi:dev::shop::aws:s3/bucket:Bucket::logs",
+                        "oldState": {"inputs": {"acl": "private"}},
+                        "newState": {"inputs": {"acl": "public-read"}},
+                    },
+                    {"op": "same", "urn": "urn:pulumi:dev::shop::aws:s3/bucket:Bucket::kept"},
+                ]
+            },
+            ['<li class="action-update"><strong>1</strong> to update</li>', "1 resource without changes"],
+        ),
+    ],
+)
+def test_the_other_formats_read_the_same_way_on_the_page(client, world, template_type, plan, expected):
+    world.template.type = template_type
+    world.template.save()
+    deployment = Deployment.objects.create(
+        environment=world.environment,
+        deployer=world.bob,
+        status="pending_approval",
+        plan_document_id=store_plan(plan),
+    )
+    client.force_login(world.vera)
+    page = client.get(reverse("web:deployment-detail", args=[deployment.pk])).content.decode()
+    for text in expected:
+        assert text in page
