@@ -110,6 +110,31 @@ def test_each_address_has_the_action_and_the_closing_line_terraform_prints(made_
         assert set(ours.values()) == {"delete"}
 
 
+def rendered_actions(summary):
+    """The action each address has on the page (the rendered plan view), by its row's class."""
+    from django.template.loader import render_to_string
+
+    html = render_to_string("web/_plan_summary.html", {"summary": summary})
+    rows = re.findall(
+        r'<details class="resource action-([\w-]+)">\s*<summary>.*?<code>([^<]+)</code> <span', html
+    )
+    return {address: action for action, address in rows}, html
+
+
+@pytest.mark.terraform
+@pytest.mark.parametrize("which", ["apply", "destroy"])
+def test_the_rendered_page_gives_each_address_terraforms_action(made_by_terraform, which):
+    plan, text = made_by_terraform[:2] if which == "apply" else made_by_terraform[2:]
+    summary = summarise_plan(plan)
+    actions, html = rendered_actions(summary)
+    assert actions == actions_in_text(text)
+    assert summary.terraform_line in html
+    if which == "apply":
+        # What forces the replacement is on the page, from the plan's replace_paths.
+        assert "forced by <code>triggers_replace</code>" in html
+        assert "1 resource without changes" in html
+
+
 @pytest.mark.terraform
 def test_what_forces_a_replacement_is_the_plans_replace_paths(made_by_terraform):
     plan, text = made_by_terraform[:2]
@@ -174,3 +199,38 @@ def test_a_real_plan_with_a_sensitive_value_never_shows_it():
     summary = summarise_plan(plan, plan_secrets(plan, {}))
     assert {a.path: a.after for a in summary.resources[0].attributes}["ami"] == SENSITIVE
     assert "boop" not in repr(summary)
+
+
+def test_every_real_plan_kept_aside_is_read_and_rendered():
+    """Every plan of the shared fixtures (OpenTofu's show -json outputs, trivy's format versions 0.2 to
+    1.2): each resource change has the action its ``actions`` say, and the page renders."""
+    from django.template.loader import render_to_string
+
+    files = sorted(FIXTURES.glob("opentofu/show-json/*/output.json")) + sorted(
+        FIXTURES.glob("trivy-tfjson/**/*.json")
+    )
+    if not files:
+        pytest.skip(f"{FIXTURES} is absent (a fresh clone has no ../shared)")
+    read = 0
+    for path in files:
+        try:
+            plan = json.loads(path.read_text())
+        except ValueError:
+            continue
+        if not isinstance(plan, dict) or "resource_changes" not in plan:
+            continue
+        secrets = plan_secrets(plan, {})
+        summary = summarise_plan(plan, secrets)
+        shown = [value for r in summary.resources for a in r.attributes for value in (a.before, a.after)]
+        assert not [secret for secret in secrets for value in shown if secret in value], path
+        expected = {}
+        for entry in plan["resource_changes"]:
+            actions = entry["change"]["actions"]
+            action = "replace" if {"delete", "create"} <= set(actions) else actions[0]
+            if entry.get("mode") == "data" and action != "read":
+                continue
+            expected[entry["address"]] = "no-op" if action == "forget" else action
+        assert {r.address: r.action for r in summary.resources} == expected, path
+        assert "<details" in render_to_string("web/_plan_summary.html", {"summary": summary}) or not expected
+        read += 1
+    assert read >= 10
