@@ -227,11 +227,12 @@ def shown_input_text(text: str, sensitivity: Sensitivity) -> str:
 
 def shown_plan(plan: Any, sensitive_variables: dict[str, list[str]]) -> Any:
     """A plan as uploaded, as people may see it: what Terraform marked sensitive, and the values of the
-    environment's sensitive Terraform variables, masked."""
+    environment's sensitive Terraform variables, masked, and no string left holding one of them (a
+    resource attribute set from such a variable Terraform did not mark)."""
     shown = copy.deepcopy(plan)
     for path in plan_paths(plan, set(sensitive_variables.get("terraform", []))):
         _mask_path(shown, path)
-    return shown
+    return scrubbed(shown, plan_secrets(plan, sensitive_variables))
 
 
 def shown_state(state: Any) -> Any:

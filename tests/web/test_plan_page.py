@@ -209,3 +209,11 @@ def test_the_other_formats_read_the_same_way_on_the_page(client, world, template
     page = client.get(reverse("web:deployment-detail", args=[deployment.pk])).content.decode()
     for text in expected:
         assert text in page
+
+
+def test_the_django_admin_shows_the_text_masked_and_escaped(client, world, sent):
+    client.force_login(world.admin)
+    page = client.get(f"/admin/policies_app/deployment/{sent.pk}/change/").content.decode()
+    assert "must be replaced" in page and SECRET not in page
+    assert "&lt;script&gt;alert(1)" in page
+    assert 'name="plan_text_document"' not in page, "no picker over every stored document"
