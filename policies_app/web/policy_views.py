@@ -134,6 +134,7 @@ def _render_policy(
         initial = {"revision": (active or newest).number if newest else None}
         form = DryRunForm(initial=initial, revisions=numbers, deployments=_try_choices(request, policy))
     may_author = access.may_author_policies(request.user)
+    applies_nowhere = not replay.environments_applying(policy).exists()
     context = {
         "policy": policy,
         "revisions": revisions,
@@ -147,11 +148,11 @@ def _render_policy(
         "diff_form": DiffForm(revisions=numbers, initial=_diff_initial(numbers)),
         "replay_form": ReplayForm(
             revisions=numbers,
-            environments=_replay_environments(request, policy),
+            environments=_replay_environments(request, applies_nowhere),
             initial={"revision": numbers[0] if numbers else None},
         ),
         "replays": _replays(policy) if replay.may_read_replays(request.user) else None,
-        "applies_nowhere": not replay.environments_applying(policy).exists(),
+        "applies_nowhere": applies_nowhere,
     }
     return render(request, "web/policy_detail.html", context, status=status)
 
@@ -160,9 +161,9 @@ def _diff_initial(numbers: list[int]) -> dict[str, int]:
     return {"old": numbers[1], "new": numbers[0]} if len(numbers) > 1 else {}
 
 
-def _replay_environments(request: HttpRequest, policy: ApprovalPolicy) -> list[tuple[int, str]]:
+def _replay_environments(request: HttpRequest, applies_nowhere: bool) -> list[tuple[int, str]]:
     """What a policy attached nowhere yet may be replayed over (nothing to choose otherwise)."""
-    if not access.may_author_policies(request.user) or replay.environments_applying(policy).exists():
+    if not applies_nowhere or not access.may_author_policies(request.user):
         return []
     return [(environment.pk, str(environment)) for environment in replay.environments_to_offer(request.user)]
 
@@ -253,7 +254,10 @@ def policy_publish(request: HttpRequest, pk: int) -> HttpResponse:
 def policy_replay_start(request: HttpRequest, pk: int) -> HttpResponse:
     policy = _visible_policy(request, pk)
     numbers = list(policy.revisions.order_by("-number").values_list("number", flat=True))
-    form = ReplayForm(request.POST, revisions=numbers, environments=_replay_environments(request, policy))
+    applies_nowhere = not replay.environments_applying(policy).exists()
+    form = ReplayForm(
+        request.POST, revisions=numbers, environments=_replay_environments(request, applies_nowhere)
+    )
     if not form.is_valid():
         problems = "; ".join(problem for problems in form.errors.values() for problem in problems)
         return _render_policy(request, policy, error=problems, status=400)
