@@ -180,6 +180,27 @@ def read_json_file(path: str, what: str) -> Any:
         raise GateError(f"the {what} file {path} is not valid JSON: {exc}") from None
 
 
+# What the platform keeps of the plan's text (its PLAN_TEXT_MAX_CHARACTERS default): a longer text is cut
+# here, with a line saying so, rather than refused, so that a large plan never blocks a deployment.
+PLAN_TEXT_MAX_CHARACTERS = 2 * 1024 * 1024
+
+
+def read_plan_text(path: str) -> str:
+    """The plan as `terraform show` printed it ("-" for standard input), cut to what the platform keeps."""
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read(PLAN_TEXT_MAX_CHARACTERS + 1)
+    except OSError as exc:
+        raise GateError(f"cannot read the plan text file {path}: {exc.strerror or exc}") from None
+    if len(text) > PLAN_TEXT_MAX_CHARACTERS:
+        marker = "\n… (cut by policy_gate: the plan text is longer than the platform keeps)\n"
+        text = text[: PLAN_TEXT_MAX_CHARACTERS - len(marker)] + marker
+    return text
+
+
 def _github_actions(env: dict[str, str]) -> dict[str, str]:
     server, repository = env.get("GITHUB_SERVER_URL", "https://github.com"), env.get("GITHUB_REPOSITORY", "")
     links = {"commit_sha": env.get("GITHUB_SHA", "")}
@@ -273,6 +294,10 @@ def deployment_request(args: argparse.Namespace, deployment_type: str) -> dict[s
     if args.revision:
         body["revision"] = args.revision
     body["plan"] = read_json_file(args.plan, "plan") if args.plan else None
+    if args.plan_text:
+        if args.plan_text == "-" and args.plan == "-":
+            raise GateError("--plan and --plan-text cannot both read standard input")
+        body["plan_text"] = read_plan_text(args.plan_text)
     cost: dict[str, float] = {}
     if args.cost_total is not None:
         cost["total_monthly_cost"] = args.cost_total
@@ -553,6 +578,10 @@ def build_parser() -> argparse.ArgumentParser:
             help="environment id, or its path: project/environment (as much of the project path as is unique)",
         )
         sub.add_argument("--plan", help="plan JSON (`terraform show -json plan.out`), - for stdin")
+        sub.add_argument(
+            "--plan-text",
+            help="the plan as `terraform show plan.out` prints it, shown beside the plan view; - for stdin",
+        )
         sub.add_argument("--wait", action="store_true", help="wait while the deployment is pending approval")
         sub.add_argument("--revision", default="")
         sub.add_argument("--trigger", default="cd", help="trigger name (default: cd)")

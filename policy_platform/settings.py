@@ -376,6 +376,8 @@ EVALUATION_RESEND_BATCH = 500
 REQUEST_SIZE_LIMIT_BYTES = int(env_number("REQUEST_SIZE_LIMIT_BYTES", 50 * 1024 * 1024))
 # The middleware answers 413 itself; Django must not refuse first with a less helpful error.
 DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_SIZE_LIMIT_BYTES + 1024 * 1024
+# The plan's text (`terraform show` output) a pipeline may send beside the plan: refused above this.
+PLAN_TEXT_MAX_CHARACTERS = int(env_number("PLAN_TEXT_MAX_CHARACTERS", 2 * 1024 * 1024))
 # JSON documents from outside (plans, states, inputs) nest at most this deep (json_limits.py).
 JSON_MAX_DEPTH = int(env_number("JSON_MAX_DEPTH", 100))
 # What one evaluation keeps of the policies' messages (cut in the engine worker, with a visible marker).

@@ -6,6 +6,7 @@ import json
 from django.contrib import admin
 
 from policies_app.admin.display import ReadOnlyAdminMixin, json_block, pre
+from policies_app.deployments.plan_view import shown_plan_view
 from policies_app.deployments.stored_inputs import plan_of, purged_detail, shown_input
 from policies_app.guards.masking import masked_variables, shown_plan
 from policies_app.models import Approval, Deployment, DeploymentEvent, Evaluation
@@ -56,8 +57,8 @@ class DeploymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     ]
     list_select_related = ["environment__project", "deployer"]
     date_hierarchy = "created_at"
-    exclude = ["plan_document", "messages", "variables", "policy_data"]
-    readonly_fields = ["messages_json", "plan_json", "variables_json", "policy_data_json"]
+    exclude = ["plan_document", "plan_text_document", "plan_counts", "messages", "variables", "policy_data"]
+    readonly_fields = ["messages_json", "plan_json", "plan_text_shown", "variables_json", "policy_data_json"]
     inlines = [ApprovalInline, EvaluationInline, DeploymentEventInline]
 
     @admin.display(description="Messages")
@@ -69,6 +70,11 @@ class DeploymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         if deployment.plan_purged_at is not None:
             return pre(f"Purged on {deployment.plan_purged_at:%Y-%m-%d} (retention of policy inputs).")
         return json_block(shown_plan(plan_of(deployment), deployment.environment.sensitive_variables))
+
+    @admin.display(description="Plan as `terraform show` printed it")
+    def plan_text_shown(self, deployment: Deployment) -> str:
+        text = shown_plan_view(deployment).text
+        return pre(text) if text is not None else "—"
 
     @admin.display(description="Variables")
     def variables_json(self, deployment: Deployment) -> str:

@@ -9,17 +9,19 @@ lets deployers approve their own deployments.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, time
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from policies_app import access
 from policies_app.access import Grants
 from policies_app.choices import Capability, DeploymentStatus
-from policies_app.models import Approval, Deployment, Project
+from policies_app.deployments import requirements
+from policies_app.models import Approval, Deployment, Evaluation, Project
 
 # What a list may be sorted by (the API's ``ordering`` and the page's sort links), newest first by default.
 SORTS = {
@@ -33,7 +35,12 @@ SORTS = {
     "-deployer": ("-deployer__username", "-created_at", "-id"),
     "type": ("type", "-created_at", "-id"),
     "-type": ("-type", "-created_at", "-id"),
+    # Urgency: what expires soonest first, then what has waited longest; what never expires last.
+    "expires": (F("expires_at").asc(nulls_last=True), F("pending_since").asc(nulls_last=True), "id"),
+    "-expires": (F("expires_at").desc(nulls_last=True), F("pending_since").desc(nulls_last=True), "-id"),
 }
+# The sort of each view when none is asked for: what waits for me, most urgent first.
+DEFAULT_SORTS = {"waiting": "expires", "mine": "-created", "all": "-created"}
 VIEWS = ("waiting", "mine", "all")
 
 
@@ -48,7 +55,11 @@ class QueueFilters:
     since: date | None = None
     until: date | None = None
     text: str = ""
-    sort: str = "-created"
+    sort: str = ""  # "": the view's default (DEFAULT_SORTS)
+
+    @property
+    def shown_sort(self) -> str:
+        return self.sort or DEFAULT_SORTS.get(self.view, "-created")
 
 
 def waiting_for(user: AbstractBaseUser, deployments: QuerySet[Deployment] | None = None) -> QuerySet:
@@ -110,7 +121,8 @@ def deployments_for(user: AbstractBaseUser, filters: QueueFilters) -> QuerySet[D
         deployments = deployments.filter(created_at__lte=datetime.combine(filters.until, time.max, zone))
     if filters.text:
         deployments = deployments.filter(search_clause(filters.text))
-    return deployments.order_by(*SORTS.get(filters.sort, SORTS["-created"]))
+    sort = filters.sort or DEFAULT_SORTS.get(filters.view, "-created")
+    return deployments.order_by(*SORTS.get(sort, SORTS["-created"]))
 
 
 def in_project(project_id: int) -> Q:
@@ -133,3 +145,59 @@ def search_clause(text: str) -> Q:
     if number.isdigit() and len(number) < 19:
         clause |= Q(pk=int(number))
     return clause
+
+
+@dataclass
+class QueueRow:
+    """A deployment as a queue lists it: why it waits (the policies' pending reasons and the requirements
+    not met yet) and its plan's counts by action."""
+
+    deployment: Deployment
+    reasons: list[str] = field(default_factory=list)
+    unmet: list[str] = field(default_factory=list)
+    counts: dict[str, int] | None = None
+
+    @property
+    def count_rows(self) -> list[tuple[str, int]]:
+        """(action, count) of the actions the plan has, in reading order, none that is zero."""
+        order = ("delete", "replace", "create", "update", "read")
+        return [(action, self.counts[action]) for action in order if self.counts and self.counts.get(action)]
+
+
+def queue_rows(deployments: list[Deployment]) -> list[QueueRow]:
+    """The rows of a page of the queue, in at most three queries whatever their number: the evaluations'
+    outcomes, the approvals, the approvers' teams (when a requirement names one). No plan is read: the
+    counts were kept at trigger (a deployment triggered before they were shows none)."""
+    waiting = [d.pk for d in deployments if d.status == DeploymentStatus.PENDING_APPROVAL]
+    evaluations: dict[int, list[Any]] = {}
+    approvers: dict[int, list[Any]] = {}
+    if waiting:
+        for evaluation in (
+            Evaluation.objects.filter(deployment_id__in=waiting)
+            .only("pk", "deployment_id", "outcomes")
+            .order_by("created_at", "pk")
+        ):
+            evaluations.setdefault(evaluation.deployment_id, []).append(evaluation)
+        for approval in Approval.objects.filter(deployment_id__in=waiting, decision="approve").select_related(
+            "user"
+        ):
+            approvers.setdefault(approval.deployment_id, []).append(approval.user)
+    applying = {pk: requirements.applying_requirements(found) for pk, found in evaluations.items()}
+    teams = (
+        requirements.teams_of({user.pk for users in approvers.values() for user in users})
+        if any(r.get("team") for found in applying.values() for _, r in found)
+        else {}
+    )
+    rows = []
+    for deployment in deployments:
+        row = QueueRow(deployment, counts=deployment.plan_counts)
+        if deployment.pk in applying:
+            progress = requirements.requirement_progress(
+                evaluations[deployment.pk], approvers.get(deployment.pk, []), [], teams
+            )
+            row.unmet = [p.summary for p in progress if not p.met]
+        messages = deployment.messages if isinstance(deployment.messages, dict) else {}
+        if deployment.status == DeploymentStatus.PENDING_APPROVAL:
+            row.reasons = [str(message) for message in messages.get("pending") or []]
+        rows.append(row)
+    return rows

@@ -36,7 +36,8 @@ from policies_app.choices import (
     DeploymentStatus,
     EventKind,
 )
-from policies_app.deployments.stored_inputs import store_plan
+from policies_app.deployments.plan_summary import plan_counts
+from policies_app.deployments.stored_inputs import store_plan, store_plan_text
 from policies_app.errors import Conflict, Invalid
 from policies_app.iac.plan_formats import PlanFormatError, check_plan
 from policies_app.models import Deployment, DeploymentEvent, Environment
@@ -157,6 +158,7 @@ def trigger_deployment(
     trigger_name: str = "user",
     revision: str = "",
     plan: Any = None,
+    plan_text: str | None = None,
     total_monthly_cost: float | None = None,
     monthly_cost_diff: float | None = None,
     variables: dict[str, Any] | None = None,
@@ -177,6 +179,7 @@ def trigger_deployment(
             return _same_request_or_conflict(existing, type, revision), False
     # Stored before the environment's lock is taken: compressing a large plan takes a while.
     plan_document = store_plan(plan)
+    plan_text_document = store_plan_text(plan_text)
     try:
         with transaction.atomic():
             # Triggers of one environment are serialised: each sees the one before it.
@@ -198,6 +201,8 @@ def trigger_deployment(
                 trigger_name=trigger_name,
                 revision=revision,
                 plan_document_id=plan_document,
+                plan_text_document_id=plan_text_document,
+                plan_counts=plan_counts(plan),
                 total_monthly_cost=total_monthly_cost,
                 monthly_cost_diff=monthly_cost_diff,
                 variables=variables or {},

@@ -243,6 +243,11 @@ def applying_requirements(evaluations: Iterable[Any]) -> list[tuple[str, dict[st
     ]
 
 
+def teams_of(user_ids: set[int]) -> dict[int, set[str]]:
+    """The teams of each user (lower-cased names), in one query."""
+    return _teams_of(user_ids)
+
+
 def _teams_of(user_ids: set[int]) -> dict[int, set[str]]:
     teams: dict[int, set[str]] = {}
     through = Team.members.through.objects.filter(user_id__in=user_ids).values_list("user_id", "team__name")
@@ -261,19 +266,27 @@ def _counts_for(requirement: dict[str, Any], user: Any, teams: dict[int, set[str
 
 
 def requirement_progress(
-    evaluations: Iterable[Any], approvers: list[Any], candidates: list[Any]
+    evaluations: Iterable[Any],
+    approvers: list[Any],
+    candidates: list[Any],
+    teams: dict[int, set[str]] | None = None,
 ) -> list[Progress]:
     """Each applying requirement with who approved towards it and who may still satisfy it.
 
     ``approvers``: the users who approved (rejections clear nothing); ``candidates``: who may still
-    approve now (empty once the deployment is decided). One query, for the teams."""
+    approve now (empty once the deployment is decided). One query, for the teams, unless ``teams`` (user
+    id: lower-cased team names, ``teams_of``) are given, read once for many deployments."""
     applying = applying_requirements(evaluations)
     if not applying:
         return []
     teams = (
-        _teams_of({user.pk for user in [*approvers, *candidates]})
-        if any(r.get("team") for _, r in applying)
-        else {}
+        teams
+        if teams is not None
+        else (
+            _teams_of({user.pk for user in [*approvers, *candidates]})
+            if any(r.get("team") for _, r in applying)
+            else {}
+        )
     )
     progress = []
     for policy, requirement in applying:

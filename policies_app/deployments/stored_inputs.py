@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -23,7 +24,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
-from django.db.models import Exists, OuterRef, ProtectedError
+from django.db.models import Exists, OuterRef, ProtectedError, Q
 from django.utils import timezone
 
 from policies_app.choices import FINAL_STATUSES
@@ -52,6 +53,23 @@ def store_text(text: str) -> str:
 def store_plan(plan: Any) -> str | None:
     """Keep a deployment's plan (None when it has none); returns the key for ``Deployment.plan_document``."""
     return None if plan is None else store_text(input_codec.canonical_plan(plan))
+
+
+# Colours and cursor moves of a terminal (``terraform show`` without -no-color): meaningless on a page.
+TERMINAL_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+def store_plan_text(text: str | None) -> str | None:
+    """Keep the plan's text as ``terraform show`` printed it (None when none was sent), its terminal
+    colours removed; returns the key for ``Deployment.plan_text_document``."""
+    return None if not text else store_text(TERMINAL_ESCAPES.sub("", text))
+
+
+def plan_text_of(deployment: Deployment) -> str | None:
+    """The plan's text as the pipeline sent it (None when it sent none or it was purged): unmasked, to be
+    shown only through the plan view (web/deployment_views.py masks it)."""
+    key = deployment.plan_text_document_id
+    return None if key is None else _texts([key]).get(key)
 
 
 def _texts(keys: Iterable[str]) -> dict[str, str]:
@@ -158,11 +176,13 @@ def purge_inputs(days: float, *, batch: int | None = None, now: Any = None) -> P
                 input_json="", input_purged_at=now
             )
     # A deployment still waiting may be evaluated again: it keeps its plan.
-    finished = Deployment.objects.filter(
-        created_at__lt=cutoff, status__in=FINAL_STATUSES, plan_document__isnull=False
+    finished = Deployment.objects.filter(created_at__lt=cutoff, status__in=FINAL_STATUSES).filter(
+        Q(plan_document__isnull=False) | Q(plan_text_document__isnull=False)
     )
     while ids := list(finished.order_by("pk").values_list("pk", flat=True)[:batch]):
-        counts.plans += Deployment.objects.filter(pk__in=ids).update(plan_document=None, plan_purged_at=now)
+        counts.plans += Deployment.objects.filter(pk__in=ids).update(
+            plan_document=None, plan_text_document=None, plan_purged_at=now
+        )
     counts.documents = _remove_unreferenced(cutoff, batch)
     logger.info("purged inputs older than %s days: %s", days, counts)
     return counts
@@ -176,6 +196,7 @@ def _remove_unreferenced(cutoff: Any, batch: int) -> int:
         StoredDocument.objects.filter(last_used_at__lt=cutoff)
         .exclude(Exists(InputPiece.objects.filter(document=OuterRef("pk"))))
         .exclude(Exists(Deployment.objects.filter(plan_document=OuterRef("pk"))))
+        .exclude(Exists(Deployment.objects.filter(plan_text_document=OuterRef("pk"))))
     )
     removed = 0
     skipped: set[str] = set()

@@ -227,11 +227,12 @@ def shown_input_text(text: str, sensitivity: Sensitivity) -> str:
 
 def shown_plan(plan: Any, sensitive_variables: dict[str, list[str]]) -> Any:
     """A plan as uploaded, as people may see it: what Terraform marked sensitive, and the values of the
-    environment's sensitive Terraform variables, masked."""
+    environment's sensitive Terraform variables, masked, and no string left holding one of them (a
+    resource attribute set from such a variable Terraform did not mark)."""
     shown = copy.deepcopy(plan)
     for path in plan_paths(plan, set(sensitive_variables.get("terraform", []))):
         _mask_path(shown, path)
-    return shown
+    return scrubbed(shown, plan_secrets(plan, sensitive_variables))
 
 
 def shown_state(state: Any) -> Any:
@@ -248,3 +249,18 @@ def shown_state_view(view: Any, state: Any) -> Any:
     for path in state_view_paths(state):
         _mask_path(shown, path)
     return shown
+
+
+def plan_secrets(
+    plan: Any, sensitive_variables: dict[str, list[str]], variables: dict[str, Any] | None = None
+) -> frozenset[str]:
+    """What a shown plan (its summary, the ``terraform show`` text sent beside it) must never contain:
+    the values Terraform marked sensitive in it, the values of the sensitive Terraform variables it holds,
+    and the values of the sensitive variables (``variables`` by kind, as a deployment or environment keeps
+    them), as they read alone and inside JSON text, long enough to be looked for."""
+    values = values_at(plan, plan_paths(plan, set(sensitive_variables.get("terraform", []))))
+    for kind, held in _object(variables).items():
+        names = set(sensitive_variables.get(kind, []))
+        values |= values_at(held, [[name] for name in _object(held) if name in names])
+    spelled = {spelling for value in values for spelling in (value, json.dumps(value)[1:-1])}
+    return frozenset(value for value in spelled if len(value) >= SCRUBBED_MIN_LENGTH and value != MASK)

@@ -46,6 +46,14 @@ class Deployment(models.Model):
     plan_document = models.ForeignKey(
         "StoredDocument", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
+    # The plan as ``terraform show`` prints it, when the pipeline sends it: kept once, compressed, like the
+    # plan; read it with stored_inputs.plan_text_of, show it through the plan view (masked, escaped).
+    plan_text_document = models.ForeignKey(
+        "StoredDocument", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # How many resources the plan creates, updates, replaces, deletes, reads and leaves alone
+    # (plan_summary.plan_counts), counted once at trigger for the queue: None without a plan.
+    plan_counts = models.JSONField(null=True, blank=True)
     plan_purged_at = models.DateTimeField(
         null=True, blank=True, help_text="When the retention period removed its plan (purge_inputs)."
     )

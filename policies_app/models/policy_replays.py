@@ -17,6 +17,9 @@ class PolicyReplay(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
     limit = models.PositiveIntegerField(help_text="At most this many of the most recent deployments.")
+    # Replayed over these environments instead of those the policy applies to (a policy attached
+    # nowhere yet); empty: the environments it applies to.
+    environment_ids = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=10, choices=ReplayStatus.choices, default=ReplayStatus.QUEUED)
     total = models.PositiveIntegerField(default=0, help_text="Deployments to replay.")
     replayed = models.PositiveIntegerField(default=0, help_text="Deployments replayed so far.")

@@ -113,7 +113,7 @@ def requirement_lines(deployment: Deployment, tree: ProjectTree) -> list[str]:
 def _plan_headline(plan_key: str | None) -> str:
     """A stored plan never changes under its key: summarised once for every approver's email, not once
     per email (10,000 resource changes take seconds)."""
-    return summarise_plan(stored_inputs.load_plan(plan_key)).headline
+    return summarise_plan(stored_inputs.load_plan(plan_key), attributes=False).headline
 
 
 def describe_waiting(deployment: Deployment, full_name: str, tree: ProjectTree) -> DeploymentLines:

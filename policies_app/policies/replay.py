@@ -5,6 +5,15 @@ Each deployment is taken at its latest evaluation (the one that decided where it
 input, its decision and each policy's outcome are recorded. The revision is evaluated on that input;
 the other policies keep the outcomes they had, so "after" is what the deployment would have been
 decided had this revision been in force, and "before" is what it was decided.
+
+A deployment counts as changed when its decision changes, or when who must approve it changes: the
+requirements the policy declares (deployments/requirements.py) apply while it says "pending", so the
+requirements applying before (the stored outcome's ``requirements``) are compared with those the
+revision declares where it says "pending". An outcome recorded before requirements were kept says
+nothing about them: only its decision is compared.
+
+A policy attached nowhere yet applies to no environment: it is replayed over the environments the author
+chooses instead (``environments_to_offer`` lists those with recorded deployments).
 """
 
 from __future__ import annotations
@@ -28,6 +37,12 @@ from django.utils import timezone
 from policies_app import access, rego, wakeups
 from policies_app.choices import ReplayStatus
 from policies_app.deployments import stored_inputs
+from policies_app.deployments.requirements import (
+    RequirementDeclarationError,
+    declared_requirements,
+    label,
+    requirements_of_revision,
+)
 from policies_app.errors import Forbidden, Invalid
 from policies_app.guards.masking import Sensitivity, scrubbed, secrets_of
 from policies_app.models import (
@@ -58,15 +73,37 @@ def environments_applying(policy: ApprovalPolicy) -> QuerySet[Environment]:
     return Environment.objects.filter(reduce(or_, conditions)).distinct()
 
 
-def recorded_deployments(policy: ApprovalPolicy, limit: int, deployments: QuerySet[Deployment] | None = None):
-    """The most recent deployments of the environments the policy applies to that have a recorded
-    input, newest first, each with the id of its latest evaluation (``latest_evaluation``)."""
+def environments_to_offer(user: AbstractBaseUser, limit: int = 50) -> QuerySet[Environment]:
+    """Environments the user may see that have recorded deployments, most recently deployed first: what
+    a policy attached nowhere yet may be replayed over."""
+    with_recorded = stored_inputs.recorded(Evaluation.objects.all()).values("deployment__environment_id")
+    return (
+        access.visible_environments(user)
+        .filter(pk__in=with_recorded)
+        .select_related("project")
+        .order_by("-pk")[:limit]
+    )
+
+
+def recorded_deployments(
+    policy: ApprovalPolicy,
+    limit: int,
+    deployments: QuerySet[Deployment] | None = None,
+    environment_ids: list[int] | None = None,
+):
+    """The most recent deployments of the environments the policy applies to (or of
+    ``environment_ids``) that have a recorded input, newest first, each with the id of its latest
+    evaluation (``latest_evaluation``)."""
     latest = stored_inputs.recorded(Evaluation.objects.filter(deployment=OuterRef("pk"))).order_by(
         "-created_at", "-id"
     )
     base = deployments if deployments is not None else Deployment.objects.all()
     return (
-        base.filter(environment__in=environments_applying(policy))
+        base.filter(
+            environment_id__in=environment_ids
+            if environment_ids
+            else environments_applying(policy).values("pk")
+        )
         .annotate(latest_evaluation=Subquery(latest.values("pk")[:1]))
         .filter(latest_evaluation__isnull=False)
         .order_by("-created_at", "-id")[:limit]
@@ -121,9 +158,19 @@ def start_replay(
     rego_version: str | None = None,
     data: Any = ...,
     limit: int | None = None,
+    environments: list[int] | None = None,
 ) -> PolicyReplay:
-    """Queue a replay of a revision, or of modules saved first as a draft revision (never activated)."""
+    """Queue a replay of a revision, or of modules saved first as a draft revision (never activated);
+    over ``environments`` (ids the user may see) instead of those the policy applies to, when given."""
     require_author(user)
+    environment_ids = sorted(set(environments or []))
+    if environment_ids:
+        visible = set(
+            access.visible_environments(user).filter(pk__in=environment_ids).values_list("pk", flat=True)
+        )
+        unknown = [pk for pk in environment_ids if pk not in visible]
+        if unknown:
+            raise Invalid({"environments": [f"Environment {unknown[0]} does not exist."]})
     limit = settings.POLICY_REPLAY_LIMIT if limit is None else limit
     if not isinstance(limit, int) or not 1 <= limit <= settings.POLICY_REPLAY_MAX_LIMIT:
         raise Invalid({"limit": [f"Must be a whole number from 1 to {settings.POLICY_REPLAY_MAX_LIMIT}."]})
@@ -141,7 +188,9 @@ def start_replay(
         if revision is None:
             raise Invalid({"revision": [f"{policy.name} has no revision {revision_number}."]})
     with transaction.atomic():
-        replay = PolicyReplay.objects.create(revision=revision, requested_by=_user(user), limit=limit)
+        replay = PolicyReplay.objects.create(
+            revision=revision, requested_by=_user(user), limit=limit, environment_ids=environment_ids
+        )
         wakeups.wake("policies_app.tasks.replay_task", replay.pk)
     return replay
 
@@ -181,6 +230,7 @@ def run_replay(replay_id: int) -> None:
             replay.limit,
             progress=lambda done, total: _progress(replay, done, total),
             user=replay.requested_by,
+            environment_ids=replay.environment_ids or None,
         )
     except Exception as problem:  # noqa: BLE001 - a failed replay is recorded, never left running
         logger.exception("replay %s failed", replay_id)
@@ -204,17 +254,30 @@ def _progress(replay: PolicyReplay, done: int, total: int) -> None:
 
 
 def replay_revision(
-    revision: PolicyRevision, limit: int, progress: Any = None, user: AbstractBaseUser | None = None
+    revision: PolicyRevision,
+    limit: int,
+    progress: Any = None,
+    user: AbstractBaseUser | None = None,
+    environment_ids: list[int] | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``revision`` on the recorded inputs of the policy's last ``limit`` deployments that
     ``user`` may see (None: the platform itself, which sees every one).
 
-    Returns the counts per decision before and after, and every deployment whose decision changes
-    (before, after, and the messages behind both, without the sensitive values of its input)."""
+    Returns the counts per decision before and after, and every deployment whose decision or
+    requirements change (before, after, and the messages and requirements behind both, without the
+    sensitive values of its input); with no environment to replay over, says so (``applies_nowhere``)."""
     evaluator = evaluator_for([revision])
     return {
         "revision": revision.number,
-        **replay_evaluator(revision.policy, lambda text: evaluator(text).outcomes[0], limit, progress, user),
+        **replay_evaluator(
+            revision.policy,
+            lambda text: evaluator(text).outcomes[0],
+            requirements_of_revision(revision),
+            limit,
+            progress,
+            user,
+            environment_ids,
+        ),
     }
 
 
@@ -222,20 +285,30 @@ def replay_content(policy: ApprovalPolicy, content: PolicyContent, limit: int) -
     """Content that is no revision yet (a branch's policy) replayed as the platform, over the deployments
     of the environments the policy applies to, like ``replay_revision``."""
     evaluator = evaluator_for_content(policy, content)
-    return replay_evaluator(policy, lambda text: evaluator(text).outcomes[0], limit)
+    try:
+        declared = declared_requirements(
+            ((name, source) for name, source in content.modules if not name.endswith("_test.rego")),
+            content.data,
+        )
+    except RequirementDeclarationError:
+        declared = []  # the branch's own tests and save say why; the decisions are still compared
+    return replay_evaluator(policy, lambda text: evaluator(text).outcomes[0], declared, limit)
 
 
 def replay_evaluator(
     policy: ApprovalPolicy,
     evaluate: Callable[[str], rego.PolicyOutcome],
+    declared: list[dict[str, Any]],
     limit: int,
     progress: Any = None,
     user: AbstractBaseUser | None = None,
+    environment_ids: list[int] | None = None,
 ) -> dict[str, Any]:
-    """``evaluate`` (the policy's outcome on an input) over the recorded inputs, as replay_revision says."""
+    """``evaluate`` (the policy's outcome on an input, which declares ``declared`` requirements) over the
+    recorded inputs, as replay_revision says."""
     seen = access.visible_deployments(user) if user is not None else None
     rows = list(
-        recorded_deployments(policy, limit, seen).values_list(
+        recorded_deployments(policy, limit, seen, environment_ids).values_list(
             "pk", "latest_evaluation", "environment__name", "type", "created_at"
         )
     )
@@ -243,6 +316,7 @@ def replay_evaluator(
     after_counts: Counter[str] = Counter()
     changed: list[dict[str, Any]] = []
     errors = 0
+    requirements_changed = 0
     # Each evaluation runs in an engine worker process: as many at once as the pool has workers.
     with ThreadPoolExecutor(max_workers=settings.POLICY_REPLAY_CONCURRENCY) as workers:
         for start in range(0, len(rows), _CHUNK):
@@ -253,11 +327,12 @@ def replay_evaluator(
             for offset, ((deployment_id, evaluation_id, environment, kind, created_at), outcome) in enumerate(
                 zip(chunk, outcomes, strict=True)
             ):
-                entry = _compare(policy.pk, evaluations[evaluation_id], outcome)
+                entry = _compare(policy.pk, evaluations[evaluation_id], outcome, declared)
                 before_counts[entry["before"]] += 1
                 after_counts[entry["after"]] += 1
                 errors += entry["after_policy"]["decision"] == "error"
-                if entry["before"] != entry["after"]:
+                requirements_changed += entry["requirements_changed"]
+                if entry["before"] != entry["after"] or entry["requirements_changed"]:
                     recorded = inputs[evaluation_id] or "null"
                     secrets = secrets_of(json.loads(recorded), Sensitivity.of(evaluations[evaluation_id]))
                     changed.append(
@@ -279,8 +354,11 @@ def replay_evaluator(
             "before": {decision: before_counts[decision] for decision in DECISIONS},
             "after": {decision: after_counts[decision] for decision in DECISIONS},
         },
+        "requirements_changed_count": requirements_changed,
         "policy_errors": errors,
         "changed": changed,
+        "environments": environment_ids or [],
+        "applies_nowhere": not environment_ids and not environments_applying(policy).exists(),
     }
 
 
@@ -294,8 +372,16 @@ def result_shown_to(user: AbstractBaseUser, result: dict[str, Any] | None) -> di
     return {**result, "changed": [entry for entry in result["changed"] if entry.get("deployment") in visible]}
 
 
-def _compare(policy_id: int, evaluation: Evaluation, outcome: rego.PolicyOutcome) -> dict[str, Any]:
-    """The deployment's recorded decision, and the decision with this policy's outcome replaced."""
+def _applying(decision: Any, requirements: list[dict[str, Any]]) -> list[str]:
+    """What a policy's requirements ask while it says ``decision``: nothing unless it waits."""
+    return [label(requirement) for requirement in requirements] if decision == "pending" else []
+
+
+def _compare(
+    policy_id: int, evaluation: Evaluation, outcome: rego.PolicyOutcome, declared: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The deployment's recorded decision and requirements, and those with this policy's outcome (and
+    the revision's declared requirements) in place of the recorded ones."""
     others = [o for o in evaluation.outcomes or [] if o.get("policy_id") != policy_id]
     mine = next((o for o in evaluation.outcomes or [] if o.get("policy_id") == policy_id), None)
     after = rego.combine_decisions([*(o.get("decision") for o in others), outcome.decision])
@@ -303,9 +389,18 @@ def _compare(policy_id: int, evaluation: Evaluation, outcome: rego.PolicyOutcome
         kind: [*(m for o in others for m in o.get(kind) or []), *outcome.messages.get(kind, [])]
         for kind in ("deny", "pending", "warn", "allow")
     }
+    # Unknown when the outcome was recorded before requirements were kept: not compared.
+    known = mine is None or "requirements" in mine
+    before_requirements = (
+        [] if mine is None else _applying(mine.get("decision"), mine.get("requirements") or [])
+    )
+    after_requirements = _applying(outcome.decision, declared)
     return {
         "before": evaluation.decision,
         "after": after,
+        "before_requirements": before_requirements,
+        "after_requirements": after_requirements,
+        "requirements_changed": known and before_requirements != after_requirements,
         "before_messages": _kept(evaluation.messages or {}),
         "after_messages": _kept(after_messages),
         "before_policy": None

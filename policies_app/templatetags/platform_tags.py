@@ -88,3 +88,14 @@ def evaluation_cause(request_type: str) -> str:
     from policies_app.deployments.verdicts import EVALUATION_CAUSES
 
     return capfirst(EVALUATION_CAUSES.get(request_type, request_type))
+
+
+@register.filter
+def waited(since: datetime | None) -> str:
+    """How long something has waited, in one unit: "just now", "3 hours"."""
+    if since is None:
+        return ""
+    now = timezone.now()
+    if (now - since).total_seconds() < 60:
+        return "just now"
+    return timesince(since, now, depth=1).replace("\xa0", " ")

@@ -13,6 +13,7 @@ from django.db.models import Prefetch
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from policies_app import access
@@ -20,8 +21,7 @@ from policies_app.choices import FINAL_STATUSES, DeploymentStatus, DeploymentTyp
 from policies_app.deployments import inbox, requirements, stored_inputs, waivers
 from policies_app.deployments.approvals import available_actions, cancel_deployment, record_approval
 from policies_app.deployments.lifecycle import queued_reason
-from policies_app.deployments.plan_summary import summarise_plan
-from policies_app.deployments.stored_inputs import plan_of
+from policies_app.deployments.plan_view import shown_plan_view
 from policies_app.errors import DomainError
 from policies_app.models import Deployment, PolicyRevision
 from policies_app.notifications.approval_emails import approvers_still_to_act
@@ -30,6 +30,34 @@ from policies_app.web.forms import ApprovalForm, QueueFilterForm
 
 QUEUE_PAGE_SIZE = 50
 SORT_COLUMNS = [("-created", "Created"), ("environment", "Environment"), ("status", "Status")]
+# The deployments whose page (and so whose plan) the user has opened while they waited, kept in a cookie
+# signed for that user (no write to the database on a page view): the queue offers to approve those from
+# the row itself. Only a convenience: approving runs the same use case and checks whatever the cookie says.
+SEEN_PLANS = "seen_plans"
+SEEN_PLANS_KEPT = 100
+SEEN_PLANS_MAX_AGE = 7 * 24 * 3600
+
+
+def _seen_plans(request: HttpRequest) -> list[int]:
+    text = request.get_signed_cookie(
+        SEEN_PLANS, default="", salt=f"seen-plans:{request.user.pk}", max_age=SEEN_PLANS_MAX_AGE
+    )
+    return [int(pk) for pk in text.split(",") if pk.isdigit()]
+
+
+def _remember_seen(request: HttpRequest, response: HttpResponse, deployment: Deployment) -> None:
+    seen = _seen_plans(request)
+    if deployment.status != DeploymentStatus.PENDING_APPROVAL or deployment.pk in seen:
+        return
+    response.set_signed_cookie(
+        SEEN_PLANS,
+        ",".join(str(pk) for pk in [*seen, deployment.pk][-SEEN_PLANS_KEPT:]),
+        salt=f"seen-plans:{request.user.pk}",
+        max_age=SEEN_PLANS_MAX_AGE,
+        httponly=True,
+        samesite="Lax",
+        secure=request.is_secure(),
+    )
 
 
 @login_required
@@ -53,6 +81,8 @@ def deployment_queue(request: HttpRequest) -> HttpResponse:
     tabs = query.copy()
     for key in ("view", "page"):
         tabs.pop(key, None)
+    seen = set(_seen_plans(request))
+    rows = inbox.queue_rows(list(page.object_list))
     return render(
         request,
         "web/deployment_queue.html",
@@ -60,6 +90,16 @@ def deployment_queue(request: HttpRequest) -> HttpResponse:
             "form": form,
             "filters": filters,
             "page": page,
+            "rows": rows,
+            # Approving from the row: only what waits for this user, whose plan they opened, and not a
+            # destroy (its approval asks for an explicit confirmation on its page).
+            "quick_approve": {
+                row.deployment.pk
+                for row in rows
+                if filters.view == "waiting"
+                and row.deployment.pk in seen
+                and row.deployment.type != DeploymentType.DESTROY
+            },
             "query": query.urlencode(),
             "query_without_sort": without_sort.urlencode(),
             "tab_query": tabs.urlencode(),
@@ -101,6 +141,7 @@ def _live_context(request: HttpRequest, deployment: Deployment) -> dict[str, Any
         )
     )
     pending = deployment.status == DeploymentStatus.PENDING_APPROVAL
+    plan = shown_plan_view(deployment)
     still_to_act = approvers_still_to_act(deployment, tree, acted) if pending else []
     return {
         "deployment": deployment,
@@ -118,7 +159,8 @@ def _live_context(request: HttpRequest, deployment: Deployment) -> dict[str, Any
         else "",
         "revision": deployment.revision or deployment.environment.template.revision,
         "revision_from_template": not deployment.revision and bool(deployment.environment.template.revision),
-        "summary": summarise_plan(plan_of(deployment)),
+        "summary": plan.summary,
+        "plan_text": plan.text,
         "version": live_version(deployment, len(approvals), len(evaluations)),
         "final": deployment.status in FINAL_STATUSES,
     }
@@ -154,7 +196,10 @@ def _render_deployment(
 @login_required
 @require_GET
 def deployment_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    return _render_deployment(request, _visible_deployment(request, pk))
+    deployment = _visible_deployment(request, pk)
+    response = _render_deployment(request, deployment)
+    _remember_seen(request, response, deployment)
+    return response
 
 
 @login_required
@@ -187,6 +232,9 @@ def deployment_decide(request: HttpRequest, pk: int) -> HttpResponse:
         request,
         f"You {verb} deployment #{deployment.pk}; it is now {deployment.get_status_display().lower()}.",
     )
+    if request.POST.get("back") == "queue":
+        # Approved from the queue's row: back to what still waits, the next row ready for the keyboard.
+        return redirect(f"{reverse('web:deployment-queue')}?view=waiting")
     return redirect("web:deployment-detail", pk=deployment.pk)
 
 

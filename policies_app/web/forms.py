@@ -36,7 +36,7 @@ class QueueFilterForm(forms.Form):
             since=data["since"],
             until=data["until"],
             text=data["q"].strip(),
-            sort=data["sort"] or "-created",
+            sort=data["sort"] or "",
         )
 
 

@@ -75,9 +75,19 @@ class ReplayForm(forms.Form):
         help_text="deployments of every environment the policy applies to",
     )
 
-    def __init__(self, *args: Any, revisions: list[int] = (), **kwargs: Any) -> None:
+    environments = forms.TypedMultipleChoiceField(
+        coerce=int,
+        required=False,
+        label="over the environments",
+        help_text="the policy applies to no environment yet: choose where to replay it",
+    )
+
+    def __init__(
+        self, *args: Any, revisions: list[int] = (), environments: list[tuple[int, str]] = (), **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.fields["revision"].choices = [(number, f"r{number}") for number in revisions]
+        self.fields["environments"].choices = list(environments)
         self.fields["limit"].initial = settings.POLICY_REPLAY_LIMIT
         self.fields["limit"].max_value = settings.POLICY_REPLAY_MAX_LIMIT
 

@@ -135,6 +135,7 @@ def _render_policy(
         initial = {"revision": (active or newest).number if newest else None}
         form = DryRunForm(initial=initial, revisions=numbers, deployments=_try_choices(request, policy))
     may_author = access.may_author_policies(request.user)
+    applies_nowhere = not replay.environments_applying(policy).exists()
     context = {
         "policy": policy,
         "revisions": revisions,
@@ -146,7 +147,11 @@ def _render_policy(
         "error": error,
         "may_author": may_author,
         "diff_form": DiffForm(revisions=numbers, initial=_diff_initial(numbers)),
-        "replay_form": ReplayForm(revisions=numbers, initial={"revision": numbers[0] if numbers else None}),
+        "replay_form": ReplayForm(
+            revisions=numbers,
+            environments=_replay_environments(request, applies_nowhere),
+            initial={"revision": numbers[0] if numbers else None},
+        ),
         "replays": _replays(policy) if replay.may_read_replays(request.user) else None,
         # Pull request checks read like replays: the same readers, counts and deployment ids only.
         "branch_checks": _branch_checks(policy)
@@ -154,12 +159,20 @@ def _render_policy(
         else None,
         # Where it is set aside now, among the environments and projects the user sees.
         "waivers": list(waivers.visible_waivers(request.user).filter(waivers.in_force(), policy=policy)),
+        "applies_nowhere": applies_nowhere,
     }
     return render(request, "web/policy_detail.html", context, status=status)
 
 
 def _diff_initial(numbers: list[int]) -> dict[str, int]:
     return {"old": numbers[1], "new": numbers[0]} if len(numbers) > 1 else {}
+
+
+def _replay_environments(request: HttpRequest, applies_nowhere: bool) -> list[tuple[int, str]]:
+    """What a policy attached nowhere yet may be replayed over (nothing to choose otherwise)."""
+    if not applies_nowhere or not access.may_author_policies(request.user):
+        return []
+    return [(environment.pk, str(environment)) for environment in replay.environments_to_offer(request.user)]
 
 
 def _replays(policy: ApprovalPolicy) -> list[PolicyReplay]:
@@ -262,7 +275,10 @@ def policy_publish(request: HttpRequest, pk: int) -> HttpResponse:
 def policy_replay_start(request: HttpRequest, pk: int) -> HttpResponse:
     policy = _visible_policy(request, pk)
     numbers = list(policy.revisions.order_by("-number").values_list("number", flat=True))
-    form = ReplayForm(request.POST, revisions=numbers)
+    applies_nowhere = not replay.environments_applying(policy).exists()
+    form = ReplayForm(
+        request.POST, revisions=numbers, environments=_replay_environments(request, applies_nowhere)
+    )
     if not form.is_valid():
         problems = "; ".join(problem for problems in form.errors.values() for problem in problems)
         return _render_policy(request, policy, error=problems, status=400)
@@ -272,6 +288,7 @@ def policy_replay_start(request: HttpRequest, pk: int) -> HttpResponse:
             user=request.user,
             revision_number=form.cleaned_data["revision"],
             limit=form.cleaned_data["limit"],
+            environments=form.cleaned_data["environments"],
         )
     except DomainError as refusal:
         return _refused(request, policy, refusal)

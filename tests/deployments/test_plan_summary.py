@@ -38,15 +38,23 @@ def test_counts_each_action_and_puts_destroys_and_replacements_first():
             {**change("aws_ami.lookup", ["read"]), "mode": "data"},
         )
     )
-    assert summary.counts == {"delete": 1, "replace": 1, "create": 1, "update": 1}
-    assert summary.headline == "1 to delete, 1 to replace, 1 to create, 1 to update"
+    assert summary.counts == {"delete": 1, "replace": 1, "create": 1, "update": 1, "read": 1, "no-op": 1}
+    assert summary.headline == "1 to delete, 1 to replace, 1 to create, 1 to update, 1 to read"
+    assert summary.terraform_line == "Plan: 2 to add, 1 to change, 2 to destroy."
     assert [r.address for r in summary.resources][:2] == ["aws_s3_bucket.old", "aws_db_instance.main"]
     groups = [(g.type, [r.action for r in g.resources]) for g in summary.groups]
-    # Types with a destroy or replacement come first.
+    # Types with a destroy or replacement come first, what is only read last; what changes nothing is
+    # apart (folded on the page).
     assert groups == [
         ("aws_db_instance", ["replace"]),
         ("aws_s3_bucket", ["delete", "create"]),
         ("aws_instance", ["update"]),
+        ("aws_ami", ["read"]),
+    ]
+    assert [r.address for r in summary.unchanged] == ["aws_s3_bucket.same"]
+    assert [(r.symbol, r.verb) for r in summary.resources][:2] == [
+        ("-", "will be destroyed"),
+        ("-/+", "must be replaced"),
     ]
 
 
@@ -66,7 +74,7 @@ def test_unknown_values_are_known_after_apply_and_sensitive_ones_are_masked():
     )
     attributes = {a.path: (a.before, a.after) for a in summary.resources[0].attributes}
     assert attributes["endpoint"] == ('"a.example"', KNOWN_AFTER_APPLY)
-    assert attributes["password"] == (SENSITIVE, f"{SENSITIVE} (changed)")
+    assert attributes["password"] == (SENSITIVE, SENSITIVE), "printed exactly as Terraform prints it"
     assert attributes["tags.team"] == ('"x"', '"y"')
     assert attributes["ports[1]"] == ("", "2")
     assert "old-secret" not in repr(summary) and "new-secret" not in repr(summary)
@@ -154,7 +162,10 @@ def test_a_cloudformation_change_set_and_a_stack_destroy():
             ],
         }
     )
-    assert change_set.counts == {"delete": 0, "replace": 1, "create": 1, "update": 1}
+    assert change_set.counts == {"delete": 0, "replace": 1, "create": 1, "update": 1, "read": 0, "no-op": 0}
+    db = next(r for r in change_set.resources if r.address == "Db")
+    assert db.replace_paths == ("Properties.Engine",)
+    assert [a.forces_replacement for a in db.attributes] == [True]
     assert "may be replaced" in next(r.note for r in change_set.resources if r.address == "Fn")
     destroy = summarise_plan(
         {
@@ -200,7 +211,7 @@ def test_a_real_terraform_plan_is_summarised_as_terraform_describes_it(tmp_path)
     terraform("plan", "-input=false", "-out=tfplan", "-var", "token=hunter2")
     shown = json.loads(terraform("show", "-json", "tfplan"))
     summary = summarise_plan(shown)
-    assert summary.counts == {"delete": 1, "replace": 1, "create": 1, "update": 1}
+    assert summary.counts == {"delete": 1, "replace": 1, "create": 1, "update": 1, "read": 0, "no-op": 0}
     by_address = {r.address: r for r in summary.resources}
     assert by_address["terraform_data.removed"].action == "delete"
     assert by_address["terraform_data.replaced"].action == "replace"

@@ -1,5 +1,6 @@
 """Deployments: triggering one, its evaluations and approvals, approving, completing."""
 
+from django.conf import settings
 from rest_framework import serializers
 
 from policies_app.choices import DeploymentType, TriggerName
@@ -30,6 +31,14 @@ class TriggerDeploymentSerializer(serializers.Serializer):
     trigger_name = serializers.ChoiceField(choices=TriggerName.choices, default=TriggerName.USER)
     revision = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
     plan = serializers.JSONField(required=False, allow_null=True, default=None)
+    plan_text = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        default=None,
+        trim_whitespace=False,
+        help_text="The plan as `terraform show` prints it (shown beside the plan view, masked).",
+    )
     cost_estimation = CostEstimationSerializer(required=False, default=dict)
     variables = DeploymentVariablesSerializer(required=False, default=dict)
     policy_data = serializers.JSONField(required=False, allow_null=True, default=None)
@@ -47,6 +56,13 @@ class TriggerDeploymentSerializer(serializers.Serializer):
     ci_run_url = serializers.URLField(
         required=False, allow_blank=True, default="", max_length=500, validators=[web_address]
     )
+
+    def validate_plan_text(self, text):
+        if text and len(text) > settings.PLAN_TEXT_MAX_CHARACTERS:
+            raise serializers.ValidationError(
+                f"The plan text is {len(text)} characters; at most {settings.PLAN_TEXT_MAX_CHARACTERS} are kept."
+            )
+        return text
 
     def validate_plan(self, plan):
         if plan is not None and not isinstance(plan, dict):

@@ -18,6 +18,13 @@ class ReplayRequestSerializer(serializers.Serializer):
         min_value=1,
         help_text=f"Deployments to replay (default {settings.POLICY_REPLAY_LIMIT}).",
     )
+    environments = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        required=False,
+        max_length=100,
+        help_text="Replay over these environments instead of those the policy applies to (a policy "
+        "attached nowhere yet).",
+    )
 
 
 class PolicyReplaySerializer(serializers.ModelSerializer):
@@ -33,6 +40,7 @@ class PolicyReplaySerializer(serializers.ModelSerializer):
             "draft",
             "status",
             "limit",
+            "environment_ids",
             "total",
             "replayed",
             "error",

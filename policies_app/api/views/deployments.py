@@ -24,7 +24,7 @@ from policies_app.api.serializers.deployments import (
 )
 from policies_app.choices import DeploymentStatus
 from policies_app.deployments import approvals, inbox, lifecycle, stored_inputs, waiting
-from policies_app.deployments.plan_summary import summarise_plan
+from policies_app.deployments.plan_view import shown_plan_view
 from policies_app.models import Approval, Deployment, Evaluation, PolicyRevision
 from policies_app.notifications.approval_emails import deployment_url
 
@@ -171,11 +171,13 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     )
     @action(detail=True, methods=["get"], url_path="plan-summary")
     def plan_summary(self, request: Request, pk: str | None = None) -> Response:
-        summary = summarise_plan(stored_inputs.plan_of(self.get_object()))
+        plan = shown_plan_view(self.get_object())
+        summary = plan.summary
         return Response(
             {
                 "format": summary.format or None,
                 "headline": summary.headline,
+                "terraform_line": summary.terraform_line if summary.has_plan else None,
                 "counts": summary.counts,
                 "resources": [
                     {
@@ -183,13 +185,21 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
                         "type": r.type,
                         "action": r.action,
                         "note": r.note,
+                        "replace_paths": list(r.replace_paths),
                         "attributes": [
-                            {"path": a.path, "before": a.before, "after": a.after, "changed": a.changed}
+                            {
+                                "path": a.path,
+                                "before": a.before,
+                                "after": a.after,
+                                "changed": a.changed,
+                                "forces_replacement": a.forces_replacement,
+                            }
                             for a in r.attributes
                         ],
                     }
                     for r in summary.resources
                 ],
+                "plan_text": plan.text,
             }
         )
 

@@ -76,6 +76,7 @@ class EnvironmentViewSet(UpdateViewSet):
             trigger_name=data["trigger_name"],
             revision=data["revision"],
             plan=data["plan"],
+            plan_text=data["plan_text"],
             total_monthly_cost=data["cost_estimation"].get("total_monthly_cost"),
             monthly_cost_diff=data["cost_estimation"].get("monthly_cost_diff"),
             variables=data["variables"],

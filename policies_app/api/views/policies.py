@@ -174,6 +174,7 @@ class PolicyViewSet(UpdateViewSet):
             rego_version=data.get("rego_version"),
             data=data["data"] if "data" in data else ...,
             limit=data.get("limit"),
+            environments=data.get("environments"),
         )
         started.refresh_from_db()  # without a broker the replay has already run
         context = {"with_result": False}
