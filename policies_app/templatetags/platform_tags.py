@@ -9,6 +9,7 @@ from django.utils.text import capfirst
 from django.utils.timesince import timesince, timeuntil
 
 from policies_app.choices import APPROVAL_TONES, DECISION_TONES, STATUS_TONES
+from policies_app.deployments.explanations import why_lines
 
 register = template.Library()
 
@@ -88,3 +89,9 @@ def evaluation_cause(request_type: str) -> str:
     from policies_app.deployments.verdicts import EVALUATION_CAUSES
 
     return capfirst(EVALUATION_CAUSES.get(request_type, request_type))
+
+
+@register.filter
+def why(explanation: list[dict[str, Any]] | None, message: str) -> list[str]:
+    """Which rule gave a message and what it read (deployments/explanations.py), masked when stored."""
+    return why_lines(explanation, message)
