@@ -142,12 +142,12 @@ def why_lines(explanation: list[dict[str, Any]] | None, message: str) -> list[st
     ]
 
 
-def short_form(outcome: dict[str, Any]) -> str:
-    """One line for an email: "deny rule at main.rego:12, read input.x = "y"" for the first fired rule
-    (empty when there is no explanation)."""
-    explanation = outcome.get("explanation") or []
-    if not explanation:
-        return ""
-    text = _reading(explanation[0], 1)
-    more = len(explanation) - 1
-    return text + (f" (+{more} more)" if more > 0 else "")
+def short_why(outcomes: list[dict[str, Any]] | None, message: str) -> str:
+    """One line for an email: the first rule that gave ``message`` and the first value it read ("deny
+    rule at main.rego:12, read input.x = "y""), empty when no outcome explains it."""
+    bare = message.split("] ", 1)[-1] if message.startswith("[") else message
+    for outcome in outcomes or []:
+        for item in (outcome.get("explanation") or []) if isinstance(outcome, dict) else []:
+            if isinstance(item, dict) and item.get("message") in (message, bare):
+                return _reading(item, 1)[:200]
+    return ""
