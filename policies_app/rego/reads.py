@@ -22,7 +22,7 @@ Path = list[str | int]
 
 MAX_READS_PER_RULE = 20
 MAX_FIRED = 100
-_LOCAL = r"__local\d+__"
+_LOCAL = r"(?:__local\d+__|\$\d+)"  # locals, and wildcards (`_`) as the compiler renames them
 _INDEX = r"\[(?:\"(?:[^\"\\]|\\.)*\"|-?\d+|" + _LOCAL + r")\]"
 _REF = re.compile(r"(?<![\w.])(input|" + _LOCAL + r")((?:\.[A-Za-z_][A-Za-z0-9_]*|" + _INDEX + r")*)")
 _STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\"(?:[^\"\\]|\\.)*\"|-?\d+|" + _LOCAL + r")\]")
@@ -47,7 +47,7 @@ def _steps(text: str, bindings: dict[str, Any]) -> Path | None:
         if name:
             steps.append(name)
             continue
-        key = bindings.get(index) if index.startswith("__local") else _value(index)
+        key = bindings.get(index) if re.fullmatch(_LOCAL, index) else _value(index)
         if not isinstance(key, (str, int)) or isinstance(key, bool):
             return None
         steps.append(key)
