@@ -8,8 +8,10 @@ direct (``input.plan.resource_changes[__local1__]``) or through a local bound to
 .after.acl``); a variable index is replaced by the value it was unified with. Only paths come back: the
 caller reads their values from the input it holds, so masking is its business (guards/masking.py).
 
-What this does not follow (the explanation is best-effort, never part of the decision): values read
-inside helper rules and functions the rule calls, and iteration through comprehensions."""
+Helper rules and functions the rule calls are followed: what they read on their way to success counts
+as read by the caller, a parameter standing for the input value it was given. What this does not follow
+(the explanation is best-effort, never part of the decision): iteration inside comprehensions, and a
+helper's reads through values it computed rather than read."""
 
 from __future__ import annotations
 
@@ -23,11 +25,12 @@ Path = list[str | int]
 MAX_READS_PER_RULE = 20
 MAX_FIRED = 100
 _LOCAL = r"(?:__local\d+__|\$\d+)"  # locals, and wildcards (`_`) as the compiler renames them
-_INDEX = r"\[(?:\"(?:[^\"\\]|\\.)*\"|-?\d+|" + _LOCAL + r")\]"
+_VAR = r"(?:__local\d+__|\$\d+|_)"  # what an index may be bound to (a wildcard may stay `_`)
+_INDEX = r"\[(?:\"(?:[^\"\\]|\\.)*\"|-?\d+|" + _VAR + r")\]"
 _REF = re.compile(r"(?<![\w.])(input|" + _LOCAL + r")((?:\.[A-Za-z_][A-Za-z0-9_]*|" + _INDEX + r")*)")
-_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\"(?:[^\"\\]|\\.)*\"|-?\d+|" + _LOCAL + r")\]")
+_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\"(?:[^\"\\]|\\.)*\"|-?\d+|" + _VAR + r")\]")
 _ASSIGN = re.compile(r"^(" + _LOCAL + r") = (.+)$")
-_BOUND = re.compile(r"^(.+) = (" + _LOCAL + r")$")
+_BOUND = re.compile(r"^(.+) = (" + _VAR + r")$")
 _BINDS = re.compile(r"^(" + _LOCAL + r") = (.+)$")
 _HEAD = re.compile(r"^\S+ contains (.+?) if \{")
 
@@ -47,7 +50,7 @@ def _steps(text: str, bindings: dict[str, Any]) -> Path | None:
         if name:
             steps.append(name)
             continue
-        key = bindings.get(index) if re.fullmatch(_LOCAL, index) else _value(index)
+        key = bindings.get(index) if re.fullmatch(_VAR, index) else _value(index)
         if not isinstance(key, (str, int)) or isinstance(key, bool):
             return None
         steps.append(key)
@@ -60,6 +63,11 @@ def _reads_of(chain: list[str], bindings: dict[str, Any]) -> list[Path]:
     reads: list[Path] = []
     for node in chain:
         for root, tail in _REF.findall(node):
+            if root not in aliases and isinstance(bindings.get(root), (dict, list)):
+                # A helper's parameter holding a value read from input (the value tells which).
+                same = [alias for alias in aliases if bindings.get(alias) == bindings[root]]
+                if same:
+                    aliases[root] = aliases[same[0]]
             base = ["input"] if root == "input" else aliases.get(root)
             steps = _steps(tail, bindings) if base is not None else None
             if base is None or steps is None or (root == "input" and not steps):
@@ -100,10 +108,14 @@ def fired_with_reads(
     chains: dict[int, list[str]] = {}
     bindings: dict[str, Any] = {}
     fired: list[dict[str, Any]] = []
+    helpers: dict[int, int] = {}  # helper query -> the query that called it
     for event in trace:
         op, query, node = event.get("op"), event.get("query_id"), event.get("node") or ""
         if op == "Enter" and event.get("location") in rule_at:
             rule_queries[query] = rule_at[event["location"]]
+            chains[query] = []
+        elif op == "Enter" and event.get("parent_id") in chains and query not in chains:
+            helpers[query] = event["parent_id"]  # a helper rule or function the rule called
             chains[query] = []
         elif op == "Eval" and query in chains:
             chain = chains[query]
@@ -118,6 +130,8 @@ def fired_with_reads(
                 bindings[bound.group(2)] = _value(bound.group(1))
             elif binds and _value(binds.group(2)) is not None:
                 bindings[binds.group(1)] = _value(binds.group(2))
+        elif op == "Exit" and query in helpers and helpers[query] in chains:
+            chains[helpers[query]].extend(chains[query])  # what the helper read, the caller read
         elif op == "Exit" and query in rule_queries and len(fired) < MAX_FIRED:
             rule, file, line = rule_queries[query]
             fired.append(

@@ -127,3 +127,34 @@ def test_an_allowed_deployment_costs_no_explanation(world, api):
     deployment = api(world.bob).get(f"/api/v1/deployments/{response.json()['id']}/").json()
 
     assert "explanation" not in outcome_of(deployment, "public buckets")
+
+
+PUBLIC_BUCKETS_V0_WITH_A_HELPER = """package env0
+
+deny[msg] {
+    change := input.plan.resource_changes[_]
+    is_public(change)
+    msg := sprintf("%s is public", [change.address])
+}
+
+is_public(change) {
+    change.change.after.acl == "public-read"
+}
+"""
+
+
+def test_what_a_helper_function_read_counts_as_read_by_the_rule_that_called_it(world, api):
+    world.platform.approval_policies.add(make_policy("public buckets", PUBLIC_BUCKETS_V0_WITH_A_HELPER, "v0"))
+
+    deployment = deploy(world, api)
+
+    [explained] = outcome_of(deployment, "public buckets")["explanation"]
+    assert (explained["rule"], explained["line"], explained["message"]) == (
+        "deny",
+        3,
+        "aws_s3_bucket.logs is public",
+    )
+    assert explained["reads"] == [
+        {"path": "input.plan.resource_changes[1].change.after.acl", "value": "public-read"},
+        {"path": "input.plan.resource_changes[1].address", "value": "aws_s3_bucket.logs"},
+    ]
