@@ -344,7 +344,10 @@ def reason_lines(kind: str, messages: list[str], why: dict[str, str]) -> list[st
     lines = []
     for message in messages:
         lines.append(f"  {kind}: {message}")
-        explained = why.get(message) or why.get(message.split("] ", 1)[-1])  # "[soft_mandatory] ..."
+        # A message an enforcement level or a waiver prefixed ("[advisory] ...", "waived by X until T: ...").
+        explained = why.get(message) or next(
+            (line for given, line in why.items() if message.endswith((f"] {given}", f": {given}"))), None
+        )
         if explained:
             lines.append(f"    from {explained}")
     return lines

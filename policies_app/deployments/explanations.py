@@ -130,24 +130,30 @@ def _reading(item: dict[str, Any], limit: int) -> str:
     return text
 
 
+def _gave(given: Any, shown: str) -> bool:
+    """Whether the message a rule gave is the one shown, which an enforcement level ("[advisory] ...")
+    or a waiver ("waived by X until T: ...") may have prefixed."""
+    return isinstance(given, str) and (
+        shown == given or shown.endswith(f"] {given}") or shown.endswith(f": {given}")
+    )
+
+
 def why_lines(explanation: list[dict[str, Any]] | None, message: str) -> list[str]:
     """How each fired rule that gave ``message`` reads, beside the message on a page: "from deny rule
     at main.rego:12, read input.x = "y"". A message an enforcement level prefixed ("[advisory] ...")
-    is matched without its prefix."""
-    bare = message.split("] ", 1)[-1] if message.startswith("[") else message
+    or a waiver marked ("waived by X until T: ...") is matched without its prefix."""
     return [
         "from " + _reading(item, 5)
         for item in explanation or []
-        if isinstance(item, dict) and item.get("message") in (message, bare)
+        if isinstance(item, dict) and _gave(item.get("message"), message)
     ]
 
 
 def short_why(outcomes: list[dict[str, Any]] | None, message: str) -> str:
     """One line for an email: the first rule that gave ``message`` and the first value it read ("deny
     rule at main.rego:12, read input.x = "y""), empty when no outcome explains it."""
-    bare = message.split("] ", 1)[-1] if message.startswith("[") else message
     for outcome in outcomes or []:
         for item in (outcome.get("explanation") or []) if isinstance(outcome, dict) else []:
-            if isinstance(item, dict) and item.get("message") in (message, bare):
+            if isinstance(item, dict) and _gave(item.get("message"), message):
                 return _reading(item, 1)[:200]
     return ""

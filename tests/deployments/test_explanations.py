@@ -9,6 +9,7 @@ from django.test import Client
 
 from policies_app.guards.masking import MASK
 from policies_app.notifications.approval_emails import send_approval_emails
+from policies_app.policies import authoring
 from policy_gate import gate
 from tests.builders import make_policy
 from tests.deployments.test_approval_flow import trigger
@@ -158,3 +159,21 @@ def test_what_a_helper_function_read_counts_as_read_by_the_rule_that_called_it(w
         {"path": "input.plan.resource_changes[1].change.after.acl", "value": "public-read"},
         {"path": "input.plan.resource_changes[1].address", "value": "aws_s3_bucket.logs"},
     ]
+
+
+def test_a_message_an_enforcement_level_prefixed_keeps_its_explanation(world, api):
+    policy = make_policy("public buckets", PUBLIC_BUCKETS)
+    authoring.revise_policy(policy, enforcement="advisory")
+    world.platform.approval_policies.add(policy)
+
+    deployment = deploy(world, api)
+
+    assert deployment["messages"]["warn"] == ["[advisory] aws_s3_bucket.logs is public"]
+    client = Client()
+    client.force_login(world.bob)
+    page = client.get(f"/deployments/{deployment['id']}/").content.decode()
+    assert "from deny rule at main.rego:3, read input.plan.resource_changes[1].change.after.acl" in page
+    printed: list[str] = []
+    gate.report_final({**deployment, "status": "released"}, printed.append)
+    reason = printed.index("  warn: [advisory] aws_s3_bucket.logs is public")
+    assert printed[reason + 1].startswith("    from deny rule at main.rego:3 read ")
