@@ -345,6 +345,39 @@ def messages_of(deployment: dict[str, Any], kind: str) -> list[str]:
     return [str(value) for value in values] if isinstance(values, list) else []
 
 
+def explanations_of(deployment: dict[str, Any]) -> dict[str, str]:
+    """Why each message of the latest evaluation was given, in short: message -> "deny rule at
+    main.rego:12 read input.x = "y"" (the platform masks sensitive values before they get here)."""
+    evaluations = deployment.get("evaluations")
+    if not isinstance(evaluations, list) or not evaluations or not isinstance(evaluations[-1], dict):
+        return {}
+    why: dict[str, str] = {}
+    for outcome in evaluations[-1].get("outcomes") or []:
+        for item in (outcome.get("explanation") or []) if isinstance(outcome, dict) else []:
+            if not isinstance(item, dict) or not isinstance(item.get("message"), str):
+                continue
+            line = f"{item.get('rule', '?')} rule at {item.get('file', '?')}:{item.get('line', '?')}"
+            reads = [r for r in item.get("reads") or [] if isinstance(r, dict)][:3]
+            if reads:
+                line += " read " + ", ".join(f"{r.get('path')} = {json.dumps(r.get('value'))}" for r in reads)
+            why.setdefault(item["message"], line[:300])
+    return why
+
+
+def reason_lines(kind: str, messages: list[str], why: dict[str, str]) -> list[str]:
+    """Each message, followed by why it was given when the platform explained it."""
+    lines = []
+    for message in messages:
+        lines.append(f"  {kind}: {message}")
+        # A message an enforcement level or a waiver prefixed ("[advisory] ...", "waived by X until T: ...").
+        explained = why.get(message) or next(
+            (line for given, line in why.items() if message.endswith((f"] {given}", f": {given}"))), None
+        )
+        if explained:
+            lines.append(f"    from {explained}")
+    return lines
+
+
 def approvals_of(deployment: dict[str, Any]) -> list[dict[str, Any]]:
     approvals = deployment.get("approvals")
     return [a for a in approvals if isinstance(a, dict)] if isinstance(approvals, list) else []
@@ -362,9 +395,10 @@ def report_final(deployment: dict[str, Any], out: Callable[[str], None]) -> int:
     """Print the verdict with its reasons and return the exit code for a final status."""
     status = deployment.get("status")
     out(describe(deployment))
+    why = explanations_of(deployment)
     for kind in ("deny", "warn"):
-        for message in messages_of(deployment, kind):
-            out(f"  {kind}: {message}")
+        for line in reason_lines(kind, messages_of(deployment, kind), why):
+            out(line)
     for line in requirement_lines(deployment, final=True):
         out(line)
     approvals = approvals_of(deployment)
@@ -454,8 +488,9 @@ def wait_for_verdict(
             pending = messages_of(deployment, "pending")
             if pending != shown_pending:
                 out(f"waiting for approval of deployment {deployment_id}:")
-                for message in pending or ["(no policy gave a reason; waiting for an approver)"]:
-                    out(f"  pending: {message}")
+                reasons = pending or ["(no policy gave a reason; waiting for an approver)"]
+                for line in reason_lines("pending", reasons, explanations_of(deployment)):
+                    out(line)
                 shown_pending = pending
             requirements = requirement_lines(deployment)
             if requirements != shown_requirements:

@@ -363,6 +363,9 @@ POLICY_ENGINE = os.environ.get("POLICY_ENGINE", "regorus")
 if POLICY_ENGINE not in ("regorus", "opa"):
     raise ImproperlyConfigured(f"POLICY_ENGINE must be regorus or opa, not {POLICY_ENGINE!r}")
 POLICY_EVALUATION_TIMEOUT_SECONDS = env_number("POLICY_EVALUATION_TIMEOUT_SECONDS", 10)
+# The extra evaluation, on OPA, that names the rules that fired and the input values they read
+# (deployments/explanations.py); past it the decision is recorded without an explanation.
+POLICY_EXPLANATION_TIMEOUT_SECONDS = env_number("POLICY_EXPLANATION_TIMEOUT_SECONDS", 5)
 POLICY_ENGINE_MEMORY_MB = int(env_number("POLICY_ENGINE_MEMORY_MB", 2048))
 # An evaluation that is due and whose task was sent this long ago without a worker starting on it is
 # sent again; one started longer ago than the lease is taken to belong to a dead worker.

@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 
 from policies_app.choices import ApprovalDecision, Decision, RequestType
+from policies_app.deployments.explanations import explain_outcomes
 from policies_app.deployments.input_codec import Span, encode_input
 from policies_app.deployments.policy_input import build_policy_input
 from policies_app.deployments.requirements import requirements_of_revision
@@ -140,6 +141,8 @@ def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevis
                 "requirements": requirements_of_revision(revision) if revision else [],
             }
         )
+    # Which rules fired and what they read, for the messages people read (best-effort, masked).
+    explain_outcomes(outcomes, revisions, input_json, built.document, built.sensitivity, secrets)
     messages = {kind: scrubbed(list(result.messages.get(kind, [])), secrets) for kind in MESSAGE_KINDS}
     # A waived policy's deny and pending count as warn (deployments/waivers.py); an error never does.
     decision, messages = waive(deployment, result.decision, outcomes, messages)

@@ -23,6 +23,7 @@ from django.utils import timezone
 from policies_app import access, audit, wakeups
 from policies_app.choices import WAIVED_MARK, Capability, DeploymentStatus, EmailMode
 from policies_app.deployments import requirements, stored_inputs
+from policies_app.deployments.explanations import short_why
 from policies_app.deployments.plan_summary import summarise_plan
 from policies_app.errors import Invalid
 from policies_app.guards.names import one_line
@@ -126,7 +127,13 @@ def describe_waiting(deployment: Deployment, full_name: str, tree: ProjectTree) 
     ]
     if deployment.monthly_cost_diff is not None:
         lines.append(f"Monthly cost change: {deployment.monthly_cost_diff:+.2f}")
-    lines += [f"Waiting because: {message}" for message in pending]
+    # Which rule gave each reason and what it read, in short (values masked when they were stored).
+    latest = deployment.evaluations.order_by("-created_at", "-id").values_list("outcomes", flat=True).first()
+    for message in pending:
+        lines.append(f"Waiting because: {message}")
+        why = short_why(latest, message)
+        if why:
+            lines.append(f"  (from {why})")
     # A policy set aside by a waiver (deployments/waivers.py) is said, with who waived it until when.
     warned = deployment.messages.get("warn", []) if isinstance(deployment.messages, dict) else []
     lines += [f"Waived: {message}" for message in warned if message.startswith(WAIVED_MARK)]

@@ -26,6 +26,7 @@ from policies_app.rego.testing import (
     PolicyTestReport,
     PolicyTestResult,
     explain_decision,
+    explain_reads,
     run_policy_tests,
 )
 
@@ -48,6 +49,7 @@ __all__ = [
     "combine_decisions",
     "evaluate_policies",
     "explain_decision",
+    "explain_reads",
     "normalise_rule_value",
     "run_policy_tests",
 ]

@@ -9,6 +9,11 @@ OPA sees them (v0 written in v1 syntax, positions kept), the shared library and 
   the policy's own modules over all the tests (a line is covered when any test ran any of it).
 - ``explain_decision``: the definitions of ``deny``, ``pending``, ``warn`` and ``allow`` that produced a
   value for an input, read from OPA's coverage (a rule's head is covered only when its body succeeded).
+- ``explain_reads``: each value those rules produced, with the input paths the rule read on the way,
+  read from OPA's trace (reads.py).
+
+Why this module is long: both entry points share the worker side (compiling on OPA, the decision rules'
+heads, the error shapes), which splitting would only spread over modules that import each other.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from policies_app.rego.contract import (
 )
 from policies_app.rego.errors import parse_opa_error
 from policies_app.rego.prepare import PreparedPolicy, library_modules, policy_payload, rule_ref
+from policies_app.rego.reads import fired_with_reads
 from policies_app.rego.supervisor import WorkerFailure, pool
 from policies_app.rego.syntax_tree import kind_of, package_path, parse_module, rule_name
 from policies_app.rego.v1_syntax import to_rego_v1
@@ -201,6 +207,28 @@ def explain_decision(
     return [FiredRule(**fired) for fired in reply["fired"]]
 
 
+def explain_reads(
+    policy: PolicySource,
+    input_json: str,
+    *,
+    timeout_s: float = 10.0,
+    memory_mb: int = 1024,
+    pool_name: str | None = None,
+    pool_size: int | None = None,
+) -> list[dict[str, Any]]:
+    """Each value the decision rules of ``policy`` produced on this input: {rule, file, line, message,
+    reads: [input path, ...]} (reads.py). Raises as ``explain_decision``."""
+    options = _Run(timeout_s, memory_mb, pool_name, pool_size, {"input_json": str.__str__(input_json)})
+    options.extra["reads"] = True
+    try:
+        reply = _run("explain", policy, options, "explaining the decision")
+    except WorkerFailure as failure:
+        raise PolicyCompileError(failure.message, policy=policy.name) from None
+    if reply.get("error"):
+        raise PolicyCompileError(reply["error"]["message"], policy=policy.name)
+    return list(reply["explained"])
+
+
 # ------------------------------------------------------------------------ inside the OPA worker process
 
 
@@ -339,7 +367,14 @@ def handle_explain_request(
         return {"type": "done", "error": _error_dict(error)}
     query = "; ".join(f"{rule} := [v | v := {rule_ref(policy.package, rule)}]" for rule in DECISION_RULES)
     try:
-        engine.eval_query(query, json.loads(request["input_json"]), coverage=True)
+        reads = bool(request.get("reads"))
+        engine.eval_query(query, json.loads(request["input_json"]), coverage=not reads, trace=reads)
+        if reads:
+            return {
+                "type": "done",
+                "error": None,
+                "explained": fired_with_reads(engine.last_trace or [], heads),
+            }
         files = (engine.last_coverage or {}).get("files") or {}
     except OpaError as error:
         parsed = parse_opa_error(error.message)

@@ -9,6 +9,7 @@ from django.utils.text import capfirst
 from django.utils.timesince import timesince, timeuntil
 
 from policies_app.choices import APPROVAL_TONES, DECISION_TONES, STATUS_TONES
+from policies_app.deployments.explanations import why_lines
 
 register = template.Library()
 
@@ -99,3 +100,9 @@ def waited(since: datetime | None) -> str:
     if (now - since).total_seconds() < 60:
         return "just now"
     return timesince(since, now, depth=1).replace("\xa0", " ")
+
+
+@register.filter
+def why(explanation: list[dict[str, Any]] | None, message: str) -> list[str]:
+    """Which rule gave a message and what it read (deployments/explanations.py), masked when stored."""
+    return why_lines(explanation, message)
