@@ -38,6 +38,7 @@ def test_every_parameter_has_an_input_with_its_default_in_json_spelling(client, 
         "ticks for a list of choices"
     )
     assert not re.search(r'name="change-window-days" value="Sunday"[^>]*checked', window)
+    assert re.search(r"<legend><code>days</code></legend>", window), "a group of ticks under its name"
     assert re.search(r'<select name="change-window-outside"', window)
     assert 'name="change-window-start_hour" value="9"' in window
     assert "<textarea" not in card(html, "require-approvers"), "no raw JSON"
