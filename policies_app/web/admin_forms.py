@@ -14,7 +14,6 @@ from policies_app.choices import (
     TemplateType,
     WebhookFormat,
 )
-from policies_app.guards import json_limits
 
 
 def choices_of(items: list[tuple[Any, str]], empty: str | None = None) -> list[tuple[Any, str]]:
@@ -72,48 +71,16 @@ class PolicyChoiceForm(forms.Form):
         self.fields["policy"].choices = policies
 
 
-class VariablesField(forms.CharField):
-    """A JSON object of variable names to values, typed as text."""
-
-    widget = forms.Textarea(attrs={"rows": 3, "class": "code"})
-
-    def to_python(self, value: Any) -> dict:
-        text = (value or "").strip()
-        if not text:
-            return {}
-        try:
-            parsed = json_limits.loads(text)
-        except ValueError as problem:
-            raise forms.ValidationError(f"Not valid JSON: {problem}") from None
-        if not isinstance(parsed, dict):
-            raise forms.ValidationError('A JSON object, e.g. {"AWS_REGION": "eu-west-1"}.')
-        return parsed
-
-
 class EnvironmentForm(forms.Form):
     name = forms.CharField(max_length=200)
     template = forms.TypedChoiceField(coerce=int)
     approve_plans_automatically = forms.BooleanField(
         required=False, help_text="Only while no approval policy applies to the environment."
     )
-    environment_variables = VariablesField(required=False)
-    terraform_variables = VariablesField(required=False)
-    sensitive_environment = forms.CharField(
-        required=False, label="Sensitive environment variables", help_text="Names, separated by commas."
-    )
-    sensitive_terraform = forms.CharField(
-        required=False, label="Sensitive Terraform variables", help_text="Names, separated by commas."
-    )
 
     def __init__(self, *args: Any, templates: list[tuple[int, str]] = (), **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.fields["template"].choices = templates
-
-    def sensitive(self) -> dict[str, list[str]]:
-        return {
-            kind: [name.strip() for name in self.cleaned_data[f"sensitive_{kind}"].split(",") if name.strip()]
-            for kind in ("environment", "terraform")
-        }
 
 
 class TemplateForm(forms.Form):

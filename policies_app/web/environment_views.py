@@ -2,7 +2,6 @@
 apply to it and the waivers holding there, its recent deployments and Terraform state; creating and
 editing one (project admins)."""
 
-import json
 from typing import Any
 
 from django.conf import settings
@@ -15,13 +14,14 @@ from django.views.decorators.http import require_GET, require_http_methods
 from policies_app import access
 from policies_app.choices import Capability
 from policies_app.deployments import waivers
-from policies_app.guards.masking import environment_variables_shown
+from policies_app.guards.masking import MASK, environment_variables_shown
 from policies_app.models import Environment, Project
 from policies_app.projects import environment_paths, environments
 from policies_app.projects.state_summary import summarise_state
 from policies_app.projects.tree import tree_for
 from policies_app.web.admin_forms import EnvironmentForm
 from policies_app.web.common import act
+from policies_app.web.variable_forms import HELP, KINDS, BaseVariableRows, variable_rows
 
 RECENT_DEPLOYMENTS = 20
 
@@ -71,17 +71,41 @@ def _template_choices(user: Any) -> list[tuple[int, str]]:
 
 
 def _environment_form_page(
-    request: HttpRequest, form: EnvironmentForm, project: Project, environment: Environment | None
+    request: HttpRequest,
+    form: EnvironmentForm,
+    rows: dict[str, BaseVariableRows],
+    project: Project,
+    environment: Environment | None,
 ):
     def page(error: str = "", errors: dict | None = None, status: int = 200) -> HttpResponse:
         for name, problems in (errors or {}).items():
-            target = {"sensitive_variables": "sensitive_environment"}.get(name, name)
-            if target in form.fields:
-                form.add_error(target, problems)
-        context = {"form": form, "project": project, "environment": environment, "error": error}
+            kind = name.removesuffix("_variables")
+            if name in form.fields:
+                form.add_error(name, problems)
+            elif kind in rows:
+                # Shown above the kind's rows: the use case speaks of the whole object.
+                rows[kind].non_form_errors().extend(problems)
+        editors = [(kind, KINDS[kind], HELP[kind], rows[kind]) for kind in KINDS]
+        context = {
+            "form": form,
+            "editors": editors,
+            "project": project,
+            "environment": environment,
+            "error": error,
+            "mask": MASK,
+        }
         return render(request, "web/environment_form.html", context, status=status)
 
     return page
+
+
+def _variables_of(rows: dict[str, BaseVariableRows]) -> dict[str, Any]:
+    """The use case's arguments from the valid editors."""
+    return {
+        "environment_variables": rows["environment"].variables(),
+        "terraform_variables": rows["terraform"].variables(),
+        "sensitive_variables": {kind: rows[kind].sensitive() for kind in KINDS},
+    }
 
 
 @login_required
@@ -91,10 +115,11 @@ def environment_create(request: HttpRequest, project_pk: int) -> HttpResponse:
     if not access.can(request.user, Capability.ADMINISTER, project):
         raise Http404("Only admins of this project may do this.")
     form = EnvironmentForm(request.POST or None, templates=_template_choices(request.user))
-    page = _environment_form_page(request, form, project, None)
+    rows = variable_rows(request.POST or None, None)
+    page = _environment_form_page(request, form, rows, project, None)
     if request.method == "GET":
         return page()
-    if not form.is_valid():
+    if not _all_valid(form, rows):
         return page(status=400)
     data = form.cleaned_data
     template = access.visible_templates(request.user).get(pk=data["template"])
@@ -106,9 +131,7 @@ def environment_create(request: HttpRequest, project_pk: int) -> HttpResponse:
             project=project,
             template=template,
             approve_plans_automatically=data["approve_plans_automatically"],
-            environment_variables=data["environment_variables"],
-            terraform_variables=data["terraform_variables"],
-            sensitive_variables=form.sensitive(),
+            **_variables_of(rows),
         ),
         done=f"Environment {data['name']} is created.",
         then=lambda environment: reverse("web:environment-detail", args=[environment.pk]),
@@ -122,21 +145,17 @@ def environment_edit(request: HttpRequest, pk: int) -> HttpResponse:
     environment = get_object_or_404(access.visible_environments(request.user), pk=pk)
     if not access.can(request.user, Capability.ADMINISTER, environment.project):
         raise Http404("Only admins of this project may do this.")
-    shown = environment_variables_shown(environment)
     initial = {
         "name": environment.name,
         "template": environment.template_id,
         "approve_plans_automatically": environment.approve_plans_automatically,
-        "environment_variables": _json(shown["environment"]),
-        "terraform_variables": _json(shown["terraform"]),
-        "sensitive_environment": ", ".join(sorted(environment.sensitive_names("environment"))),
-        "sensitive_terraform": ", ".join(sorted(environment.sensitive_names("terraform"))),
     }
     form = EnvironmentForm(request.POST or None, initial=initial, templates=_template_choices(request.user))
-    page = _environment_form_page(request, form, environment.project, environment)
+    rows = variable_rows(request.POST or None, environment)
+    page = _environment_form_page(request, form, rows, environment.project, environment)
     if request.method == "GET":
         return page()
-    if not form.is_valid():
+    if not _all_valid(form, rows):
         return page(status=400)
     data = form.cleaned_data
     template = access.visible_templates(request.user).get(pk=data["template"])
@@ -148,9 +167,7 @@ def environment_edit(request: HttpRequest, pk: int) -> HttpResponse:
             name=data["name"],
             template=template,
             approve_plans_automatically=data["approve_plans_automatically"],
-            environment_variables=data["environment_variables"],
-            terraform_variables=data["terraform_variables"],
-            sensitive_variables=form.sensitive(),
+            **_variables_of(rows),
         ),
         done=f"Environment {data['name']} is saved.",
         then=reverse("web:environment-detail", args=[environment.pk]),
@@ -158,5 +175,5 @@ def environment_edit(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, indent=2, sort_keys=True) if value else ""
+def _all_valid(form: EnvironmentForm, rows: dict[str, BaseVariableRows]) -> bool:
+    return all([form.is_valid(), *(editor.is_valid() for editor in rows.values())])

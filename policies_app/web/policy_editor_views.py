@@ -16,7 +16,8 @@ from policies_app.models import ApprovalPolicy
 from policies_app.policies import catalog
 from policies_app.policies.authoring import create_policy, require_author, revise_policy
 from policies_app.policies.content import PolicyContent
-from policies_app.web.policy_forms import InstallForm, PolicyEditForm
+from policies_app.web.catalog_forms import ParametersForm
+from policies_app.web.policy_forms import PolicyEditForm
 
 STARTER_MODULE = {
     "filename": "main.rego",
@@ -105,13 +106,7 @@ def policy_catalog(request: HttpRequest) -> HttpResponse:
     """The catalog of ready policies; installing one (POST, ``entry``) creates an ordinary policy."""
     may_author = access.may_author_policies(request.user)
     entries = list(catalog.catalog().values())
-    forms_by_entry = {
-        entry.slug: InstallForm(
-            prefix=entry.slug,
-            initial={"name": entry.title, "parameters": json.dumps(entry.defaults(), indent=2)},
-        )
-        for entry in entries
-    }
+    forms_by_entry = {entry.slug: ParametersForm(prefix=entry.slug, entry=entry) for entry in entries}
     errors: dict[str, list[str]] = {}
     chosen = request.POST.get("entry", "")
     if request.method == "POST":
@@ -122,13 +117,15 @@ def policy_catalog(request: HttpRequest) -> HttpResponse:
         if chosen not in forms_by_entry:
             errors = {"entry": [f"The catalog has no entry {chosen!r}."]}
         else:
-            form = forms_by_entry[chosen] = InstallForm(request.POST, prefix=chosen)
+            form = forms_by_entry[chosen] = ParametersForm(
+                request.POST, prefix=chosen, entry=catalog.entry(chosen)
+            )
             if form.is_valid():
                 try:
                     installed = catalog.install(
                         chosen,
                         name=form.cleaned_data["name"],
-                        parameters=form.cleaned_data["parameters"],
+                        parameters=form.parameters(),
                         user=request.user,
                     )
                     return redirect("web:policy-detail", pk=installed.pk)

@@ -109,14 +109,3 @@ class PolicyEditForm(forms.Form):
     def clean_data(self) -> Any:
         raw = self.cleaned_data["data"]
         return _json_object(raw, "The data") if raw.strip() else None
-
-
-class InstallForm(forms.Form):
-    name = forms.CharField(max_length=200)
-    parameters = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 6, "class": "code", "spellcheck": "false"}),
-        label="Parameters (JSON)",
-    )
-
-    def clean_parameters(self) -> Any:
-        return _json_object(self.cleaned_data["parameters"], "The parameters")

@@ -214,6 +214,8 @@ ENDPOINTS = {
     "page policy edit": ("page", "/policies/{policy}/edit/", "admin"),
     "page policy replay": ("page", "/policies/{policy}/replays/{replay}/", "admin"),
     "page policy catalog": ("page", "/policies/catalog/"),
+    "page policy repositories": ("page", "/policies/repositories/", "admin"),
+    "page environment edit": ("page", "/environments/{environment}/edit/", "admin"),
     "api policy replays": ("api", "/api/v1/policies/{policy}/replays/", "admin"),
     "api policy revisions": ("api", "/api/v1/policies/{policy}/revisions/"),
     "api policy repositories": ("api", "/api/v1/policy-repositories/", "admin"),

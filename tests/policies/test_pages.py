@@ -230,16 +230,16 @@ def test_the_catalog_installs_a_policy_with_validated_parameters(client, world):
         {
             "entry": "require-approvers",
             "require-approvers-name": "two",
-            "require-approvers-parameters": '{"count": 0}',
+            "require-approvers-count": "0",
         },
     )
-    assert bad.status_code == 400 and "count: 0 is less than the minimum of 1" in bad.content.decode()
+    assert bad.status_code == 400 and "0 is less than the minimum of 1" in bad.content.decode()
     installed = admin.post(
         reverse("web:policy-catalog"),
         {
             "entry": "require-approvers",
             "require-approvers-name": "two",
-            "require-approvers-parameters": '{"count": 2}',
+            "require-approvers-count": "2",
         },
     )
     policy = ApprovalPolicy.objects.get(name="two")

@@ -185,8 +185,17 @@ def test_an_admin_creates_and_changes_an_environment_and_a_viewer_cannot(client,
         create,
         name="staging",
         template=world.template.pk,
-        environment_variables='{"AWS_REGION": "eu-west-1", "TOKEN": "not-to-be-shown"}',
-        sensitive_environment="TOKEN",
+        **{
+            "environment-TOTAL_FORMS": "2",
+            "environment-INITIAL_FORMS": "0",
+            "environment-0-name": "AWS_REGION",
+            "environment-0-value": "eu-west-1",
+            "environment-1-name": "TOKEN",
+            "environment-1-value": "not-to-be-shown",
+            "environment-1-sensitive": "on",
+            "terraform-TOTAL_FORMS": "0",
+            "terraform-INITIAL_FORMS": "0",
+        },
     )
     environment = Environment.objects.get(name="staging")
     assert response.status_code == 302
@@ -194,8 +203,15 @@ def test_an_admin_creates_and_changes_an_environment_and_a_viewer_cannot(client,
     edit = reverse("web:environment-edit", args=[environment.pk])
     form = client.get(edit).content.decode()
     assert "not-to-be-shown" not in form and "********" in form
-    bad = post(client, edit, name="staging", template=world.template.pk, terraform_variables="[1]")
-    assert bad.status_code == 400 and "A JSON object" in bad.content.decode()
+    bad = post(
+        client,
+        edit,
+        name="staging",
+        template=world.template.pk,
+        **{"environment-TOTAL_FORMS": "1", "environment-INITIAL_FORMS": "0", "environment-0-value": "x"},
+        **{"terraform-TOTAL_FORMS": "0", "terraform-INITIAL_FORMS": "0"},
+    )
+    assert bad.status_code == 400 and "This value needs a name." in bad.content.decode()
     assert login(client, world.vera).get(edit).status_code == 404
 
 

@@ -87,6 +87,31 @@ def validated_parameters(catalog_entry: CatalogEntry, parameters: Any) -> dict[s
     return filled
 
 
+def problems_by_parameter(catalog_entry: CatalogEntry, parameters: dict[str, Any]) -> dict[str, list[str]]:
+    """What is wrong with ``parameters`` (defaults filled in), by the top-level parameter it is about
+    (``""`` for the whole object), so that a form can show each problem beside its field."""
+    filled = {**catalog_entry.defaults(), **parameters}
+    validator = jsonschema.Draft202012Validator(catalog_entry.schema, format_checker=_formats)
+    problems: dict[str, list[str]] = {}
+    for problem in validator.iter_errors(filled):
+        if problem.absolute_path:
+            parameter, rest = str(problem.absolute_path[0]), list(problem.absolute_path)[1:]
+            described = _describe(problem).split(": ", 1)[1]
+            message = (
+                f"item {rest[0] + 1 if isinstance(rest[0], int) else rest[0]}: {described}"
+                if rest
+                else described
+            )
+            problems.setdefault(parameter, []).append(message)
+        elif problem.validator == "required":
+            for missing in sorted(set(problem.validator_value) - set(filled)):
+                if "This parameter is required." not in problems.get(missing, []):
+                    problems.setdefault(missing, []).append("This parameter is required.")
+        else:
+            problems.setdefault("", []).append(problem.message)
+    return problems
+
+
 def _describe(problem: jsonschema.ValidationError) -> str:
     where = ".".join(str(part) for part in problem.absolute_path)
     if problem.validator == "format":

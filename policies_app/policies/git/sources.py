@@ -336,3 +336,13 @@ def sync_all_repository_policies() -> list[SyncOutcome]:
             logger.exception("syncing %s failed", ", ".join(policy.name for policy in policies))
             metrics.SYNC_FAILURES.inc()
     return outcomes
+
+
+def check_connection(repository: PolicyRepository, user: AbstractBaseUser | None) -> str:
+    """Whether ``repository`` can be read now with its credentials ("test connection"): the commit its
+    default branch names. Invalid names the input at fault (git's message, secrets scrubbed)."""
+    require_author(user)
+    try:
+        return _mirror(repository, settings.POLICY_GIT_TIMEOUT_SECONDS).resolve("")
+    except GitSourceError as problem:
+        raise Invalid({problem.field: [problem.message]}) from None
