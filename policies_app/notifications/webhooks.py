@@ -13,6 +13,9 @@ scanner.
 Each message is a ``WebhookDelivery`` row written with the status change (an outbox). A Celery task
 sends it after commit and, when the receiver fails, retries it with exponential backoff; the periodic
 sweep sends whatever is due and has no task (a lost message, or the embedded setup without a broker).
+
+Why this module is long: one outbox, from the row written with the status change to the signed request
+and its retries, in two message formats; the delivery history already lives in webhook_history.py.
 Every attempt is kept on the row: the delivery history shown to project admins.
 """
 

@@ -14,6 +14,10 @@ nothing about them: only its decision is compared.
 
 A policy attached nowhere yet applies to no environment: it is replayed over the environments the author
 chooses instead (``environments_to_offer`` lists those with recorded deployments).
+
+Why this module is long: a replay is one flow (who may start and read it, which deployments it reads,
+the run in the worker, the comparison, what a reader is shown), shared by drafts and by pull-request
+checks of a branch's content; splitting it would scatter the visibility rule across modules.
 """
 
 from __future__ import annotations
