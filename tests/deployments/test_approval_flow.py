@@ -275,6 +275,16 @@ def test_each_policy_s_outcome_is_recorded_with_the_revision_that_decided(world,
             "allow": [],
             "error": None,
             "requirements": [],  # it declares none (tests/deployments/test_requirements.py)
+            # Which rule said it and what it read (tests/deployments/test_explanations.py).
+            "explanation": [
+                {
+                    "message": "waiting for two approvers",
+                    "rule": "pending",
+                    "file": "main.rego",
+                    "line": 5,
+                    "reads": [{"path": "input.approvers", "value": []}],
+                }
+            ],
         }
     ]
 
