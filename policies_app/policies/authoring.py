@@ -23,6 +23,22 @@ def require_author(user: AbstractBaseUser | None) -> None:
         raise Forbidden("Only organisation admins and policy authors may write policies.")
 
 
+def refusal_to_edit(user: AbstractBaseUser, policy: ApprovalPolicy | None) -> Forbidden | None:
+    """Who may edit a policy's text in the product (``policy`` None: a new one): its authors, and only
+    while it is not synced from a repository (that text changes in the repository)."""
+    if not access.may_author_policies(user):
+        return Forbidden("Only organisation admins and policy authors may write policies.")
+    if policy is not None and policy.from_repository:
+        return Forbidden(f"This policy is synced from the repository {policy.repository}: change it there.")
+    return None
+
+
+def require_editor(user: AbstractBaseUser, policy: ApprovalPolicy | None) -> None:
+    refusal = refusal_to_edit(user, policy)
+    if refusal is not None:
+        raise refusal
+
+
 def _tests_status(content: PolicyContent, report: rego.PolicyTestReport) -> str:
     if not content.test_modules:
         return RevisionTestsStatus.NONE

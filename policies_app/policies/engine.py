@@ -185,8 +185,29 @@ def try_revision(
 
     Dry runs have a small engine pool of their own: a burst of them answers "busy" (429) instead of
     queueing in the web process or taking the workers that deployments need."""
-    source = policy_source(revision)
-    result = _dry_run(source, str(revision.enforcement), input_json)
+    return _try_source(
+        policy_source(revision), str(revision.enforcement), input_json, explain=explain, secrets=secrets
+    )
+
+
+def try_content(
+    policy: ApprovalPolicy,
+    content: PolicyContent,
+    input_json: str,
+    *,
+    explain: bool = False,
+    secrets: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    """``try_revision`` for content not saved (the editor's text): the same pool, the same capability
+    list (every source is prepared by rego/prepare.py) and the same masking of the answer."""
+    source = content.engine_source(f"{policy.pk}@unsaved", policy.name)
+    return _try_source(source, str(content.enforcement), input_json, explain=explain, secrets=secrets)
+
+
+def _try_source(
+    source: rego.PolicySource, enforcement: str, input_json: str, *, explain: bool, secrets: frozenset[str]
+) -> dict[str, Any]:
+    result = _dry_run(source, enforcement, input_json)
     answer = {
         "decision": result.decision,
         **{kind: scrubbed(result.messages[kind], secrets) for kind in ("deny", "pending", "warn", "allow")},

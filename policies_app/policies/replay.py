@@ -142,6 +142,14 @@ def recorded_input(user: AbstractBaseUser, deployment_id: Any) -> RecordedInput:
     return RecordedInput(recorded, secrets_of(json.loads(recorded), Sensitivity.of(evaluation)))
 
 
+def input_to_try(user: AbstractBaseUser, deployment_id: Any, pasted: Any) -> RecordedInput:
+    """The input of a try-it: a deployment's recorded input, for a user who may see that deployment, with
+    its sensitive values to mask; or the caller's own pasted input (nothing of anyone else's to mask)."""
+    if deployment_id is not None:
+        return recorded_input(user, deployment_id)
+    return RecordedInput(json.dumps(pasted), frozenset())
+
+
 def may_read_replays(user: AbstractBaseUser) -> bool:
     """Replays show decisions of deployments across every environment a policy applies to: policy
     authors and organisation roles read them."""

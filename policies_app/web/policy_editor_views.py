@@ -1,6 +1,7 @@
-"""Editing policies in the product (for those who may author them): the editor, with modules to add,
-rename and remove and a syntax check as one types (policy_editor.js calls POST /api/v1/policies/check/);
-and the catalog of ready policies to install."""
+"""Editing policies in the product (for those who may author them): the editor (CodeMirror, built into
+static/policies_app/editor/ by bin/build-editor), with modules to add, rename and remove, a syntax check as
+one types shown at its line (policy_editor.js calls POST /api/v1/policies/check/) and "Try it" on the text
+not saved (POST /api/v1/policies/{id}/try-unsaved/); and the catalog of ready policies to install."""
 
 import json
 from typing import Any
@@ -18,6 +19,7 @@ from policies_app.policies.authoring import create_policy, require_author, revis
 from policies_app.policies.content import PolicyContent
 from policies_app.web.catalog_forms import ParametersForm
 from policies_app.web.policy_forms import PolicyEditForm
+from policies_app.web.policy_views import try_choices
 
 STARTER_MODULE = {
     "filename": "main.rego",
@@ -83,6 +85,10 @@ def policy_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
         "errors": errors,
         "read_only": policy is not None and policy.from_repository,
         "latest": latest,
+        # "Try it" on the editor's text offers the deployments the policy page's "Try it" offers.
+        "try_choices": try_choices(request, policy)
+        if policy is not None and not policy.from_repository
+        else [],
     }
     return render(request, "web/policy_edit.html", context, status=400 if errors or form.errors else 200)
 

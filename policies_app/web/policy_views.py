@@ -75,7 +75,7 @@ def _revisions(policy: ApprovalPolicy) -> list[PolicyRevision]:
     return revisions
 
 
-def _try_choices(request: HttpRequest, policy: ApprovalPolicy) -> list[tuple[int, str]]:
+def try_choices(request: HttpRequest, policy: ApprovalPolicy) -> list[tuple[int, str]]:
     """Recent deployments the user may see, of environments the policy applies to: their recorded
     inputs can be tried."""
     deployments = replay.recorded_deployments(
@@ -100,16 +100,15 @@ def policy_detail(request: HttpRequest, pk: int) -> HttpResponse:
         return _render_policy(request, policy)
     revisions = _revisions(policy)
     form = DryRunForm(
-        request.POST, revisions=[r.number for r in revisions], deployments=_try_choices(request, policy)
+        request.POST, revisions=[r.number for r in revisions], deployments=try_choices(request, policy)
     )
     if not form.is_valid():
         return _render_policy(request, policy, revisions=revisions, form=form, status=400)
     revision = next(r for r in revisions if r.number == form.cleaned_data["revision"])
     try:
-        if form.cleaned_data.get("deployment"):
-            input_json, secrets = replay.recorded_input(request.user, form.cleaned_data["deployment"])
-        else:
-            input_json, secrets = json.dumps(form.cleaned_data["input_json"]), frozenset()  # their own values
+        input_json, secrets = replay.input_to_try(
+            request.user, form.cleaned_data.get("deployment") or None, form.cleaned_data.get("input_json")
+        )
         result = try_revision(revision, input_json, explain=True, secrets=secrets)
     except DomainError as refusal:
         return _render_policy(request, policy, revisions=revisions, form=form, try_error=refusal.message)
@@ -133,7 +132,7 @@ def _render_policy(
     newest = revisions[0] if revisions else None
     if form is None:
         initial = {"revision": (active or newest).number if newest else None}
-        form = DryRunForm(initial=initial, revisions=numbers, deployments=_try_choices(request, policy))
+        form = DryRunForm(initial=initial, revisions=numbers, deployments=try_choices(request, policy))
     may_author = access.may_author_policies(request.user)
     applies_nowhere = not replay.environments_applying(policy).exists()
     context = {

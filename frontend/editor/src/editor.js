@@ -82,3 +82,6 @@ export function mount(textarea, options = {}) {
     },
   };
 }
+
+// For tests and scripts that need a module's editor from its DOM (EditorView.findFromDOM).
+export { EditorView };

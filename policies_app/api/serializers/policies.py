@@ -235,6 +235,16 @@ class DryRunSerializer(serializers.Serializer):
         return attrs
 
 
+class UnsavedTrySerializer(DryRunSerializer):
+    """The editor's text (not saved) and an input to try it on: pasted, or a past deployment's."""
+
+    revision = None  # the text is tried, not a stored revision
+    rego_version = serializers.ChoiceField(choices=RegoVersion.choices, default=RegoVersion.V1)
+    modules = serializers.ListField(child=serializers.DictField(), allow_empty=True)
+    data = serializers.JSONField(required=False, allow_null=True)
+    enforcement = serializers.ChoiceField(choices=Enforcement.choices, default=Enforcement.HARD_MANDATORY)
+
+
 class PolicyTestRunSerializer(serializers.Serializer):
     revision = serializers.IntegerField(required=False, help_text="Default: the newest revision.")
 
@@ -249,3 +259,6 @@ class CheckSerializer(serializers.Serializer):
     rego_version = serializers.ChoiceField(choices=RegoVersion.choices, default=RegoVersion.V1)
     modules = serializers.ListField(child=serializers.DictField(), allow_empty=True)
     data = serializers.JSONField(required=False, allow_null=True)
+    policy = serializers.IntegerField(
+        required=False, help_text="The policy being edited (none: a new one): who may edit it may check."
+    )

@@ -1,8 +1,6 @@
 """Approval policies: every write a new revision; dry runs, tests, syncs from git (and their push
 webhooks), replays of drafts, publishing, the editor's check, the catalog; policy repositories."""
 
-import json
-
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
@@ -20,6 +18,7 @@ from policies_app.api.serializers.policies import (
     PolicySerializer,
     PolicyTestRunSerializer,
     PublishSerializer,
+    UnsavedTrySerializer,
 )
 from policies_app.api.serializers.policy_replays import PolicyReplaySerializer, ReplayRequestSerializer
 from policies_app.api.serializers.policy_repositories import PolicyRepositorySerializer, SyncRequestSerializer
@@ -27,7 +26,7 @@ from policies_app.api.views.common import UpdateViewSet
 from policies_app.choices import Enforcement
 from policies_app.errors import Invalid, NotFound
 from policies_app.models import PolicyReplay, PolicyRevision
-from policies_app.policies import authoring, catalog, engine, policy_tests, replay
+from policies_app.policies import authoring, catalog, engine, policy_tests, replay, unsaved
 from policies_app.policies.git import push_webhooks, repositories, sources
 
 
@@ -97,10 +96,7 @@ class PolicyViewSet(UpdateViewSet):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         revision = _revision(policy, data.get("revision"))
-        if "deployment" in data:
-            input_json, secrets = replay.recorded_input(request.user, data["deployment"])
-        else:
-            input_json, secrets = json.dumps(data["input"]), frozenset()  # the caller's own values
+        input_json, secrets = replay.input_to_try(request.user, data.get("deployment"), data.get("input"))
         return Response(engine.try_revision(revision, input_json, explain=data["explain"], secrets=secrets))
 
     @extend_schema(
@@ -227,8 +223,38 @@ class PolicyViewSet(UpdateViewSet):
         serializer = CheckSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        problems = engine.syntax_problems(data["rego_version"], data["modules"], data.get("data"))
+        policy = self.get_queryset().filter(pk=data["policy"]).first() if "policy" in data else None
+        if "policy" in data and policy is None:
+            raise NotFound("No such policy.")
+        problems = unsaved.check_unsaved(
+            request.user, policy, data["rego_version"], data["modules"], data.get("data")
+        )
         return Response({"problems": problems})
+
+    @extend_schema(
+        request=UnsavedTrySerializer,
+        responses=OpenApiResponse(description="{decision, deny, pending, warn, allow, error[, fired]}"),
+        description="Try the editor's text (not saved) of this policy on an input, as the policy's "
+        "try-it does a stored revision; for those who may edit the policy.",
+    )
+    @action(detail=True, methods=["post"], url_path="try-unsaved", throttle_scope="dry_run")
+    def try_unsaved(self, request: Request, pk: str | None = None) -> Response:
+        policy = self.get_object()
+        serializer = UnsavedTrySerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        answer = unsaved.try_unsaved(
+            request.user,
+            policy,
+            rego_version=data["rego_version"],
+            modules=data["modules"],
+            data=data.get("data"),
+            enforcement=data["enforcement"],
+            deployment_id=data.get("deployment"),
+            pasted_input=data.get("input"),
+            explain=data["explain"],
+        )
+        return Response(answer)
 
     @extend_schema(
         responses=OpenApiResponse(description="[{entry, title, description, parameters_schema, ...}]")
