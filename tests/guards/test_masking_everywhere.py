@@ -13,7 +13,7 @@ from django.contrib.auth.models import Permission
 
 from policies_app.deployments import stored_inputs
 from policies_app.guards.masking import MASK
-from policies_app.models import Deployment, DeploymentEvent, Evaluation, PolicyReplay
+from policies_app.models import Deployment, DeploymentEvent, Evaluation, PolicyReplay, ProjectMembership
 from tests.builders import make_policy, make_user
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("commits_run_on_commit_callbacks")]
@@ -378,6 +378,32 @@ def test_finding_6_try_it_on_a_recorded_input_shows_no_sensitive_value(secret_te
     tried = api(world.admin).post(
         f"/api/v1/policies/{policy.pk}/evaluate/", {"deployment": deployment["id"]}, format="json"
     )
+    assert tried.status_code == 200, tried.json()
+    assert tried.json()["decision"] == "deny"
+    assert PASSWORD not in json.dumps(tried.json()) and MASK in tried.json()["deny"][0]
+
+
+def test_try_it_on_the_editors_unsaved_text_reads_only_seen_deployments_and_masks(
+    secret_template, api, paula
+):
+    """The editor's try-it on text not saved: the same input rule and masking as the saved try-it."""
+    world = secret_template
+    policy = make_policy("cost", 'package env0\n\nallow contains "fine" if true\n')
+    world.platform.approval_policies.add(policy)
+    deployment = trigger(api(world.bob), world.environment)
+    body = {
+        "modules": [{"filename": "policy.rego", "source": PRINTS_THE_VARIABLES}],
+        "deployment": deployment["id"],
+    }
+    url = f"/api/v1/policies/{policy.pk}/try-unsaved/"
+    # Paula may edit the policy but sees no deployment: it "does not exist" for her.
+    refused = api(paula).post(url, body, format="json")
+    assert refused.status_code == 400 and PASSWORD not in refused.content.decode()
+    # Vera sees the deployment but may not edit the policy.
+    assert api(world.vera).post(url, body, format="json").status_code == 403
+    # Made a viewer of Platform, Paula tries the text on it: decided on the real value, shown masked.
+    ProjectMembership.objects.create(project=world.platform, user=paula, role="viewer")
+    tried = api(paula).post(url, body, format="json")
     assert tried.status_code == 200, tried.json()
     assert tried.json()["decision"] == "deny"
     assert PASSWORD not in json.dumps(tried.json()) and MASK in tried.json()["deny"][0]

@@ -113,6 +113,11 @@ MATRIX = {
     ("get", "/api/v1/policies/{id}/revisions/"): (MEMBERS_READ, None),
     ("post", "/api/v1/policies/{id}/evaluate/"): (MEMBERS_READ, {"input": {}}),
     ("post", "/api/v1/policies/{id}/test/"): (MEMBERS_READ, {}),
+    # The editor's text, not saved: for those who may edit the policy (members who see it are refused).
+    ("post", "/api/v1/policies/{id}/try-unsaved/"): (
+        ORG_WRITE,
+        {"modules": [{"filename": "main.rego", "source": "package env0\n"}], "input": {}},
+    ),
     # An inline policy has no repository to sync from: the one who may sync gets a field error.
     ("post", "/api/v1/policies/{id}/sync/"): (row(I, F, F, F, F, F, N), {}),
     ("post", "/api/v1/policies/{id}/publish/"): (ORG_WRITE, {"revision": 1}),
