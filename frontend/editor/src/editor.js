@@ -48,6 +48,8 @@ export function mount(textarea, options = {}) {
         lintGutter(),
         EditorState.tabSize.of(4),
         keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
+        // CodeMirror owns the editor's class attribute: the look's class is given through it.
+        EditorView.editorAttributes.of({ class: "rego-editor" }),
         EditorView.contentAttributes.of({ "aria-label": textarea.getAttribute("aria-label") || "Rego source" }),
         EditorView.updateListener.of(function (update) {
           if (!update.docChanged) return;
@@ -59,7 +61,6 @@ export function mount(textarea, options = {}) {
   });
   textarea.hidden = true;
   textarea.insertAdjacentElement("afterend", view.dom);
-  view.dom.classList.add("rego-editor");
   if (textarea.form) {
     textarea.form.addEventListener("submit", function () { textarea.value = view.state.doc.toString(); });
   }

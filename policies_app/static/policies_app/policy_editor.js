@@ -240,6 +240,11 @@
   if (tryPanel) {
     tryPanel.hidden = false; // it needs this script: without it, save a draft and try it on the policy's page
     document.getElementById("try-unsaved-run").addEventListener("click", tryIt);
+    const chosen = document.getElementById("try-deployment");
+    const pasted = document.getElementById("try-input-row");
+    const showPasted = function () { pasted.hidden = chosen.value !== ""; }; // a pasted input only without a deployment
+    chosen.addEventListener("change", showPasted);
+    showPasted();
   }
   moduleRows().forEach(enhance);
   check();
