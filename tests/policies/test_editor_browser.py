@@ -180,4 +180,8 @@ def test_the_code_editor_highlights_marks_a_problem_at_its_line_and_tries_the_un
     assert "no deploys today" in page.locator("#try-unsaved-result").inner_text()
     page.locator("#try-unsaved").scroll_into_view_if_needed()
     photograph(page, "policy-editor-try-unsaved")
+    page.set_viewport_size({"width": 390, "height": 844})
+    photograph(page, "policy-editor-390")
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 1, f"the editor scrolls sideways by {overflow}px on a phone"
     assert PolicyRevision.objects.filter(policy=policy).count() == 1, "trying stores nothing"
