@@ -237,10 +237,11 @@ def deployment_decide(request: HttpRequest, pk: int) -> HttpResponse:
         return _refused(request, deployment, refusal, form)
     deployment.refresh_from_db()
     verb = "approved" if decision == "approve" else "rejected"
-    messages.success(
-        request,
-        f"You {verb} deployment #{deployment.pk}; it is now {deployment.get_status_display().lower()}.",
-    )
+    if deployment.status == DeploymentStatus.PENDING_APPROVAL:
+        outcome = "it still waits for other approvals"  # "it is now pending approval" read as no progress
+    else:
+        outcome = f"it is now {deployment.get_status_display().lower()}"
+    messages.success(request, f"You {verb} deployment #{deployment.pk}; {outcome}.")
     if request.POST.get("back") == "queue":
         # Approved from the queue's row: back to what still waits, the next row ready for the keyboard.
         return redirect(f"{reverse('web:deployment-queue')}?view=waiting")
