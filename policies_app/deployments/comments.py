@@ -67,7 +67,9 @@ def refusal_to_remove(user: AbstractBaseUser, comment: DeploymentComment) -> Dom
     if held.is_organisation_admin:
         return None
     if comment.author_id != user.pk:
-        return Forbidden("Only its author and organisation admins may remove a comment.", code="not_own_comment")
+        return Forbidden(
+            "Only its author and organisation admins may remove a comment.", code="not_own_comment"
+        )
     return refusal_to_comment(held, comment.deployment)
 
 
@@ -150,7 +152,9 @@ def _notify(comment: DeploymentComment) -> list[int]:
     full_name = tree.full_name(project)
     url = deployment_url(deployment.pk)
     author = comment.author.get_username()
-    text = f"{author} commented on deployment #{deployment.pk} of {full_name} / {deployment.environment.name}: "
+    text = (
+        f"{author} commented on deployment #{deployment.pk} of {full_name} / {deployment.environment.name}: "
+    )
     chat = json.dumps({"text": webhooks.escape_chat(f"{text}{comment.body} {url}")})
     document = json.dumps(
         {

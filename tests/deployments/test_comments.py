@@ -138,12 +138,17 @@ def test_a_comment_goes_to_the_webhooks_that_send_every_event(world, deployment,
     webhooks.create_webhook(
         world.admin, world.platform, name="denials", url="http://127.0.0.1:9/", statuses=["denied"]
     )
+    chat = webhooks.create_webhook(
+        world.admin, world.payments, name="chat", url="http://127.0.0.1:9/", format="chat"
+    )
     comments.post_comment(world.bob, deployment, "<!channel> look")
-    delivery = WebhookDelivery.objects.get(event="deployment.commented")
-    assert delivery.webhook == everything
-    body = json.loads(delivery.body)
+    deliveries = {d.webhook: d for d in WebhookDelivery.objects.filter(event="deployment.commented")}
+    assert set(deliveries) == {everything, chat}
+    body = json.loads(deliveries[everything].body)
     assert body["comment"]["body"] == "<!channel> look"
     assert body["deployment"]["id"] == deployment.pk
+    text = json.loads(deliveries[chat].body)["text"]
+    assert "&lt;!channel&gt; look" in text and "<!channel>" not in text
 
 
 def test_a_deployer_of_a_sibling_project_finds_no_thread(world, api):
