@@ -2,6 +2,7 @@ from policies_app.models.audit import AuditCheckpoint, AuditEntry
 from policies_app.models.deployments import (
     Approval,
     Deployment,
+    DeploymentComment,
     DeploymentEvent,
     Evaluation,
     InputPiece,
@@ -48,6 +49,7 @@ __all__ = [
     "AuditCheckpoint",
     "AuditEntry",
     "Deployment",
+    "DeploymentComment",
     "DeploymentEvent",
     "Environment",
     "EnvironmentState",

@@ -219,3 +219,26 @@ class DeploymentEvent(models.Model):
 
     def __str__(self) -> str:
         return f"deployment #{self.deployment_id} {self.kind}"
+
+
+class DeploymentComment(models.Model):
+    """A note in a deployment's thread (deployments/comments.py holds who may write and remove one).
+
+    Plain text, shown escaped. A removed comment keeps its row (who removed it and when, shown in the
+    thread) and loses its text: a comment removed because it held something it should not is gone."""
+
+    deployment = models.ForeignKey(Deployment, on_delete=models.CASCADE, related_name="comments")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    body = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    removed_at = models.DateTimeField(null=True, blank=True)
+    removed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["deployment", "created_at"], name="comment_thread")]
+
+    def __str__(self) -> str:
+        return f"comment #{self.pk} on deployment #{self.deployment_id}"

@@ -1,5 +1,5 @@
-"""Pages of deployments: the queue, a deployment with its plan summary and approval progress, approving,
-rejecting, cancelling. Who may see and do what comes from access.py and the use cases: a page the user
+"""Pages of deployments: the queue, a deployment with its plan summary, approval progress and comments,
+approving, rejecting, cancelling, commenting. Who may see and do what comes from access.py and the use cases: a page the user
 may not see answers 404, a refusal of a use case is shown on the page with its status (``_refused``),
 and the buttons shown are exactly the actions deployments.available_actions allows."""
 
@@ -18,11 +18,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from policies_app import access
 from policies_app.choices import FINAL_STATUSES, DeploymentStatus, DeploymentType
-from policies_app.deployments import inbox, requirements, stored_inputs, waivers
+from policies_app.deployments import comments, inbox, requirements, stored_inputs, waivers
 from policies_app.deployments.approvals import available_actions, cancel_deployment, record_approval
 from policies_app.deployments.lifecycle import queued_reason
 from policies_app.deployments.plan_view import shown_plan_view
-from policies_app.errors import DomainError
+from policies_app.errors import DomainError, Invalid
 from policies_app.models import Deployment, PolicyRevision
 from policies_app.notifications.approval_emails import approvers_still_to_act
 from policies_app.projects.tree import ProjectTree
@@ -180,7 +180,10 @@ def _render_deployment(
     form: ApprovalForm | None = None,
     error: str = "",
     status: int = 200,
+    comment_body: str = "",
+    comment_error: str = "",
 ) -> HttpResponse:
+    thread = list(comments.thread(deployment))
     context = {
         **_live_context(request, deployment),
         "approval_form": form or ApprovalForm(),
@@ -189,6 +192,12 @@ def _render_deployment(
         # A policy blocks it: an approver may set that policy aside for a while (the environment's page).
         "may_waive": deployment.status in WAIVABLE_STATUSES
         and waivers.may_grant(request.user, deployment.environment.project),
+        "comments": thread,
+        "removable_comments": {c.pk for c in thread if comments.may_remove(request.user, c)},
+        "may_comment": comments.may_comment(request.user, deployment),
+        "comment_body": comment_body,
+        "comment_error": comment_error,
+        "comment_max": comments.MAX_BODY,
     }
     return render(request, "web/deployment_detail.html", context, status=status)
 
@@ -228,10 +237,11 @@ def deployment_decide(request: HttpRequest, pk: int) -> HttpResponse:
         return _refused(request, deployment, refusal, form)
     deployment.refresh_from_db()
     verb = "approved" if decision == "approve" else "rejected"
-    messages.success(
-        request,
-        f"You {verb} deployment #{deployment.pk}; it is now {deployment.get_status_display().lower()}.",
-    )
+    if deployment.status == DeploymentStatus.PENDING_APPROVAL:
+        outcome = "it still waits for other approvals"  # "it is now pending approval" read as no progress
+    else:
+        outcome = f"it is now {deployment.get_status_display().lower()}"
+    messages.success(request, f"You {verb} deployment #{deployment.pk}; {outcome}.")
     if request.POST.get("back") == "queue":
         # Approved from the queue's row: back to what still waits, the next row ready for the keyboard.
         return redirect(f"{reverse('web:deployment-queue')}?view=waiting")
@@ -246,6 +256,34 @@ def _refused(
     return _render_deployment(
         request, deployment, form=form, error=refusal.message, status=refusal.http_status
     )
+
+
+@login_required
+@require_POST
+def deployment_comment(request: HttpRequest, pk: int) -> HttpResponse:
+    """Post a comment; refused or invalid, the page again with the text kept and why beside it."""
+    deployment = _visible_deployment(request, pk)
+    body = request.POST.get("body", "")
+    try:
+        comment = comments.post_comment(request.user, deployment, body)
+    except Invalid as invalid:
+        problems = " ".join(invalid.errors.get("body", [invalid.message]))
+        return _render_deployment(request, deployment, comment_body=body, comment_error=problems, status=400)
+    except DomainError as refusal:
+        return _refused(request, deployment, refusal)
+    return redirect(f"{reverse('web:deployment-detail', args=[deployment.pk])}#comment-{comment.pk}")
+
+
+@login_required
+@require_POST
+def deployment_comment_remove(request: HttpRequest, pk: int, comment_pk: int) -> HttpResponse:
+    deployment = _visible_deployment(request, pk)
+    try:
+        comments.remove_comment(request.user, comments.comment_in(deployment, comment_pk))
+    except DomainError as refusal:
+        return _refused(request, deployment, refusal)
+    messages.success(request, "The comment is removed.")
+    return redirect(f"{reverse('web:deployment-detail', args=[deployment.pk])}#comments")
 
 
 @login_required

@@ -22,7 +22,7 @@ from policies_app.errors import Invalid
 from policies_app.models import PolicyRepository
 from policies_app.policies.git import repositories, sources
 from policies_app.web.common import act
-from policies_app.web.repository_forms import RepositoryForm
+from policies_app.web.repository_forms import SECRET_LABELS, RepositoryForm
 
 
 @login_required
@@ -97,7 +97,8 @@ def _detail_page(
     context = {
         "repository": repository,
         "summary": summary,
-        "secrets": [(name, summary[f"has_{name}"]) for name in repositories.SECRET_FIELDS],
+        # Named as the form names them ("SSH private key"), not by their field names.
+        "secrets": [(SECRET_LABELS[name], summary[f"has_{name}"]) for name in repositories.SECRET_FIELDS],
         "policies": repository.policies.order_by("name"),
         "may_author": access.may_author_policies(request.user),
         "connection": connection,

@@ -28,6 +28,12 @@ urlpatterns = [
     path("deployments/<int:pk>/live/", deployment_views.deployment_live, name="deployment-live"),
     path("deployments/<int:pk>/decide/", deployment_views.deployment_decide, name="deployment-decide"),
     path("deployments/<int:pk>/cancel/", deployment_views.deployment_cancel, name="deployment-cancel"),
+    path("deployments/<int:pk>/comments/", deployment_views.deployment_comment, name="deployment-comment"),
+    path(
+        "deployments/<int:pk>/comments/<int:comment_pk>/remove/",
+        deployment_views.deployment_comment_remove,
+        name="deployment-comment-remove",
+    ),
     path(
         "deployments/<int:pk>/evaluations/<int:evaluation_pk>/input.json",
         deployment_views.evaluation_input,

@@ -10,7 +10,7 @@ Objects: the environment "prod" (Platform / Payments / Payments EU), a deploymen
 (triggered by Bob), another pending one triggered by Dave, a deployer who is none of the personas (for
 approve and reject: so that Bob is refused for his role, not because it is his own deployment), one approved
 (for complete), a policy attached to Platform, the template "network",
-the team "security team" (approvers on Platform), a webhook of Payments and a delivery of it, Bob's API token, the user Sam
+a comment of Bob on the pending deployment, the team "security team" (approvers on Platform), a webhook of Payments and a delivery of it, Bob's API token, the user Sam
 (for the user routes), a member of Payments EU and a policy attached to it from Payments, a policy
 attached to the template, a waiver of the Platform policy on "prod" granted by Alice.
 """
@@ -26,6 +26,7 @@ from drf_spectacular.generators import SchemaGenerator
 from policies_app.accounts import service_accounts, tokens
 from policies_app.models import (
     Deployment,
+    DeploymentComment,
     EnvironmentState,
     Evaluation,
     GroupTeamMapping,
@@ -176,6 +177,10 @@ MATRIX = {
     ("post", "/api/v1/deployments/{id}/cancel/"): (CANCELLERS, None),
     ("post", "/api/v1/deployments/{id}/complete/"): (DEPLOYERS, {"status": "succeeded"}),
     ("get", "/api/v1/deployments/{id}/plan-summary/"): (MEMBERS_READ, None),
+    ("get", "/api/v1/deployments/{id}/comments/"): (MEMBERS_READ, None),
+    ("post", "/api/v1/deployments/{id}/comments/"): (DEPLOYERS, {"body": "looks fine"}),
+    # Bob's comment: its author and organisation admins remove it.
+    ("delete", "/api/v1/deployments/{id}/comments/{comment_id}/"): (row(A, F, F, F, A, F, N), None),
     ("delete", "/api/v1/projects/{id}/members/{membership_id}/"): (ADMINS_WRITE, None),
     ("post", "/api/v1/projects/{id}/policies/"): (ADMINS_WRITE, {"policy": "{policy}"}),
     ("delete", "/api/v1/projects/{id}/policies/{policy_id}/"): (ADMINS_WRITE, None),
@@ -343,6 +348,7 @@ def objects(world) -> dict:
         "policy_id": eu_policy.pk,
         "template_policy_id": template_policy.pk,
         "waiver": waiver.pk,
+        "comment": DeploymentComment.objects.create(deployment=pending, author=world.bob, body="hm").pk,
     }
 
 
@@ -386,6 +392,7 @@ def test_each_persona_is_allowed_forbidden_or_not_found_as_expected(world, metho
         .replace("{replay_id}", str(ids["replay"]))
         .replace("{token_id}", str(ids["service_account_token"]))
         .replace("{delivery_id}", str(ids["delivery"]))
+        .replace("{comment_id}", str(ids["comment"]))
     )
     client = api_client_for(ids["personas"][persona])
     if body == "archive":

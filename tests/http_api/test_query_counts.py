@@ -28,6 +28,7 @@ from policies_app.models import (
     Approval,
     ApprovalPolicy,
     Deployment,
+    DeploymentComment,
     DeploymentEvent,
     Environment,
     Evaluation,
@@ -77,7 +78,7 @@ def watched(world) -> tuple[Deployment, Webhook]:
 
 def grow(world, rows: int, start: int) -> None:
     """Add ``rows`` of everything: nested projects with policies, environments, deployments with
-    evaluations and approvals, teams and templates, members, webhook deliveries, tokens, users, waivers, and
+    evaluations, approvals and comments, teams and templates, members, webhook deliveries, tokens, users, waivers, and
     revisions of the policy whose pages are counted."""
     deployment, webhook = watched(world)
     for number in range(start, start + rows):
@@ -92,6 +93,7 @@ def grow(world, rows: int, start: int) -> None:
             engine="x",
         )
         DeploymentEvent.objects.create(deployment=deployment, kind="approved", actor=approver)
+        DeploymentComment.objects.create(deployment=deployment, author=approver, body=f"comment {number}")
         WebhookDelivery.objects.create(webhook=webhook, deployment=deployment, event="ping", body="{}")
         tokens.create_token(world.alice, f"token {number}")
         account = service_accounts.create_service_account(world.admin, world.payments, f"machine-{number}")
@@ -221,6 +223,7 @@ ENDPOINTS = {
     "api policy repositories": ("api", "/api/v1/policy-repositories/", "admin"),
     "api deployments waiting for me": ("api", "/api/v1/deployments/?view=waiting&search=prod"),
     "api deployment": ("api", "/api/v1/deployments/{deployment}/"),
+    "api deployment comments": ("api", "/api/v1/deployments/{deployment}/comments/"),
     "api webhooks": ("api", "/api/v1/webhooks/", "admin"),
     "api webhook deliveries": ("api", "/api/v1/webhooks/{webhook}/deliveries/", "admin"),
     "api users": ("api", "/api/v1/users/", "admin"),

@@ -41,7 +41,7 @@ def test_an_author_creates_tests_and_changes_a_repository_and_secrets_are_never_
     assert (repository.password, repository.webhook_secret) == (TOKEN, HOOK)
 
     detail = client.get(created["Location"]).content.decode()
-    assert "password: set" in detail and "ssh_private_key: not set" in detail
+    assert "Password or token (https): set" in detail and "SSH private key: not set" in detail
     assert TOKEN not in detail and HOOK not in detail
 
     tested = client.post(reverse("web:repository-test", args=[repository.pk]), follow=True).content.decode()

@@ -1,5 +1,5 @@
 """Deployments: the queue (waiting for me, mine, all; filtered, searched, sorted), a deployment's input
-and plan summary, and approving, rejecting, cancelling, completing it."""
+and plan summary, its comments, and approving, rejecting, cancelling, completing it."""
 
 from typing import Any
 
@@ -16,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from policies_app import access
+from policies_app.api.serializers.comments import CommentSerializer, PostCommentSerializer
 from policies_app.api.serializers.deployments import (
     ApprovalRequestSerializer,
     CompleteDeploymentSerializer,
@@ -23,7 +24,7 @@ from policies_app.api.serializers.deployments import (
     DeploymentStatusSerializer,
 )
 from policies_app.choices import DeploymentStatus
-from policies_app.deployments import approvals, inbox, lifecycle, stored_inputs, waiting
+from policies_app.deployments import approvals, comments, inbox, lifecycle, stored_inputs, waiting
 from policies_app.deployments.plan_view import shown_plan_view
 from policies_app.models import Approval, Deployment, Evaluation, PolicyRevision
 from policies_app.notifications.approval_emails import deployment_url
@@ -109,7 +110,9 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
 
     # Actions that change a deployment need its row, not what the answer shows: that is loaded once the
     # change is made (``shown``).
-    ACTIONS_ON_THE_ROW = frozenset({"approve", "reject", "cancel", "complete", "input", "plan_summary"})
+    ACTIONS_ON_THE_ROW = frozenset(
+        {"approve", "reject", "cancel", "complete", "input", "plan_summary", "comments", "remove_comment"}
+    )
 
     def get_queryset(self):
         visible = access.visible_deployments(self.request.user)
@@ -222,6 +225,27 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         if shown is None:
             return Response({"detail": stored_inputs.purged_detail(evaluation)}, status=status.HTTP_410_GONE)
         return HttpResponse(shown, content_type="application/json")
+
+    @extend_schema(methods=["get"], request=None, responses=CommentSerializer(many=True))
+    @extend_schema(methods=["post"], request=PostCommentSerializer, responses={201: CommentSerializer})
+    @action(detail=True, methods=["get", "post"])
+    def comments(self, request: Request, pk: str | None = None) -> Response:
+        """The thread, oldest first (whoever may see the deployment); posting needs the deploy capability."""
+        deployment = self.get_object()
+        if request.method == "GET":
+            return Response(CommentSerializer(comments.thread(deployment), many=True).data)
+        serializer = PostCommentSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        comment = comments.post_comment(request.user, deployment, serializer.validated_data["body"])
+        return Response(CommentSerializer(comment).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={204: None})
+    @action(detail=True, methods=["delete"], url_path=r"comments/(?P<comment_id>[0-9]+)")
+    def remove_comment(self, request: Request, pk: str | None = None, comment_id: str = "") -> Response:
+        """Its author or an organisation admin removes a comment: its text is gone, the row says who."""
+        comment = comments.comment_in(self.get_object(), requested_id(comment_id))
+        comments.remove_comment(request.user, comment)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     def _decide(self, request: Request, decision: str) -> Response:
         deployment = self.get_object()
