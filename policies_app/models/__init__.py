@@ -1,4 +1,4 @@
-from policies_app.models.audit import AuditCheckpoint, AuditEntry
+from policies_app.models.audit import AuditCheckpoint, AuditEntry, AuditStreamCursor
 from policies_app.models.deployments import (
     Approval,
     Deployment,
@@ -47,6 +47,7 @@ __all__ = [
     "ApprovalPolicy",
     "AuditCheckpoint",
     "AuditEntry",
+    "AuditStreamCursor",
     "Deployment",
     "DeploymentEvent",
     "Environment",
