@@ -12,10 +12,12 @@ import time
 import pytest
 import standardwebhooks
 from django.db import transaction
+from django.test import Client
 
 from policies_app import audit, tasks
 from policies_app.accounts import audit_stream
 from policies_app.deployments import stored_inputs
+from policies_app.guards import egress
 from policies_app.guards.masking import MASK
 from policies_app.models import AuditEntry, AuditStreamCursor, Evaluation
 from policies_app.models.audit import GENESIS_HASH, entry_hash_of
@@ -139,6 +141,10 @@ def test_a_receiver_that_is_down_gets_every_entry_later_from_the_sweeper_in_orde
     assert (cursor.sequence, cursor.failures) == (0, 1)
     assert cursor.last_error and "503" not in cursor.last_error
     assert failures._value.get() == failed_before + 1
+    streamed.METRICS_TOKEN = "scrape"
+    scraped = Client().get("/metrics", HTTP_AUTHORIZATION="Bearer scrape").content.decode()
+    assert 'policy_platform_outbox_lag_seconds{work="audit_stream"}' in scraped
+    assert 'policy_platform_audit_stream_failures_total{kind="status",target="webhook"}' in scraped
 
     time.sleep(0.6)  # the retry is due: the sweep makes it
     run(tasks.resend_lost_notifications_task)
@@ -209,3 +215,22 @@ def test_a_decision_entry_names_its_evaluation(world, api, commits_run_on_commit
     evaluation = Evaluation.objects.get(deployment_id=response.json()["id"])
     assert entry.after["evaluation"] == evaluation.pk
     assert json.dumps(entry.after)  # plain JSON, hashed with the entry
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "udp://169.254.169.254:514",
+        "tcp://[::1]:601",
+        "udp://0x7f000001",
+        "tcp://10.0.0.8",
+        "tcp://[::ffff:127.0.0.1]:601",
+        "http://127.0.0.1:514",
+        "udp://",
+    ],
+)
+def test_a_syslog_target_is_checked_by_the_egress_guard(target, settings):
+    settings.EGRESS_ALLOWED_NETWORKS = []
+    with pytest.raises(egress.EgressRefused) as refused:
+        egress.send_frames(target, [b"<110>1 - - - - - - x"], timeout_s=1)
+    assert "127.0.0.1" not in refused.value.message and "169.254" not in refused.value.message
