@@ -56,6 +56,9 @@ APP_NAME = "policy-platform"
 # The structured data carrying the signature; 32473 is the enterprise number RFC 5612 sets aside for
 # examples and documentation (the platform has none of its own).
 SIGNATURE_SD_ID = "signature@32473"
+# What a UDP datagram may carry of JSON, the line's header and structured data set aside (65,507 bytes
+# is the most IPv4 carries).
+MAX_DATAGRAM_BODY = 60_000
 FAILURE_KINDS = {text: kind for kind, text in webhooks.FAILURES.items()}
 
 
@@ -181,11 +184,32 @@ def _post_each(batch: list[tuple[AuditEntry, dict[str, Any]]]) -> tuple[int, str
     return delivered, ""
 
 
+def _fitting_a_datagram(message: dict[str, Any]) -> dict[str, Any]:
+    """A message small enough for one UDP datagram: a line too long would fail every attempt and hold
+    the stream back for ever. The decision's policies and messages go first, then the entry's before and
+    after (its hash then no longer recomputes: ``truncated`` says so; the webhook and TCP get it whole)."""
+    if len(_body(message)) <= MAX_DATAGRAM_BODY:
+        return message
+    message = {**message, "truncated": True}
+    if "decision" in message:
+        message["decision"] = {
+            key: value for key, value in message["decision"].items() if key not in ("policies", "messages")
+        }
+    if len(_body(message)) > MAX_DATAGRAM_BODY:
+        message["entry"] = {
+            key: value for key, value in message["entry"].items() if key not in ("before", "after")
+        }
+    return message
+
+
 def _write_lines(batch: list[tuple[AuditEntry, dict[str, Any]]]) -> tuple[int, str]:
     """Every line of the batch in one go (one TCP connection, or a datagram each): all or nothing."""
     at = datetime.now(UTC)
-    lines = [syslog_line(entry, message, _body(message), at) for entry, message in batch]
     tcp = settings.AUDIT_STREAM_SYSLOG.strip().lower().startswith("tcp:")
+    lines = [
+        syslog_line(entry, message, _body(message if tcp else _fitting_a_datagram(message)), at)
+        for entry, message in batch
+    ]
     frames = [f"{len(line)} ".encode() + line if tcp else line for line in lines]
     try:
         egress.send_frames(settings.AUDIT_STREAM_SYSLOG, frames, timeout_s=settings.WEBHOOK_TIMEOUT_SECONDS)

@@ -234,3 +234,29 @@ def test_a_syslog_target_is_checked_by_the_egress_guard(target, settings):
     with pytest.raises(egress.EgressRefused) as refused:
         egress.send_frames(target, [b"<110>1 - - - - - - x"], timeout_s=1)
     assert "127.0.0.1" not in refused.value.message and "169.254" not in refused.value.message
+
+
+def test_an_entry_too_large_for_a_datagram_is_sent_shortened_and_does_not_hold_the_stream_back(
+    world, streamed, loopback_allowed, run
+):
+    listener = SyslogListener("udp")
+    try:
+        streamed.AUDIT_STREAM_SYSLOG = listener.url
+
+        def write():
+            with transaction.atomic():
+                audit.record(world.admin, "test.large", world.platform, after={"text": "x" * 100_000})
+                audit.record(world.admin, "test.small", world.platform, after={"n": 1})
+
+        run(write)
+        lines = listener.wait_for(2)
+    finally:
+        listener.close()
+    large, small = (verified_line(line) for line in lines)
+    assert (large["truncated"], large["entry"]["action"], "after" in large["entry"]) == (
+        True,
+        "test.large",
+        False,
+    )
+    assert (small["entry"]["action"], small["entry"]["after"]) == ("test.small", {"n": 1})
+    assert "truncated" not in small
