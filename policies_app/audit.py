@@ -6,16 +6,21 @@ after, in the transaction of the change.
 What the log keeps is decided here, once, whatever a use case hands in (``redacted``): no secret
 (values under a name that says password, secret, token, private key, credentials...: only whether one is
 set or changed; nor the password part of a URL) and no value of a variable marked sensitive. Targets are named as people name them: the
-target's own name (on one line) and its kind in words ("approval policy", not ``approvalpolicy``)."""
+target's own name (on one line) and its kind in words ("approval policy", not ``approvalpolicy``).
+
+When the operator streams the log to a SIEM (accounts/audit_stream.py), each entry wakes a sender once its
+transaction commits; the stream's cursor row holds the due work, the notifications sweeper the rest."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import models
 
+from policies_app import wakeups
 from policies_app.guards.names import one_line
 from policies_app.models import AuditEntry, Deployment, Environment, Project
 
@@ -112,7 +117,7 @@ def record(
     after: Any = None,
     project: Project | None = None,
 ) -> AuditEntry:
-    return AuditEntry.objects.create(
+    entry = AuditEntry.objects.create(
         actor=actor if actor is not None and actor.is_authenticated else None,
         action=action,
         target_type=target_type_of(target),
@@ -122,3 +127,16 @@ def record(
         before=redacted(before),
         after=redacted(after, before if before is not None else _ABSENT),
     )
+    wake_stream()
+    return entry
+
+
+def stream_is_on() -> bool:
+    """Whether the operator streams the log to a SIEM (AUDIT_STREAM_URL or AUDIT_STREAM_SYSLOG)."""
+    return bool(settings.AUDIT_STREAM_URL or settings.AUDIT_STREAM_SYSLOG)
+
+
+def wake_stream() -> None:
+    """After the current transaction commits, stream what it wrote (when the stream is on)."""
+    if stream_is_on():
+        wakeups.wake("policies_app.tasks.stream_audit_task")

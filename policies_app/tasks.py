@@ -8,7 +8,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import DatabaseError
 
-from policies_app.accounts import audit_chain, users
+from policies_app.accounts import audit_chain, audit_stream, users
 from policies_app.deployments.sweeps import resend_lost_evaluations, sweep_waiting_deployments
 from policies_app.deployments.verdicts import evaluate_deployment
 from policies_app.models import ApprovalPolicy
@@ -125,7 +125,13 @@ def resend_lost_notifications_task() -> dict[str, int]:
         "webhooks": len(webhooks.resend_due_deliveries()),
         "slack": len(slack.resend_due_messages()),
         "invitations": users.send_invitations(),
+        "audit_stream": sum(audit_stream.stream_due().values()),
     }
+
+
+@shared_task(acks_late=True)
+def stream_audit_task() -> dict[str, int]:
+    return audit_stream.stream_due()
 
 
 @shared_task(acks_late=True)

@@ -580,3 +580,20 @@ CELERY_BEAT_SCHEDULE["sign-audit-checkpoint"] = {
     "task": "policies_app.tasks.write_audit_checkpoint_task",
     "schedule": AUDIT_CHECKPOINT_INTERVAL_SECONDS,
 }
+
+# The audit log streamed to a SIEM (policies_app/accounts/audit_stream.py): every entry, with the decision
+# record of each decision, as JSON signed with AUDIT_STREAM_SECRET (a Standard Webhooks "whsec_" secret),
+# POSTed to AUDIT_STREAM_URL and/or written as RFC 5424 lines to AUDIT_STREAM_SYSLOG (udp://host:514 or
+# tcp://host:601, octet-counted framing). Both go through the egress guard: a collector on an internal
+# address needs its network in EGRESS_ALLOWED_NETWORKS. Unset: off, nothing is sent.
+AUDIT_STREAM_URL = os.environ.get("AUDIT_STREAM_URL", "")
+AUDIT_STREAM_SYSLOG = os.environ.get("AUDIT_STREAM_SYSLOG", "")
+AUDIT_STREAM_SECRET = os.environ.get("AUDIT_STREAM_SECRET", "")
+if (AUDIT_STREAM_URL or AUDIT_STREAM_SYSLOG) and not AUDIT_STREAM_SECRET:
+    raise ImproperlyConfigured(
+        "AUDIT_STREAM_URL or AUDIT_STREAM_SYSLOG is set: AUDIT_STREAM_SECRET must be too"
+    )
+# Entries one sender streams at a time (a sweep or a wake-up); a backlog goes out in such batches.
+AUDIT_STREAM_BATCH = int(env_number("AUDIT_STREAM_BATCH", 200))
+# The host name the syslog lines carry (RFC 5424 HOSTNAME); empty: this machine's name.
+AUDIT_STREAM_HOSTNAME = os.environ.get("AUDIT_STREAM_HOSTNAME", "")

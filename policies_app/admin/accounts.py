@@ -20,7 +20,7 @@ from django.urls import reverse
 
 from policies_app import audit
 from policies_app.admin.display import ChangedInTheProductMixin, ReadOnlyAdminMixin
-from policies_app.models import AuditCheckpoint, AuditEntry, OrganisationMembership, Team
+from policies_app.models import AuditCheckpoint, AuditEntry, AuditStreamCursor, OrganisationMembership, Team
 
 
 @admin.register(Team)
@@ -177,3 +177,10 @@ class AuditCheckpointAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["sequence", "created_at", "key_id", "entry_hash"]
     list_filter = ["key_id"]
     search_fields = ["entry_hash", "key_id"]
+
+
+@admin.register(AuditStreamCursor)
+class AuditStreamCursorAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Where the stream to the SIEM stands, per target: read only (the settings say where it goes)."""
+
+    list_display = ["target", "sequence", "delivered_at", "failures", "last_error", "next_attempt_at"]

@@ -99,7 +99,12 @@ def _record_verdict(
             None,
             f"deployment.decision.{verdict.decision}",
             deployment,
-            after={"request_type": verdict.request_type, "failed_closed": bool(verdict.error)},
+            after={
+                "request_type": verdict.request_type,
+                "failed_closed": bool(verdict.error),
+                # The decision record a SIEM receives with this entry (accounts/audit_stream.py).
+                "evaluation": evaluation.pk,
+            },
         )
     seconds = (timezone.now() - started_at).total_seconds()
     metrics.record_decision(verdict.decision, verdict.engine, seconds)

@@ -1,5 +1,6 @@
 """The one guard for every connection the platform opens to an address a user gave it: webhooks, git
-over https and ssh (policy and template repositories), and whatever calls out later.
+over https and ssh (policy and template repositories), the audit log's stream to a SIEM (https, or syslog
+over udp/tcp sockets: ``send_frames``), and whatever calls out later.
 
 The contract (docs/security.md, "The shared guards"):
 
@@ -49,6 +50,8 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 DEFAULT_PORTS = {"http": 80, "https": 443, "ssh": 22}
+# Plain sockets (a syslog collector): the ports RFC 5426 (UDP) and RFC 6587 (TCP) register for syslog.
+SOCKET_PORTS = {"udp": 514, "tcp": 601}
 REFUSED = (
     "This address is not allowed: the platform connects only to public internet addresses, and the "
     "name must resolve to one."
@@ -344,6 +347,51 @@ def request(
     finally:
         deadline.stop()
         pool.close()
+
+
+# ------------------------------------------------------------------------------------------ sockets
+
+
+def check_socket_url(url: str) -> Target:
+    """Check a ``udp://host:port`` or ``tcp://host:port`` target (a syslog collector) as an http one:
+    the host resolved once, every address allowed. Raises EgressRefused."""
+    try:
+        parts = urlsplit((url or "").strip())
+        port = parts.port
+    except ValueError:
+        raise EgressRefused("The address is not a valid URL.") from None
+    scheme = parts.scheme.lower()
+    if scheme not in SOCKET_PORTS:
+        raise EgressRefused("Must be a udp:// or tcp:// address.")
+    host, port = _host_and_port(scheme, parts.hostname, port or SOCKET_PORTS[scheme])
+    return Target(scheme, host, port, check_host(host, port))
+
+
+def send_frames(url: str, frames: Sequence[bytes], *, timeout_s: float) -> None:
+    """Send ``frames`` to a checked socket target, connected to the checked address: over UDP one datagram
+    each, over TCP one connection carrying them all in order (the caller frames them). Nothing is read
+    back. Raises EgressRefused, or EgressFailed("unreachable") when they could not all be sent within
+    ``timeout_s``."""
+    target = check_socket_url(url)
+    family = socket.AF_INET6 if ":" in target.address else socket.AF_INET
+    kind = socket.SOCK_DGRAM if target.scheme == "udp" else socket.SOCK_STREAM
+    deadline = _Deadline(timeout_s)
+    try:
+        with socket.socket(family, kind) as sock:
+            sock.settimeout(timeout_s)
+            sock.connect((target.address, target.port))
+            deadline.watch(sock)
+            for frame in frames:
+                if kind == socket.SOCK_STREAM:
+                    sock.sendall(frame)
+                else:
+                    sock.send(frame)
+            if deadline.remaining() <= 0:
+                raise EgressFailed("unreachable")
+    except OSError as problem:
+        raise EgressFailed("unreachable", problem) from None
+    finally:
+        deadline.stop()
 
 
 # ---------------------------------------------------------------------------------------------- git

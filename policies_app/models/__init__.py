@@ -1,4 +1,4 @@
-from policies_app.models.audit import AuditCheckpoint, AuditEntry
+from policies_app.models.audit import AuditCheckpoint, AuditEntry, AuditStreamCursor
 from policies_app.models.deployments import (
     Approval,
     Deployment,
@@ -48,6 +48,7 @@ __all__ = [
     "ApprovalPolicy",
     "AuditCheckpoint",
     "AuditEntry",
+    "AuditStreamCursor",
     "Deployment",
     "DeploymentComment",
     "DeploymentEvent",

@@ -171,3 +171,24 @@ class AuditCheckpoint(models.Model):
             "created_at": chain_timestamp(self.created_at),
             "key_id": self.key_id,
         }
+
+
+class AuditStreamCursor(models.Model):
+    """How far the audit log has been streamed to one target of the operator's SIEM (accounts/audit_stream.py):
+    every entry up to ``sequence`` was delivered, in order. The due work is every entry after it: the row
+    is the outbox, the chain's order the queue's."""
+
+    target = models.CharField(max_length=10, unique=True)  # "webhook" or "syslog"
+    sequence = models.PositiveBigIntegerField(default=0)
+    # While one sender streams, no other does (entries go out once, in order).
+    leased_until = models.DateTimeField(null=True, blank=True)
+    # After a failure: consecutive failed attempts, when the next is due, the failure's class (never the
+    # connection's error text).
+    failures = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.CharField(max_length=200, blank=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"audit stream to {self.target}: up to #{self.sequence}"

@@ -94,7 +94,13 @@ def refusal_to_use_secret(secret: str) -> str | None:
 def signature_headers(webhook: Webhook, message_id: str, body: str, at: datetime) -> dict[str, str]:
     """The Standard Webhooks headers for one attempt: the id stays the same across retries (receivers
     drop duplicates by it), the timestamp is the attempt's (receivers refuse old ones: no replay)."""
-    signature = standardwebhooks.Webhook(webhook.secret).sign(message_id, at, body)
+    return signed_headers(webhook.secret, message_id, body, at)
+
+
+def signed_headers(secret: str, message_id: str, body: str, at: datetime) -> dict[str, str]:
+    """The Standard Webhooks headers of ``body`` signed with ``secret`` (a ``whsec_`` one): every signed
+    message the platform sends (webhooks, the audit stream) is signed here."""
+    signature = standardwebhooks.Webhook(secret).sign(message_id, at, body)
     return {
         "webhook-id": message_id,
         "webhook-timestamp": str(int(at.timestamp())),
@@ -365,21 +371,27 @@ def request_headers(delivery: WebhookDelivery, at: datetime) -> dict[str, str]:
 def post(delivery: WebhookDelivery) -> tuple[int | None, str]:
     """POST the delivery through the egress guard; returns the HTTP status the receiver answered (None
     when it did not) and the failure's class as text (empty when it accepted the message)."""
-    webhook = delivery.webhook
     headers = request_headers(delivery, datetime.now(UTC))
+    return post_body(delivery.webhook.url, headers, delivery.body, f"webhook delivery {delivery.pk}")
+
+
+def post_body(url: str, headers: dict[str, str], body: str, what: str) -> tuple[int | None, str]:
+    """POST a signed body through the egress guard (``post`` for a delivery, the audit stream for its
+    entries): the receiver's HTTP status (None when it did not answer) and the failure's class as text
+    (empty when it accepted the message). ``what`` names the message in the log."""
     try:
         answer = egress.request(
             "POST",
-            webhook.url,
+            url,
             headers=headers,
-            body=delivery.body.encode(),
+            body=body.encode(),
             timeout_s=settings.WEBHOOK_TIMEOUT_SECONDS,
             max_response_bytes=MAX_ANSWER_BYTES,
         )
     except egress.EgressRefused:
         return None, FAILURES["refused"]
     except egress.EgressFailed as failure:
-        logger.info("webhook delivery %s failed (%s): %r", delivery.pk, failure.kind, failure.cause)
+        logger.info("%s failed (%s): %r", what, failure.kind, failure.cause)
         return None, FAILURES[failure.kind]
     if 200 <= answer.status < 300:
         return answer.status, ""

@@ -3,7 +3,8 @@ responses by status, database errors).
 
 Each figure is counted in the one service function where its event happens: decisions and their latency
 in deployments/verdicts.py, expiries in deployments/sweeps.py, resends in sweeps.py, webhook failures in
-notifications/webhooks.py, email failures in notifications/approval_emails.py, sync failures in
+notifications/webhooks.py, audit stream failures in
+accounts/audit_stream.py, email failures in notifications/approval_emails.py, sync failures in
 policies/git/sources.py, engine workers' ends in rego/supervisor.py (through its observer hook,
 ``observe_engine``). Figures read from the database at scrape time (waiting deployments, the outbox's
 lag) are in metrics_view.py.
@@ -40,6 +41,11 @@ WEBHOOK_FAILURES = Counter(
     "policy_platform_webhook_delivery_failures",
     "Failed webhook delivery attempts, by kind of failure; final: no attempt follows.",
     ["kind", "final"],
+)
+AUDIT_STREAM_FAILURES = Counter(
+    "policy_platform_audit_stream_failures",
+    "Failed attempts to stream the audit log to the SIEM, by target (webhook, syslog) and kind of failure.",
+    ["target", "kind"],
 )
 EMAIL_FAILURES = Counter(
     "policy_platform_email_delivery_failures", "Emails that could not be sent, by kind.", ["kind"]

@@ -1,7 +1,7 @@
 """``/metrics``: the Prometheus exposition of django-prometheus's figures and ours (metrics.py), and of
 figures read from the database at scrape time: deployments waiting (by status) and the age of the
 oldest, and the outbox's lag (the oldest work that is due and not done: evaluations, webhook
-deliveries, approval emails).
+deliveries, approval emails, the audit log's stream to a SIEM when it is on).
 
 Who may read it: a scraper presenting ``Authorization: Bearer <METRICS_TOKEN>``, or one connecting from
 ``METRICS_ALLOWED_NETWORKS`` (the address as guards/client_address.py trusts it). With neither set,
@@ -23,9 +23,16 @@ from prometheus_client import REGISTRY, CollectorRegistry, generate_latest, mult
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from policies_app.audit import stream_is_on
 from policies_app.choices import DeliveryStatus, DeploymentStatus
 from policies_app.guards.client_address import client_address
-from policies_app.models import ApprovalRequestEmail, Deployment, WebhookDelivery
+from policies_app.models import (
+    ApprovalRequestEmail,
+    AuditEntry,
+    AuditStreamCursor,
+    Deployment,
+    WebhookDelivery,
+)
 
 WAITING = (DeploymentStatus.QUEUED, DeploymentStatus.EVALUATING, DeploymentStatus.PENDING_APPROVAL)
 
@@ -96,6 +103,13 @@ class DatabaseCollector:
             oldest=Min("created_at")
         )["oldest"]
         lag.add_metric(["approval_email"], _age(email))
+        if stream_is_on():
+            # The oldest entry not yet streamed to the target furthest behind.
+            behind = AuditStreamCursor.objects.aggregate(least=Min("sequence"))["least"] or 0
+            oldest = (
+                AuditEntry.objects.filter(sequence=behind + 1).values_list("created_at", flat=True).first()
+            )
+            lag.add_metric(["audit_stream"], _age(oldest))
         yield lag
 
 

@@ -23,6 +23,7 @@ from policies_app.models import (
     Approval,
     AuditCheckpoint,
     AuditEntry,
+    AuditStreamCursor,
     Deployment,
     DeploymentEvent,
     Environment,
@@ -64,6 +65,7 @@ def one_row_of_every_model(world) -> None:
     AuditCheckpoint.objects.create(
         sequence=entry.sequence, entry_hash=entry.entry_hash, key_id="k", signature="00" * 64
     )
+    AuditStreamCursor.objects.create(target="webhook", sequence=entry.sequence)
     EnvironmentState.objects.create(
         environment=world.environment, document={"version": 4, "serial": 1}, serial=1
     )
