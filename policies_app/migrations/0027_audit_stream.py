@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('policies_app', '0025_plan_text_counts_and_replay_environments'),
+        ('policies_app', '0026_deployment_comments'),
     ]
 
     operations = [
