@@ -78,7 +78,19 @@ class ScriptedServer:
                 pass
 
     def close(self) -> None:
-        self.listener.close()
+        close_listener(self.listener)
+        self.thread.join(5)
+
+
+def close_listener(listener: socket.socket) -> None:
+    """Shut a listening socket down, then close it. Closing alone leaves a thread blocked in its accept()
+    blocked; once the descriptor's number is reused by a later test's server, that thread accepts the new
+    server's connections and answers them as the old one would (seen: a forge's requests answered "ok")."""
+    try:
+        listener.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    listener.close()
 
 
 def plain(status: int = 200, body: bytes = b"ok", headers: str = "") -> Callable[[socket.socket], None]:

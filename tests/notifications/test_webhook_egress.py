@@ -21,6 +21,7 @@ from policies_app.guards.egress import REFUSED
 from policies_app.models import ProjectMembership, WebhookDelivery
 from policies_app.notifications import webhooks
 from tests.builders import make_user
+from tests.guards.servers import close_listener
 from tests.processes import RedisServer, celery_worker, free_port, gunicorn, wait_until
 from tests.receiver import Receiver
 
@@ -171,7 +172,7 @@ def test_send_test_runs_in_a_worker_and_tells_only_a_generic_class_through_the_r
             }
     finally:
         redis.stop()
-        silent.close()
+        close_listener(silent)
     [accepted] = history["accepting"]
     assert (accepted["status"], accepted["event"], accepted["response_code"]) == ("delivered", "ping", 200)
     [closed] = history["closed"]

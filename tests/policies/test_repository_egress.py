@@ -21,7 +21,7 @@ from policies_app.projects import iac_templates
 from tests.builders import make_user
 from tests.git_http import GitHttpServer
 from tests.git_repos import GitRepo
-from tests.guards.servers import resolving
+from tests.guards.servers import close_listener, resolving
 from tests.policies.test_sync import DATA, MAIN
 from tests.processes import ROOT, gunicorn
 
@@ -182,7 +182,7 @@ def test_git_over_ssh_connects_to_the_checked_address(world, settings, monkeypat
             with pytest.raises(Invalid) as unreachable:
                 sources.create_synced_policy(name="p", repository=repository, user=world.admin)
     finally:
-        listener.close()
+        close_listener(listener)
     assert connections == ["127.0.0.1"], "ssh reached the checked address though no resolver knows the name"
     assert list(unreachable.value.errors) == ["repository"]
 
