@@ -19,25 +19,11 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import seeded
+
 TARGET_MS = 300
-
-
-def prepare_database(scratch: Path) -> str | None:
-    """Point Django at a database of the benchmark's own; returns a PostgreSQL name to drop after."""
-    url = os.environ.get("DATABASE_URL", "")
-    os.environ["PLATFORM_VAR_DIR"] = str(scratch)
-    if not url.startswith("postgres"):
-        os.environ.pop("DATABASE_URL", None)
-        return None
-    base, _, name = url.rpartition("/")
-    bench_name = f"{name or 'platform'}_bench_pages"
-    os.environ["DATABASE_URL"] = f"{base}/{bench_name}"
-    return bench_name
 
 
 def build(deployment_count: int) -> dict:
@@ -50,11 +36,8 @@ def build(deployment_count: int) -> dict:
         Approval,
         AuditEntry,
         Deployment,
-        Environment,
         Evaluation,
-        Project,
         ProjectMembership,
-        Template,
         WebhookDelivery,
     )
     from policies_app.notifications import webhooks
@@ -63,37 +46,13 @@ def build(deployment_count: int) -> dict:
     admin = User.objects.create_superuser("admin", "admin@example.com", "pw")
     alice = User.objects.create_user("alice", "alice@example.com", "pw")
     deployers = [User.objects.create_user(f"deployer{i}", f"d{i}@example.com", "pw") for i in range(20)]
-    root = Project.objects.create(name="Platform")
+    root, projects, template = seeded.project_tree()
     ProjectMembership.objects.create(project=root, user=alice, role="approver")
     for user in deployers:
         ProjectMembership.objects.create(project=root, user=user, role="deployer")
-    template = Template.objects.create(name="network", type="terraform", revision="main")
-    projects = []
-    for p in range(10):
-        parent = Project.objects.create(name=f"team-{p}", parent=root)
-        projects += [parent, Project.objects.create(name=f"team-{p}-eu", parent=parent)]
-    environments = [
-        Environment.objects.create(name=f"env-{e}", project=projects[e % len(projects)], template=template)
-        for e in range(200)
-    ]
+    environments = seeded.environments(projects, template, 200)
     statuses = ["pending_approval", "approved", "succeeded", "denied", "rejected", "superseded", "expired"]
-    plan = {
-        "format_version": "1.2",
-        "resource_changes": [
-            {
-                "address": f"aws_instance.web[{i}]",
-                "mode": "managed",
-                "type": "aws_instance",
-                "name": "web",
-                "change": {
-                    "actions": ["update"],
-                    "before": {"size": "s", "i": i},
-                    "after": {"size": "m", "i": i},
-                },
-            }
-            for i in range(30)
-        ],
-    }
+    plan = seeded.updated_instances()
     plan_document = store_plan(plan)  # one stored plan, as identical plans share
     now = timezone.now()
     batch = [
@@ -192,34 +151,15 @@ def main() -> int:
     args = parser.parse_args()
     if args.smoke:
         args.deployments, args.runs = 100, 1
-    sys.path.insert(0, str(ROOT))
-    os.chdir(ROOT)
-    scratch = Path(tempfile.mkdtemp(prefix="bench-pages-"))
-    postgres_name = prepare_database(scratch)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "policy_platform.settings")
-    os.environ["DJANGO_DEBUG"] = "false"
-    os.environ.setdefault("DJANGO_SECRET_KEY", "bench")
     # Debug off, as in production, needs a key for the webhooks' secrets (a throw-away database: any key).
-    os.environ.setdefault("SECRET_ENCRYPTION_KEYS", "YmVuY2gtcGFnZXMtc2VjcmV0cy1hdC1yZXN0LWtleSE=")
-    os.environ["LOG_LEVEL"] = "WARNING"
-    import django
-
-    django.setup()
+    postgres_name = seeded.start("bench_pages", secret_keys="YmVuY2gtcGFnZXMtc2VjcmV0cy1hdC1yZXN0LWtleSE=")
     from django.conf import settings
-    from django.core.management import call_command
     from django.db import connection
     from django.test import Client
     from django.test.utils import setup_test_environment
 
     setup_test_environment()
     settings.ALLOWED_HOSTS = ["testserver"]
-    if postgres_name:
-        from django.db import connections
-
-        with connections["default"]._nodb_cursor() as cursor:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{postgres_name}"')
-            cursor.execute(f'CREATE DATABASE "{postgres_name}"')
-    call_command("migrate", verbosity=0)
     started = time.perf_counter()
     ids = build(args.deployments)
     print(
@@ -258,12 +198,7 @@ def main() -> int:
         f"slowest median {worst:.1f} ms: {verdict} the {TARGET_MS} ms target (slowest p95 {worst_p95:.1f} ms;"
     )
     print(f"load average {load} on {os.cpu_count()} cores)")
-    connection.close()
-    if postgres_name:
-        from django.db import connections
-
-        with connections["default"]._nodb_cursor() as cursor:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{postgres_name}"')
+    seeded.finish(postgres_name)
     return 0 if worst < TARGET_MS or args.smoke else 1
 
 

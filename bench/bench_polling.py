@@ -32,25 +32,11 @@ import io
 import os
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import seeded
+
 TARGET_RATIO = 3.0
-
-
-def prepare_database(scratch: Path) -> str | None:
-    """Point Django at a database of the benchmark's own; returns a PostgreSQL name to drop after."""
-    url = os.environ.get("DATABASE_URL", "")
-    os.environ["PLATFORM_VAR_DIR"] = str(scratch)
-    if not url.startswith("postgres"):
-        os.environ.pop("DATABASE_URL", None)
-        return None
-    base, _, name = url.rpartition("/")
-    bench_name = f"{name or 'platform'}_bench_polling"
-    os.environ["DATABASE_URL"] = f"{base}/{bench_name}"
-    return bench_name
 
 
 def build(deployment_count: int, pipelines: int) -> list[tuple[int, str]]:
@@ -60,32 +46,16 @@ def build(deployment_count: int, pipelines: int) -> list[tuple[int, str]]:
 
     from policies_app.accounts import tokens
     from policies_app.deployments import stored_inputs
-    from policies_app.models import (
-        Approval,
-        Deployment,
-        Environment,
-        Evaluation,
-        Project,
-        ProjectMembership,
-        Template,
-    )
+    from policies_app.models import Approval, Deployment, Evaluation, ProjectMembership
     from policies_app.policies.authoring import create_policy
 
     User = get_user_model()
     admin = User.objects.create_superuser("admin", "admin@example.com", "pw")
     approvers = [User.objects.create_user(f"approver{i}", f"a{i}@example.com", "pw") for i in range(3)]
-    root = Project.objects.create(name="Platform")
+    root, projects, template = seeded.project_tree()
     for approver in approvers:
         ProjectMembership.objects.create(project=root, user=approver, role="approver")
-    template = Template.objects.create(name="network", type="terraform", revision="main")
-    projects = []
-    for p in range(10):
-        parent = Project.objects.create(name=f"team-{p}", parent=root)
-        projects += [parent, Project.objects.create(name=f"team-{p}-eu", parent=parent)]
-    environments = [
-        Environment.objects.create(name=f"env-{e}", project=projects[e % len(projects)], template=template)
-        for e in range(max(pipelines, 20))
-    ]
+    environments = seeded.environments(projects, template, max(pipelines, 20))
     policies = [
         create_policy(
             name=f"policy-{i}",
@@ -100,17 +70,7 @@ def build(deployment_count: int, pipelines: int) -> list[tuple[int, str]]:
         for i in range(3)
     ]
     revisions = [policy.active_revision for policy in policies]
-    plan = {
-        "format_version": "1.2",
-        "resource_changes": [
-            {
-                "address": f"aws_instance.web[{i}]",
-                "type": "aws_instance",
-                "change": {"actions": ["update"], "before": {"size": "s"}, "after": {"size": "m"}},
-            }
-            for i in range(30)
-        ],
-    }
+    plan = seeded.updated_instances()
     messages = {"deny": [], "pending": ["needs two approvals"], "warn": [], "allow": []}
     now = timezone.now()
     # The pipelines: each its own user (a deployer of its environment's project) and named token.
@@ -267,30 +227,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.smoke:
         args.deployments, args.pipelines, args.polls, args.rounds = 30, 5, 100, 4
-    sys.path.insert(0, str(ROOT))
-    os.chdir(ROOT)
-    scratch = Path(tempfile.mkdtemp(prefix="bench-polling-"))
-    postgres_name = prepare_database(scratch)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "policy_platform.settings")
-    os.environ["DJANGO_DEBUG"] = "false"
-    os.environ.setdefault("DJANGO_SECRET_KEY", "bench")
-    os.environ["LOG_LEVEL"] = "WARNING"
-    os.environ.setdefault("SECRET_ENCRYPTION_KEYS", "")
-    import django
-
-    django.setup()
-    import logging
-
-    logging.getLogger("django.request").setLevel(logging.ERROR)  # a revision without a path says "absent"
+    postgres_name = seeded.start("bench_polling")
     from django.core.handlers.wsgi import WSGIHandler
-    from django.core.management import call_command
-    from django.db import connection, connections
+    from django.db import connection
 
-    if postgres_name:
-        with connections["default"]._nodb_cursor() as cursor:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{postgres_name}"')
-            cursor.execute(f'CREATE DATABASE "{postgres_name}"')
-    call_command("migrate", verbosity=0)
     started = time.perf_counter()
     waiting = build(args.deployments, args.pipelines)
     print(
@@ -339,10 +279,7 @@ def main() -> int:
             continue
         print(f"{name:<36} {figures[name] * 1e6:>9.0f} {figures[name] / floor:>9.1f}x")
     poll = figures["slim status, If-None-Match (gate)"]
-    connection.close()
-    if postgres_name:
-        with connections["default"]._nodb_cursor() as cursor:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{postgres_name}"')
+    seeded.finish(postgres_name)
     if poll is None:
         print("the gate's poll (slim status with If-None-Match) is absent")
         return 1

@@ -18,12 +18,15 @@ import functools
 import hashlib
 import hmac
 import secrets
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from policies_app import audit
@@ -126,18 +129,32 @@ def _user_columns() -> tuple[str, ...]:
     return tuple(field.attname for field in get_user_model()._meta.concrete_fields)
 
 
-def _candidates(kind: type) -> PreparedQuery:
-    """The tokens of a prefix with their users, compiled once: every API request and every pipeline's
-    poll asks, and compiling the query costs more than running it (policies_app/prepared.py)."""
-    return PreparedQuery(
-        lambda prefix: kind.objects.filter(prefix=prefix).values_list(
-            *_TOKEN_FIELDS[kind], *(f"user__{column}" for column in _user_columns())
-        ),
-        NO_PREFIX,
+def candidates(kind: type, prefix: str) -> QuerySet:
+    """The tokens of ``kind`` whose key starts with ``prefix``: the token's fields, then its user's
+    columns (``user_among`` reads them; a query may add columns after them)."""
+    return (
+        kind.objects.filter(prefix=prefix)
+        .order_by()  # a key's hash matches one at most: no order to keep
+        .values_list(*_TOKEN_FIELDS[kind], *(f"user__{column}" for column in _user_columns()))
     )
 
 
+def candidate_width(kind: type) -> int:
+    """How many columns of a ``candidates`` row are the token's and its user's."""
+    return len(_TOKEN_FIELDS[kind]) + len(_user_columns())
+
+
+def _candidates(kind: type) -> PreparedQuery:
+    """The tokens of a prefix with their users, compiled once: every API request and every pipeline's
+    poll asks, and compiling the query costs more than running it (policies_app/prepared.py)."""
+    return PreparedQuery(lambda prefix: candidates(kind, prefix), NO_PREFIX)
+
+
 CANDIDATES = {ApiToken: _candidates(ApiToken), LegacyApiToken: _candidates(LegacyApiToken)}
+
+
+def kind_of(key: str) -> type:
+    return ApiToken if key.startswith(KEY_PREFIX) else LegacyApiToken
 
 
 def user_for_key(key: str) -> AbstractBaseUser | None:
@@ -146,18 +163,29 @@ def user_for_key(key: str) -> AbstractBaseUser | None:
     applies to every question asked of that user in this request. Raises TokenExpired."""
     if not key:
         return None
+    kind = kind_of(key)
+    return user_among(kind, key, CANDIDATES[kind].rows(key_prefix(key)))[0]
+
+
+def user_among(
+    kind: type, key: str, rows: Iterable[Sequence[Any]]
+) -> tuple[AbstractBaseUser | None, Sequence[Any] | None]:
+    """The active user of the token among ``rows`` (``candidates`` rows of the key's prefix, possibly
+    with more columns) whose hash is the key's, and that row; (None, None): none, or its user is
+    deactivated. Notes the use of a named token and gives a scoped token's user its ``token_scope``.
+    Raises TokenExpired."""
     digest = key_hash(key)
-    kind = ApiToken if key.startswith(KEY_PREFIX) else LegacyApiToken
     found = None
-    for candidate in CANDIDATES[kind].rows(key_prefix(key)):
+    for candidate in rows:
         if hmac.compare_digest(candidate[1], digest):
             found = candidate
     if found is None:
-        return None
-    token_values = dict(zip(_TOKEN_FIELDS[kind], found, strict=False))
-    user = get_user_model().from_db("default", _user_columns(), found[len(_TOKEN_FIELDS[kind]) :])
+        return None, None
+    fields = _TOKEN_FIELDS[kind]
+    token_values = dict(zip(fields, found, strict=False))
+    user = get_user_model().from_db("default", _user_columns(), found[len(fields) : candidate_width(kind)])
     if not user.is_active:
-        return None
+        return None, None
     if kind is ApiToken:
         now = timezone.now()
         expires_at = token_values["expires_at"]
@@ -181,7 +209,7 @@ def user_for_key(key: str) -> AbstractBaseUser | None:
             if scoped
             else None
         )
-    return user
+    return user, found
 
 
 def scope_of(token: ApiToken) -> TokenScope | None:

@@ -76,3 +76,15 @@ class IsAuthenticated(permissions.IsAuthenticated):
             return True
         count_unauthenticated(request)
         return False
+
+
+def presented_key(request: Any) -> str:
+    """The key of an ``Authorization: Token <key>`` header, as TokenAuthentication reads it; "" for
+    anything else (no header, another scheme, a malformed one: TokenAuthentication refuses those)."""
+    parts = authentication.get_authorization_header(request).split()
+    if len(parts) != 2 or parts[0].lower() != TokenAuthentication.keyword.lower().encode():
+        return ""
+    try:
+        return parts[1].decode()
+    except UnicodeError:
+        return ""

@@ -17,17 +17,39 @@ evaluations and approvals never.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Count, IntegerField, Max, OuterRef, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import (
+    BooleanField,
+    CharField,
+    Count,
+    Exists,
+    ExpressionWrapper,
+    IntegerField,
+    Max,
+    OuterRef,
+    Q,
+    Subquery,
+    Value,
+)
+from django.db.models.functions import Cast, Coalesce, Concat
 from django.utils.http import parse_etags
 
 from policies_app import access
+from policies_app.accounts import tokens
 from policies_app.choices import Capability, DeploymentStatus
 from policies_app.deployments.lifecycle import queued_reason
-from policies_app.models import Approval, Deployment, Evaluation
+from policies_app.models import (
+    ApiToken,
+    Approval,
+    Deployment,
+    Evaluation,
+    LegacyApiToken,
+    OrganisationMembership,
+    ProjectMembership,
+)
 from policies_app.prepared import PreparedQuery
 
 # The columns the slim status is made of; nothing else is read.
@@ -67,18 +89,19 @@ def _of_each(model: type, aggregate: type) -> Subquery | Coalesce:
     return Coalesce(found, 0) if aggregate is Count else found
 
 
-# Each: the deployment's project (id, lineage) first, for the check of who may see it, then the columns.
-SLIM_ROW = PreparedQuery(
-    lambda pk: (
+def _slim_row(pk: int) -> Any:
+    return (
         Deployment.objects.filter(pk=pk)
         .order_by()  # one row: nothing to sort
         .annotate(approvals_given=_of_each(Approval, Count))
         .values_list(
             "environment__project_id", "environment__project__lineage", *SLIM_COLUMNS, "approvals_given"
         )
-    ),
-    NO_DEPLOYMENT,
-)
+    )
+
+
+# Each: the deployment's project (id, lineage) first, for the check of who may see it, then the columns.
+SLIM_ROW = PreparedQuery(_slim_row, NO_DEPLOYMENT)
 FULL_TAG_ROW = PreparedQuery(
     lambda pk: (
         Deployment.objects.filter(pk=pk)
@@ -122,8 +145,10 @@ def slim_status(user: AbstractBaseUser, deployment_id: int) -> dict[str, Any] | 
     ``required`` is what the deployment waits for (the policies' pending messages) while it waits for
     approvers; ``approvals`` counts the approvals and rejections given so far."""
     row = _visible_row(SLIM_ROW, user, deployment_id)
-    if row is None:
-        return None
+    return None if row is None else _slim_shown(row)
+
+
+def _slim_shown(row: list[Any]) -> dict[str, Any]:
     values = dict(zip((*SLIM_COLUMNS, "approvals"), row, strict=True))
     messages = values["messages"] if isinstance(values["messages"], dict) else {}
     status = values["status"]
@@ -144,6 +169,80 @@ def slim_status(user: AbstractBaseUser, deployment_id: int) -> dict[str, Any] | 
         if status == DeploymentStatus.QUEUED and values["queued_behind_id"]
         else None,
     }
+
+
+def _in_subtree(project: OuterRef, deployment_id: int) -> Exists:
+    """Whether the deployment is in ``project`` or below it (its lineage names the project)."""
+    path_part = Concat(Value("/"), Cast(project, CharField()), Value("/"))
+    return Exists(
+        Deployment.objects.filter(pk=deployment_id).filter(
+            Q(environment__project_id=project) | Q(environment__project__lineage__contains=path_part)
+        )
+    )
+
+
+def _token_may_read(kind: type, deployment_id: int) -> ExpressionWrapper:
+    """Whether the token of a ``kind`` row may see the deployment: the rule of access.Grants for
+    reading, in SQL (tests/deployments/test_poll_in_one_query.py checks both agree for every persona). A
+    service account's token reads its account's project and below; any other token what its user
+    reads: a superuser and every organisation role everything, a role on a project (the user's own or
+    a team's) that project and below. Every role reads."""
+    member = ProjectMembership.objects.filter(
+        Q(user_id=OuterRef(OuterRef("user_id"))) | Q(team__members__id=OuterRef(OuterRef("user_id")))
+    ).filter(_in_subtree(OuterRef("project_id"), deployment_id))
+    organisation = OrganisationMembership.objects.filter(user_id=OuterRef("user_id"))
+    users_reading = Q(user__is_superuser=True) | Exists(organisation) | Exists(member)
+    if kind is ApiToken:
+        account = _in_subtree(OuterRef("service_account__project_id"), deployment_id)
+        users_reading = (Q(service_account__isnull=False) & account) | (
+            Q(service_account__isnull=True) & users_reading
+        )
+    return ExpressionWrapper(users_reading, output_field=BooleanField())
+
+
+def _poll_row(kind: type) -> PreparedQuery:
+    """A conditional poll in one round trip: the tokens of the key's prefix with their users and whether
+    each may see the deployment, beside the deployment's slim row (NULLs: no such deployment). Prepared
+    on the server (prepared.py): planning it would cost PostgreSQL more than answering it."""
+    return PreparedQuery(
+        lambda prefix, pk: (
+            tokens.candidates(kind, prefix).annotate(may_read=_token_may_read(kind, pk)),
+            _slim_row(pk),
+        ),
+        tokens.NO_PREFIX,
+        NO_DEPLOYMENT,
+        server_side=True,
+    )
+
+
+POLL_ROWS = {ApiToken: _poll_row(ApiToken), LegacyApiToken: _poll_row(LegacyApiToken)}
+
+
+@dataclass(frozen=True)
+class Poll:
+    """A poll answered from one query: who asked, and the slim status (None: not there for them)."""
+
+    user: AbstractBaseUser
+    shown: dict[str, Any] | None
+
+
+def poll_with_key(key: str, deployment_id: int) -> Poll | None:
+    """A pipeline's poll of a deployment's slim status with a named token's key, authenticated and
+    answered from one query (``POLL_ROW``): the token is looked up on every poll, so a revoked or
+    expired token or a deactivated user is refused at once. None: nothing this answers (no such
+    token, an expired one): the ordinary path refuses it."""
+    kind = tokens.kind_of(key)
+    rows = POLL_ROWS[kind].rows(tokens.key_prefix(key), deployment_id)
+    try:
+        user, row = tokens.user_among(kind, key, rows)
+    except tokens.TokenExpired:
+        return None
+    if user is None:
+        return None
+    may_read, project_id, _lineage, *slim = row[tokens.candidate_width(kind) :]
+    if project_id is None or not may_read:
+        return Poll(user, None)
+    return Poll(user, _slim_shown(slim))
 
 
 def tag_of(shown: Any, weak: bool = False) -> str:

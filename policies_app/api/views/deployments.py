@@ -16,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from policies_app import access
+from policies_app.api.authentication import TokenAuthentication, presented_key
 from policies_app.api.serializers.comments import CommentSerializer, PostCommentSerializer
 from policies_app.api.serializers.deployments import (
     ApprovalRequestSerializer,
@@ -122,6 +123,21 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         # One deployment is shown with who may still act on it; a list is not (a query per row).
         return {**super().get_serializer_context(), "with_progress": self.action != "list"}
 
+    def initial(self, request: Request, *args, **kwargs) -> None:
+        """A pipeline's poll with a named token is authenticated and answered from one query
+        (waiting.poll_with_key) before the permission and throttle checks, which then run as for any
+        request; anything else it cannot answer takes the ordinary path."""
+        if self.action == "poll_status":
+            key = presented_key(request)
+            try:
+                self.poll = waiting.poll_with_key(key, requested_id(kwargs.get("pk"))) if key else None
+            except NotFound:
+                self.poll = None  # refused after authentication, as before
+            if self.poll is not None:
+                request.user, request.auth = self.poll.user, None
+                request._authenticator = TokenAuthentication()  # what authenticated it (DRF asks)
+        super().initial(request, *args, **kwargs)
+
     def retrieve(self, request: Request, *args, **kwargs) -> Response:
         """The full representation, tagged. A client that sends the current tag gets 304 and no body,
         decided by one small query (waiting.full_tag) instead of reading evaluations and approvals."""
@@ -154,7 +170,8 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         content_negotiation_class=JsonOnly,
     )
     def poll_status(self, request: Request, pk: str | None = None) -> Response:
-        shown = waiting.slim_status(request.user, requested_id(pk))
+        poll = getattr(self, "poll", None)
+        shown = poll.shown if poll else waiting.slim_status(request.user, requested_id(pk))
         if shown is None:
             raise NotFound()
         tag = waiting.tag_of(shown)
