@@ -120,12 +120,15 @@ def main() -> int:
     )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--engines", default=",".join(ENGINES))
+    parser.add_argument("--sizes", default="10,1000,10000", help="resource changes per plan")
+    parser.add_argument("--counts", default="1,10,50", help="policies per evaluation")
     parser.add_argument("--budget-s", type=float, default=240.0, help="stop repeating runs beyond this total")
     parser.add_argument("--smoke", action="store_true", help="small plans, 1 and 10 policies, one run")
     args = parser.parse_args()
-    sizes, counts = ((10, 1_000), (1, 10)) if args.smoke else ((10, 1_000, 10_000), (1, 10, 50))
+    sizes = tuple(int(size) for size in args.sizes.split(","))
+    counts = tuple(int(count) for count in args.counts.split(","))
     if args.smoke:
-        args.runs = 1
+        sizes, counts, args.runs = (10, 1_000), (1, 10), 1
     started = time.monotonic()
     inputs = {size: make_input(size) for size in sizes}
     print(
@@ -134,37 +137,41 @@ def main() -> int:
     )
     failed = False
 
-    def timed(policies: list[PolicySource], input_json: str, engine: str) -> list[float] | None:
-        warm = evaluate_policies(policies, input_json, engine, timeout_s=300)
-        if warm.decision == "error":
-            print(f"{engine:8} {len(policies):8} {len(input_json):9}  error: {warm.error}")
+    def once(policies: list[PolicySource], input_json: str, engine: str) -> float | None:
+        result = evaluate_policies(policies, input_json, engine, timeout_s=300)
+        if result.decision == "error":
+            print(f"{engine:8} {len(policies):8} {len(input_json):9}  error: {result.error}")
             return None
-        times = []
-        for _ in range(args.runs):
-            times.append(evaluate_policies(policies, input_json, engine, timeout_s=300).duration_ms)
-            over_budget = time.monotonic() - started > args.budget_s
-            if over_budget or (len(times) >= 2 and sum(times) > 20_000):
-                break
-        return times
+        return result.duration_ms
 
     for engine in args.engines.split(","):
         for resources, input_json in inputs.items():
-            floor_times = timed([FLOOR], input_json, engine)
-            if floor_times is None:
+            # The floor and every policy count are measured in turn within each run (interleaved), so a
+            # burst of load on the shared machine falls on all of them alike; the medians are compared.
+            cases = [("floor", [FLOOR])] + [(str(count), make_policies(count)) for count in counts]
+            times: dict[str, list[float]] = {label: [] for label, _ in cases}
+            for label, policies in cases:  # warm-up: worker started, policies compiled
+                if once(policies, input_json, engine) is None:
+                    failed = True
+                    cases = [case for case in cases if case[0] != label]
+            for _ in range(args.runs):
+                for label, policies in cases:
+                    duration = once(policies, input_json, engine)
+                    if duration is not None:
+                        times[label].append(duration)
+                spent = sum(sum(found) for found in times.values())
+                if time.monotonic() - started > args.budget_s or spent > 60_000:
+                    break
+            if not times["floor"]:
                 failed = True
                 continue
-            floor = statistics.median(floor_times)
-            rows = [("floor", floor_times)]
-            for count in counts:
-                rows.append((str(count), timed(make_policies(count), input_json, engine)))
-            for label, times in rows:
-                if times is None:
-                    failed = True
-                    continue
+            floor = statistics.median(times["floor"])
+            for label, _ in cases:
+                found = times[label]
                 print(
                     f"{engine:8} {label:>8} {resources:9} {len(input_json) / 1e6:8.2f} "
-                    f"{statistics.median(times):10.1f} {min(times):8.1f} {len(times):4} "
-                    f"{statistics.median(times) / floor:7.2f}x",
+                    f"{statistics.median(found):10.1f} {min(found):8.1f} {len(found):4} "
+                    f"{statistics.median(found) / floor:7.2f}x",
                     flush=True,
                 )
     print(f"total {time.monotonic() - started:.0f} s")

@@ -162,6 +162,13 @@ class Evaluation(models.Model):
     )
     duration_ms = models.FloatField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
+    explanations_due_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        db_index=True,
+        help_text="Set while the explanations of its outcomes are still to be computed (by a worker, after "
+        "the decision: deployments/explanations.py); when the task was last sent.",
+    )
 
     class Meta:
         ordering = ["created_at", "id"]
