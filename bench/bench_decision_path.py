@@ -1,9 +1,9 @@
 """Trigger to decision with policies that warn (not a test: prints one table from one run).
 
-    .venv/bin/python bench/bench_decision_path.py [--resources 10000] [--runs 5] [--smoke]
+    .venv/bin/python bench/bench_decision_path.py [--resources 10000] [--policies 1] [--runs 5] [--smoke]
 
 Each round triggers a deployment whose plan has --resources bucket changes, three of them public, under
-three policies that warn about public buckets (so each has an explanation to give: which rule fired and
+--policies policies that warn about public buckets (so each has an explanation to give: which rule fired and
 what it read). Without a broker the worker's tasks run in this process once their transaction commits,
 so one trigger call does everything; the figures are taken from the rows:
 - decision: from the trigger to the evaluation recorded (its ``created_at``), what the pipeline waits for;
@@ -57,6 +57,7 @@ def plan(resources: int) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--resources", type=int, default=10_000)
+    parser.add_argument("--policies", type=int, default=1)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--smoke", action="store_true", help="30 resources, one round: proves it runs")
     arguments = parser.parse_args()
@@ -83,7 +84,7 @@ def main() -> int:
     call_command("migrate", verbosity=0)
     world = World.create()
     world.platform.approval_policies.set([])
-    for number in range(3):
+    for number in range(arguments.policies):
         world.platform.approval_policies.add(make_policy(f"public buckets {number}", PUBLIC_BUCKETS))
     the_plan = plan(arguments.resources)
 
@@ -109,7 +110,10 @@ def main() -> int:
         decided.append(decision_s)
         explained.append(explained_s)
         statuses.add(status)
-    print(f"{arguments.resources} resources, 3 warning policies, {arguments.runs} rounds (medians, ms): {statuses}")
+    print(
+        f"{arguments.resources} resources, {arguments.policies} warning policies, {arguments.runs} rounds "
+        f"(medians, ms): {statuses}"
+    )
     print(f"  trigger -> decision   {statistics.median(decided) * 1000:8.1f}")
     print(f"  trigger -> explained  {statistics.median(explained) * 1000:8.1f}")
     shutil.rmtree(workdir, ignore_errors=True)

@@ -1,8 +1,11 @@
 """The engine adapters. They run only inside the supervised worker process (worker.py).
 
 Each adapter evaluates every policy in its own namespace:
-- regorus: a base engine holds the input (loaded ONCE per evaluation) and the library; each policy gets
-  ``base.clone()`` (the input is shared, not copied) plus its own modules and data. Each decision rule
+- regorus: a base engine holds the input (loaded ONCE per evaluation); each policy gets ``base.clone()``
+  (the input is shared, not copied) plus its own modules and data. Only a policy that may read the shared
+  library (``reaches_library``) is cloned from a second base that has it: compiling the library's
+  modules again with every policy cost about a millisecond per policy, as much as a trivial policy's
+  whole evaluation. Each decision rule
   is queried on its own (``data.env0.deny``...): regorus fails open when the whole package is queried
   and a module imports its own package. That alone is not enough (a single module importing its own
   package still failed open), so references.py also rewrites such imports beforehand.
@@ -74,6 +77,7 @@ class RegorusAdapter:
         import regorus
 
         self._regorus = regorus
+        self._library_readers = LRUCache()  # by policy and its modules: scanned once per worker
 
     def _new_engine(self) -> Any:
         engine = self._regorus.Engine()
@@ -146,17 +150,32 @@ class RegorusAdapter:
                 f"the policy input is not valid JSON: {parse_regorus_error(str(error)).message}"
             ) from None
         base.set_rego_v0(False)
-        for filename, source in library_modules_for_regorus():
-            try:
-                self._add(base, filename, source, None)
-            except PolicyCompileError as error:
-                raise PolicyRuntimeError(
-                    f"shared library: {error.message}", file=error.file, line=error.line, column=error.column
-                ) from None
+        with_library: list[Any] = []  # made once, when a policy may read the library
+
+        def library_base() -> Any:
+            if not with_library:
+                engine = base.clone()  # the input is shared, not read again
+                for filename, source in library_modules_for_regorus():
+                    try:
+                        self._add(engine, filename, source, None)
+                    except PolicyCompileError as error:
+                        raise PolicyRuntimeError(
+                            f"shared library: {error.message}",
+                            file=error.file,
+                            line=error.line,
+                            column=error.column,
+                        ) from None
+                with_library.append(engine)
+            return with_library[0]
+
         for index, policy in enumerate(policies):
             report(index, "started")
+            reads_library = self._library_readers.get_or_create(
+                (policy.key, policy.modules), lambda policy=policy: reaches_library(policy)
+            )
+            parent = library_base() if reads_library else base
             try:
-                engine = self._engine(base, policy, with_library=False)
+                engine = self._engine(parent, policy, with_library=False)
                 report(index, "outcome", messages=self._rules(engine, policy))
             except (PolicyCompileError, PolicyRuntimeError) as error:
                 report(index, "outcome", error=_error_dict(error))
@@ -168,8 +187,8 @@ _WHOLE = None  # input_keys: the policy may read the whole input
 
 def _input_reads(modules: tuple[tuple[str, str], ...]) -> tuple[frozenset[str] | None, bool]:
     """The top-level input keys these modules read (None: possibly any of them), and whether they may
-    reach the shared library (``data.lib``, or ``data`` read with a computed key)."""
-    keys: set[str] = set()
+    reach the shared library (``data.lib``, ``lib``, or ``data`` read with a computed key)."""
+    keys: set[str] | None = set()
     library = False
     for _, source in modules:
         code = code_tokens(tokenize(source))
@@ -179,24 +198,25 @@ def _input_reads(modules: tuple[tuple[str, str], ...]) -> tuple[frozenset[str] |
             if token.kind != IDENT:
                 continue
             after = code[index + 1 : index + 4]
-            if token.text == "lib":
+            dotted = len(after) >= 2 and after[0].text == "." and after[1].kind == IDENT
+            if token.text == "lib" or (token.text == "data" and not dotted):
                 library = True
-            elif token.text == "data" and not (
-                len(after) >= 2 and after[0].text == "." and after[1].kind == IDENT
-            ):
-                library = True
-            if token.text != "input":
+            if token.text != "input" or keys is None:
                 continue
-            if len(after) >= 2 and after[0].text == "." and after[1].kind == IDENT:
+            if dotted:
                 keys.add(after[1].text)
             elif len(after) == 3 and after[0].text == "[" and after[2].text == "]":
                 key = string_value(after[1])
-                if key is None:
-                    return _WHOLE, True
-                keys.add(key)
+                keys = None if key is None else keys | {key}
             else:
-                return _WHOLE, True  # input alone, input[x], with input as ...: any part of it
-    return frozenset(keys), library
+                keys = None  # input alone, input[x], with input as ...: any part of it
+    return (None if keys is None else frozenset(keys)), library
+
+
+def reaches_library(policy: PreparedPolicy) -> bool:
+    """Whether the policy (as regorus gets it) may read the shared library: only then is it compiled
+    with it (compiling the library again costs about a millisecond per policy and evaluation)."""
+    return _input_reads(policy.modules)[1]
 
 
 def input_keys(policy: PreparedPolicy) -> frozenset[str] | None:

@@ -1,18 +1,19 @@
-"""On OPA, each policy is given only the top-level parts of the input it can read (the bindings convert
+"""What a policy can read decides what it is given. On OPA, each policy is given only the top-level parts of the input it can read (the bindings convert
 the whole input again on every query): what it reads, and so what it decides, must be the same as with
-the whole input. A policy that may read the input as a whole gets all of it."""
+the whole input. A policy that may read the input as a whole gets all of it. On regorus, only a policy
+that may read the shared library is compiled with it."""
 
 import json
 
 import pytest
 
 from policies_app.rego import PolicyModule, PolicySource, evaluate_policies
-from policies_app.rego.engines import input_keys
+from policies_app.rego.engines import input_keys, reaches_library
 from policies_app.rego.prepare import policy_payload, prepare_policy
 
 INPUT = json.dumps(
     {
-        "approvers": [{"name": "Bob"}],
+        "approvers": [{"name": "Bob"}],  # without an email: no approver for the library
         "plan": {"resource_changes": [{"address": "a.b", "change": {"actions": ["delete"]}}]},
         "deploymentRequest": {"type": "deploy"},
         "weird key": 1,
@@ -94,3 +95,37 @@ def test_policies_reading_different_parts_share_one_evaluation_on_opa():
         ("pending", ["deploy"]),
         ("allow", ["nothing read"]),
     ]
+
+
+@pytest.mark.parametrize(
+    "text, reaches",
+    [
+        ('deny contains "x" if input.plan', False),
+        ('deny contains "x" if data.env0.y\ny := input.a', False),
+        ("import data.lib.tfplan\ndeny contains r if some r in tfplan.deletes", True),
+        ('deny contains "x" if count(data.lib.approvals.approvers) > 1', True),
+        ('deny contains "x" if data["lib"]', True),
+    ],
+)
+def test_only_a_policy_that_may_read_the_library_is_compiled_with_it(text, reaches):
+    assert reaches_library(prepare_policy(policy_payload(source(text)))) is reaches
+
+
+def test_policies_with_and_without_the_library_in_one_evaluation_decide_as_on_opa():
+    with_library = PolicySource(
+        "lib@1",
+        "lib",
+        "v1",
+        (
+            PolicyModule(
+                "policy.rego",
+                "package env0\n\nimport data.lib.approvals\n\n"
+                'deny contains "no approver" if count(approvals.distinct_approvers_other_than_deployer) == 0\n',
+            ),
+        ),
+        None,
+    )
+    without = source('warn contains "one approver" if count(input.approvers) == 1')
+    for engine in ("regorus", "opa"):
+        result = evaluate_policies([without, with_library, without], INPUT, engine)
+        assert [o.decision for o in result.outcomes] == ["warn", "deny", "warn"], (engine, result.error)
