@@ -220,3 +220,23 @@ def test_the_decision_is_recorded_before_its_explanation_which_a_worker_adds_and
     assert outcome_of(shown, "public buckets")["explanation"] == explained
     assert explain_evaluation(evaluation.pk) is False  # already done: a redelivered task writes nothing
     assert resend_due_explanations() == []
+
+
+def test_an_approval_email_sent_before_the_explanation_task_ran_still_says_why(world, api):
+    from policies_app.models import ApprovalRequestEmail, Evaluation
+
+    world.platform.approval_policies.add(make_policy("token in use", TOKEN_IN_USE))
+    world.environment.environment_variables = {"DEPLOY_TOKEN": "shared-token-1234"}
+    world.environment.save()
+    deployment = deploy(world, api)
+    evaluation = Evaluation.objects.get(pk=deployment["evaluations"][-1]["id"])
+    without = [{k: v for k, v in o.items() if k != "explanation"} for o in evaluation.outcomes]
+    Evaluation.objects.filter(pk=evaluation.pk).update(outcomes=without, explanations_due_at=evaluation.created_at)
+    ApprovalRequestEmail.objects.filter(deployment_id=deployment["id"]).update(sent_at=None)  # not sent yet
+    mail.outbox.clear()
+
+    send_approval_emails(deployment["id"])
+
+    assert mail.outbox, "an approver was emailed"
+    assert "  (from pending rule at main.rego:3, read input.variables.environment.DEPLOY_TOKEN" in mail.outbox[0].body
+    assert Evaluation.objects.get(pk=evaluation.pk).explanations_due_at is None
