@@ -17,6 +17,13 @@ Each adapter evaluates every policy in its own namespace:
   (``input_keys``: its modules, and the shared library's when it can reach it, scanned for ``input.x``);
   a policy that may read the input as a whole (``input`` alone, ``input[x]``, a template string) gets all
   of it. What a policy reads is the same either way, so its decision is too.
+  Better still, the policies of one evaluation are compiled together into one OpaEngine (cached per set
+  of policies), each under a namespace of its own (``namespaced``: ``package env0`` becomes
+  ``package __p3.env0``, ``data.x`` becomes ``data.__p3.x``, the shared library excepted), and decided by
+  ONE query over the input read once. Where that cannot be done exactly (a policy reading ``data``
+  with a computed key, a template string, a package under ``lib``), or where the combined compile or
+  query reports any error, each policy is evaluated on its own engine as before, so an error is
+  exactly that policy's own.
 """
 
 from __future__ import annotations
@@ -254,6 +261,52 @@ class _EncodedInput:
         return self._parts[keys]
 
 
+def namespaced(modules: tuple[tuple[str, str], ...], prefix: str) -> tuple[tuple[str, str], ...] | None:
+    """The modules with every package and every reference into ``data`` moved under ``data.<prefix>``
+    (the shared library's ``data.lib`` excepted), so that several policies share one engine without
+    seeing each other; None when that cannot be done exactly."""
+    result = []
+    for filename, source in modules:
+        code = code_tokens(tokenize(source))
+        inserts: list[int] = []
+        for index, token in enumerate(code):
+            if token.kind == STRING and token.text.startswith("$"):
+                return None  # a template string: references we do not see
+            if token.kind != IDENT or (index > 0 and code[index - 1].text == "."):
+                continue  # a field named "data" or "package" is no reference
+            following = code[index + 1] if index + 1 < len(code) else None
+            if token.text == "package":
+                if following is None or following.kind != IDENT or following.text == "lib":
+                    return None
+                inserts.append(following.start)
+            elif token.text == "data":
+                after = code[index + 2] if index + 2 < len(code) else None
+                if following is None or following.text != "." or after is None or after.kind != IDENT:
+                    return None  # data alone or data[x]: any package, ours or another policy's
+                if after.text != "lib":
+                    inserts.append(after.start)
+        for position in sorted(inserts, reverse=True):
+            source = f"{source[:position]}{prefix}.{source[position:]}"
+        result.append((f"{prefix}/{filename}", source))
+    return tuple(result)
+
+
+class _Combined:
+    """Several policies compiled into one OpaEngine, and the one query that reads all their rules."""
+
+    def __init__(self, engine: Any, prefixes: list[str]) -> None:
+        self.engine = engine
+        self.query = "; ".join(
+            f"{prefix}_{rule} := [value | value := data.{prefix}.env0.{rule}]"
+            for prefix in prefixes
+            for rule in DECISION_RULES
+        )
+        self.prefixes = prefixes
+
+    def close(self) -> None:
+        self.engine.close()
+
+
 class OpaAdapter:
     """OPA itself. Every policy is compiled into its own engine, kept while the worker lives."""
 
@@ -261,7 +314,6 @@ class OpaAdapter:
 
     def __init__(self) -> None:
         from opa_bindings import OpaEngine, OpaError
-
         from opa_bindings.engine import _cstr, _dumps
 
         self._opa_engine = OpaEngine
@@ -269,6 +321,8 @@ class OpaAdapter:
         self._cstr, self._dumps = _cstr, _dumps  # the bindings' own encodings (pinned: 0.4.4)
         self._engines = LRUCache(64, on_evict=lambda engine: engine.close())  # Go memory: freed on close
         self._input_keys = LRUCache()
+        # Sets of policies compiled together (None: they cannot be, or OPA refused them together).
+        self._combined = LRUCache(16, on_evict=lambda combined: combined and combined.close())
 
     def _compile(self, policy: PreparedPolicy) -> Any:
         engine = self._opa_engine()
@@ -304,6 +358,47 @@ class OpaAdapter:
     def check(self, policy: PreparedPolicy, cache_key: Any) -> None:
         self._engine(policy, cache_key)
 
+    def _compile_together(self, policies: list[PreparedPolicy]) -> _Combined | None:
+        prefixes = [f"__p{index}" for index in range(len(policies))]
+        parts = [
+            namespaced(policy.opa_modules, prefix) for policy, prefix in zip(policies, prefixes, strict=True)
+        ]
+        if any(part is None for part in parts):
+            return None
+        engine = self._opa_engine()
+        engine.print_handler = lambda message, location: None
+        try:
+            for filename, source in library_modules():
+                engine.add_policy(filename, source)
+            for policy, prefix, modules in zip(policies, prefixes, parts, strict=True):
+                for filename, source in modules or ():
+                    engine.add_policy(filename, source)
+                if policy.data_json is not None:
+                    engine.add_data(json.loads(policy.data_json), prefix)
+            engine.eval_query("compiled := true")
+        except self._opa_error:
+            engine.close()
+            return None  # each policy on its own engine says what is wrong with it
+        return _Combined(engine, prefixes)
+
+    def _decide_together(
+        self, policies: list[PreparedPolicy], cache_keys: list[Any], given: _EncodedInput
+    ) -> list[RuleValues] | None:
+        """Every policy's rule values from one query over the input read once; None when not possible."""
+        if len(policies) < 2 or given.error is not None:
+            return None
+        combined = self._combined.get_or_create(tuple(cache_keys), lambda: self._compile_together(policies))
+        if combined is None:
+            return None
+        try:
+            [bindings] = self._eval_query(combined.engine, combined.query, given.of(_WHOLE)) or [{}]
+        except self._opa_error:
+            return None  # an error of one policy: each is evaluated on its own, to report exactly its own
+        return [
+            _messages({rule: (bindings.get(f"{prefix}_{rule}") or [None])[0] for rule in DECISION_RULES})
+            for prefix in combined.prefixes
+        ]
+
     def _eval_query(self, engine: Any, query: str, encoded: bytes) -> list[dict[str, Any]]:
         """``engine.eval_query(query, input)`` with the input already encoded: what eval_query does
         (opa_bindings 0.4.4, engine.py), without encoding the input again for every policy."""
@@ -338,6 +433,12 @@ class OpaAdapter:
         except ValueError as error:
             raise PolicyRuntimeError(f"the policy input is not valid JSON: {error}") from None
         given = _EncodedInput(input_value, self._dumps, self._opa_error)
+        together = self._decide_together(policies, cache_keys, given)
+        if together is not None:
+            for index, values in enumerate(together):
+                report(index, "started")
+                report(index, "outcome", messages=values)
+            return
         for index, policy in enumerate(policies):
             report(index, "started")
             try:
