@@ -24,6 +24,10 @@ Each adapter evaluates every policy in its own namespace:
   with a computed key, a template string, a package under ``lib``), or where the combined compile or
   query reports any error, each policy is evaluated on its own engine as before, so an error is
   exactly that policy's own.
+
+Why this module is long: both adapters, and what the OPA one needs to read the input once (what a
+policy can read of the input, the namespacing that lets policies share one engine, the fallback), are
+one piece: they share the rule values, the error translation and the caches.
 """
 
 from __future__ import annotations

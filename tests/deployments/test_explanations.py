@@ -179,7 +179,9 @@ def test_a_message_an_enforcement_level_prefixed_keeps_its_explanation(world, ap
     assert printed[reason + 1].startswith("    from deny rule at main.rego:3 read ")
 
 
-def test_the_decision_is_recorded_before_its_explanation_which_a_worker_adds_and_a_sweeper_resends(world, api):
+def test_the_decision_is_recorded_before_its_explanation_which_a_worker_adds_and_a_sweeper_resends(
+    world, api
+):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -231,12 +233,17 @@ def test_an_approval_email_sent_before_the_explanation_task_ran_still_says_why(w
     deployment = deploy(world, api)
     evaluation = Evaluation.objects.get(pk=deployment["evaluations"][-1]["id"])
     without = [{k: v for k, v in o.items() if k != "explanation"} for o in evaluation.outcomes]
-    Evaluation.objects.filter(pk=evaluation.pk).update(outcomes=without, explanations_due_at=evaluation.created_at)
+    Evaluation.objects.filter(pk=evaluation.pk).update(
+        outcomes=without, explanations_due_at=evaluation.created_at
+    )
     ApprovalRequestEmail.objects.filter(deployment_id=deployment["id"]).update(sent_at=None)  # not sent yet
     mail.outbox.clear()
 
     send_approval_emails(deployment["id"])
 
     assert mail.outbox, "an approver was emailed"
-    assert "  (from pending rule at main.rego:3, read input.variables.environment.DEPLOY_TOKEN" in mail.outbox[0].body
+    assert (
+        "  (from pending rule at main.rego:3, read input.variables.environment.DEPLOY_TOKEN"
+        in mail.outbox[0].body
+    )
     assert Evaluation.objects.get(pk=evaluation.pk).explanations_due_at is None

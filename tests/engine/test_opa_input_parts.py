@@ -22,7 +22,9 @@ INPUT = json.dumps(
 
 
 def source(text: str, version: str = "v1") -> PolicySource:
-    return PolicySource("p@1", "p", version, (PolicyModule("policy.rego", f"package env0\n\n{text}\n"),), None)
+    return PolicySource(
+        "p@1", "p", version, (PolicyModule("policy.rego", f"package env0\n\n{text}\n"),), None
+    )
 
 
 def keys_of(text: str, version: str = "v1"):
@@ -33,8 +35,14 @@ def keys_of(text: str, version: str = "v1"):
     "text, expected",
     [
         ('deny contains "x" if input.plan.resource_changes[_].change.actions[_] == "delete"', {"plan"}),
-        ('deny contains "x" if { input["weird key"] == 1; count(input.approvers) > 0 }', {"weird key", "approvers"}),
-        ("import input.deploymentRequest as request\ndeny contains request.type if true", {"deploymentRequest"}),
+        (
+            'deny contains "x" if { input["weird key"] == 1; count(input.approvers) > 0 }',
+            {"weird key", "approvers"},
+        ),
+        (
+            "import input.deploymentRequest as request\ndeny contains request.type if true",
+            {"deploymentRequest"},
+        ),
         ('deny contains "x" if { some k; input[k] }', None),
         ('deny contains "x" if count(input) == 4', None),
         ('deny contains "x" if { object.keys(input) }', None),
@@ -59,10 +67,16 @@ def test_what_a_policy_can_read_of_the_input(text, expected):
         ('deny contains k if { some k, _ in input; k == "weird key" }', "deny", ["weird key"]),
         ('deny contains sprintf("%v", [count(object.keys(input))]) if true', "deny", ["4"]),
         ('deny contains "no plan" if not input.plan', None, []),
-        ('deny contains a.address if { some a in input.plan.resource_changes; "delete" in a.change.actions }',
-         "deny", ["a.b"]),
-        ('pending contains "one approver" if { count(input["approvers"]) == 1; not input.costEstimation }',
-         "pending", ["one approver"]),
+        (
+            'deny contains a.address if { some a in input.plan.resource_changes; "delete" in a.change.actions }',
+            "deny",
+            ["a.b"],
+        ),
+        (
+            'pending contains "one approver" if { count(input["approvers"]) == 1; not input.costEstimation }',
+            "pending",
+            ["one approver"],
+        ),
     ],
 )
 def test_a_policy_decides_on_opa_as_over_the_whole_input_and_as_on_regorus(text, decision, messages):
@@ -78,11 +92,13 @@ def test_a_policy_decides_on_opa_as_over_the_whole_input_and_as_on_regorus(text,
 
 def test_policies_reading_different_parts_share_one_evaluation_on_opa():
     policies = [
-        PolicySource(f"p{n}@1", f"p{n}", "v1", (PolicyModule("policy.rego", f"package env0\n\n{text}\n"),), None)
+        PolicySource(
+            f"p{n}@1", f"p{n}", "v1", (PolicyModule("policy.rego", f"package env0\n\n{text}\n"),), None
+        )
         for n, text in enumerate(
             [
                 'deny contains "whole" if count(input) == 4',
-                'warn contains a.name if { some a in input.approvers }',
+                "warn contains a.name if { some a in input.approvers }",
                 'pending contains "deploy" if input.deploymentRequest.type == "deploy"',
                 'allow contains "nothing read" if true',
             ]

@@ -42,7 +42,9 @@ def test_the_corpus_in_one_query_decides_each_policy_as_alone(decidable, number)
     prepared = [prepare_policy(policy_payload(source)) for source in decidable]
     keys = [(source.key, "h") for source in decidable]
     reported: dict[int, dict] = {}
-    adapter.evaluate(prepared, keys, input_json, lambda index, kind, **fields: reported.__setitem__(index, fields))
+    adapter.evaluate(
+        prepared, keys, input_json, lambda index, kind, **fields: reported.__setitem__(index, fields)
+    )
     assert adapter._combined[tuple(keys)] is not None, "the corpus was compiled together"
     together = evaluate_policies(decidable, input_json, "opa", timeout_s=120)
     for source, outcome in zip(decidable, together.outcomes, strict=True):
@@ -53,14 +55,22 @@ CONFLICT = PolicySource(
     "conflict@1",
     "conflict",
     "v1",
-    (PolicyModule("policy.rego", 'package env0\n\nx := 1\nx := 2 if input.a\n\ndeny contains "x" if x == 1\n'),),
+    (
+        PolicyModule(
+            "policy.rego", 'package env0\n\nx := 1\nx := 2 if input.a\n\ndeny contains "x" if x == 1\n'
+        ),
+    ),
     None,
 )
 FINE = PolicySource(
     "fine@1",
     "fine",
     "v1",
-    (PolicyModule("policy.rego", 'package env0\n\nimport data.lib.tfplan\n\nwarn contains "w" if input.a\n'),),
+    (
+        PolicyModule(
+            "policy.rego", 'package env0\n\nimport data.lib.tfplan\n\nwarn contains "w" if input.a\n'
+        ),
+    ),
     {"limit": 3},
 )
 
