@@ -95,8 +95,8 @@ def main() -> int:
         deployment = Deployment.objects.get(pk=deployment.pk)
         evaluation = deployment.evaluations.last()
         explained = all(
-            "explanation" in outcome for outcome in evaluation.outcomes if outcome.get("decision") == "warn"
-        )
+            outcome.get("explanation") for outcome in evaluation.outcomes if outcome.get("decision") == "warn"
+        )  # False when an explanation came back empty (its own time limit, on a loaded machine)
         status = deployment.status
         if status == "approved":
             lifecycle.complete_deployment(deployment, world.bob, "succeeded")
