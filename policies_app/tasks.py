@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from policies_app.accounts import audit_chain, audit_stream, users
+from policies_app.deployments.explanations import explain_evaluation, resend_due_explanations
 from policies_app.deployments.sweeps import resend_lost_evaluations, sweep_waiting_deployments
 from policies_app.deployments.verdicts import evaluate_deployment
 from policies_app.models import ApprovalPolicy
@@ -35,6 +36,16 @@ def evaluate_deployment_task(deployment_id: int, resume: bool = False) -> None:
 @shared_task
 def resend_lost_evaluations_task() -> list[int]:
     return resend_lost_evaluations()
+
+
+@shared_task(acks_late=True, autoretry_for=(DatabaseError,), retry_backoff=True, max_retries=8)
+def explain_evaluation_task(evaluation_id: int) -> bool:
+    return explain_evaluation(evaluation_id)
+
+
+@shared_task
+def resend_due_explanations_task() -> list[int]:
+    return resend_due_explanations()
 
 
 @shared_task(

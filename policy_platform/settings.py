@@ -432,6 +432,12 @@ CELERY_BEAT_SCHEDULE["resend-lost-branch-checks"] = {
     "task": "policies_app.tasks.resend_lost_branch_checks_task",
     "schedule": EVALUATION_SWEEP_INTERVAL_SECONDS,
 }
+# Explanations of an evaluation still due EVALUATION_RESEND_AFTER_SECONDS after their task was sent are
+# sent again (policies_app/deployments/explanations.py).
+CELERY_BEAT_SCHEDULE["resend-due-explanations"] = {
+    "task": "policies_app.tasks.resend_due_explanations_task",
+    "schedule": EVALUATION_SWEEP_INTERVAL_SECONDS,
+}
 # A replay still queued EVALUATION_RESEND_AFTER_SECONDS after its task was sent is sent again.
 CELERY_BEAT_SCHEDULE["resend-lost-replays"] = {
     "task": "policies_app.tasks.resend_lost_replays_task",

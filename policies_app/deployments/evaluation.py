@@ -9,7 +9,7 @@ from typing import Any
 from django.db import transaction
 
 from policies_app.choices import ApprovalDecision, Decision, RequestType
-from policies_app.deployments.explanations import explain_outcomes
+from policies_app.deployments.explanations import explanations_due
 from policies_app.deployments.input_codec import Span, encode_input
 from policies_app.deployments.policy_input import build_policy_input
 from policies_app.deployments.requirements import requirements_of_revision
@@ -91,6 +91,9 @@ class Verdict:
     template_commit: str = ""  # the commit the template's configuration was read at, if any
     sensitive_paths: list[Any] = field(default_factory=list)  # kept beside the input (guards/masking.py)
     input_spans: list[Span] = field(default_factory=list)  # its shared pieces, stored once (stored_inputs)
+    # Which rules fired and what they read, for the messages people read: computed by a worker after the
+    # decision is recorded (deployments/explanations.py), never on the way to it.
+    explanations_due: bool = False
 
 
 def _verdict_without_policies(deployment: Deployment, request_type: str, input_json: str) -> Verdict:
@@ -141,8 +144,6 @@ def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevis
                 "requirements": requirements_of_revision(revision) if revision else [],
             }
         )
-    # Which rules fired and what they read, for the messages people read (best-effort, masked).
-    explain_outcomes(outcomes, revisions, input_json, built.document, built.sensitivity, secrets)
     messages = {kind: scrubbed(list(result.messages.get(kind, [])), secrets) for kind in MESSAGE_KINDS}
     # A waived policy's deny and pending count as warn (deployments/waivers.py); an error never does.
     decision, messages = waive(deployment, result.decision, outcomes, messages)
@@ -167,6 +168,7 @@ def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevis
         template_commit=built.template_commit,
         sensitive_paths=built.sensitivity.paths,
         input_spans=spans,
+        explanations_due=explanations_due(outcomes),
     )
 
 

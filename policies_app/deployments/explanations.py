@@ -1,8 +1,12 @@
 """Why a policy decided as it did: each fired rule with its file and line, and the input values it read.
 
-Computed on OPA (rego/reads.py) for the policies whose messages people read (deny, pending, warn), after
-the decision, at the cost of one more evaluation each, bounded in time (its own timeout) and in size.
-It fails soft: a policy whose explanation cannot be had keeps its decision, with no explanation.
+Computed on OPA (rego/reads.py) for the policies whose messages people read (deny, pending, warn), at the
+cost of one more evaluation each, bounded in time (its own timeout) and in size. Never on the way to a
+decision: the evaluation is recorded with ``explanations_due_at`` set (the due work, in its row), a worker
+then computes them (``explain_evaluation``, woken through wakeups.py) and a sweeper sends the task again
+when it was lost (``resend_due_explanations``). Until then the pages and the API say that the explanation
+is being prepared. It fails soft: a policy whose explanation cannot be had keeps its decision, with no
+explanation.
 
 The values come from the input as people may see it (guards/masking.py ``shown_document``): a value
 read at a sensitive path is the mask, and no string shown holds a sensitive value."""
@@ -11,13 +15,17 @@ from __future__ import annotations
 
 import json
 import logging
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
 
-from policies_app import rego
-from policies_app.guards.masking import MASK, Sensitivity, scrub, shown_document
-from policies_app.models import PolicyRevision
+from policies_app import rego, wakeups
+from policies_app.deployments import stored_inputs
+from policies_app.guards.masking import MASK, Sensitivity, scrub, secrets_of, shown_document
+from policies_app.models import Evaluation, PolicyRevision
 from policies_app.policies.engine import policy_source
 
 logger = logging.getLogger(__name__)
@@ -100,6 +108,59 @@ def _scrubbed_value(value: Any, secrets: frozenset[str]) -> Any:
     return scrub(small, secrets) if isinstance(small, str) and small != MASK else small
 
 
+def _wanted(outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o for o in outcomes if o.get("decision") in EXPLAINED_DECISIONS and o.get("policy_id")]
+
+
+def explanations_due(outcomes: list[dict[str, Any]]) -> bool:
+    """Whether any outcome is one whose messages people read, and so gets an explanation."""
+    return bool(_wanted(outcomes))
+
+
+def wake_explanations(evaluation_id: int) -> None:
+    """Have a worker explain the evaluation once the transaction that recorded it commits."""
+    wakeups.wake("policies_app.tasks.explain_evaluation_task", evaluation_id)
+
+
+def explain_evaluation(evaluation_id: int) -> bool:
+    """Compute and store the explanations an evaluation is due (the task's work). Safe to run twice: work
+    found done is skipped, and only a row still due is written. Returns whether it stored them."""
+    evaluation = Evaluation.objects.filter(pk=evaluation_id, explanations_due_at__isnull=False).first()
+    if evaluation is None:
+        return False
+    input_json = stored_inputs.input_of(evaluation)
+    outcomes = [dict(outcome) for outcome in evaluation.outcomes or []]
+    if input_json:  # None or "" once purged: nothing left to explain with
+        revisions = list(evaluation.policy_revisions.select_related("policy").prefetch_related("modules"))
+        document = json.loads(input_json)
+        sensitivity = Sensitivity.of(evaluation)
+        secrets = secrets_of(document, sensitivity)
+        explain_outcomes(outcomes, revisions, input_json, document, sensitivity, secrets)
+    for outcome in _wanted(outcomes):
+        outcome.setdefault("explanation", [])  # no longer "being prepared", even when none could be had
+    return bool(
+        Evaluation.objects.filter(pk=evaluation_id, explanations_due_at__isnull=False).update(
+            outcomes=outcomes, explanations_due_at=None
+        )
+    )
+
+
+def resend_due_explanations() -> list[int]:
+    """Send again the explanation tasks still due a while after they were sent (the broker was down, the
+    message was lost, the worker died). Returns the evaluations' ids."""
+    now = timezone.now()
+    resend_before = now - timedelta(seconds=settings.EVALUATION_RESEND_AFTER_SECONDS)
+    due = Evaluation.objects.filter(explanations_due_at__lt=resend_before).order_by("explanations_due_at")
+    resent = list(due.values_list("pk", flat=True)[: settings.EVALUATION_RESEND_BATCH])
+    if resent:
+        with transaction.atomic():  # the tasks are sent once the new send time is committed
+            Evaluation.objects.filter(pk__in=resent).update(explanations_due_at=now)
+            for evaluation_id in resent:
+                wake_explanations(evaluation_id)
+        logger.warning("resent the explanations of %d evaluations: %s", len(resent), resent)
+    return resent
+
+
 def explain_outcomes(
     outcomes: list[dict[str, Any]],
     revisions: list[PolicyRevision],
@@ -109,7 +170,7 @@ def explain_outcomes(
     secrets: frozenset[str],
 ) -> None:
     """Add ``explanation`` to each outcome whose decision people read (in place)."""
-    wanted = [o for o in outcomes if o.get("decision") in EXPLAINED_DECISIONS and o.get("policy_id")]
+    wanted = _wanted(outcomes)
     if not wanted:
         return
     revision_of = {(r.policy_id, r.number): r for r in revisions}

@@ -15,6 +15,7 @@ from policies_app.choices import Decision, DeploymentStatus, EventKind, RequestT
 from policies_app.deployments import lifecycle, stored_inputs
 from policies_app.deployments.carry_over import carry_over_approvals
 from policies_app.deployments.evaluation import Verdict, judge, pinned_revisions, request_type_for
+from policies_app.deployments.explanations import wake_explanations
 from policies_app.guards import file_sandbox
 from policies_app.models import Deployment, DeploymentEvent, Evaluation
 from policies_app.ops import metrics
@@ -63,8 +64,11 @@ def _record_verdict(
             duration_ms=verdict.duration_ms,
             sensitive_variables=deployment.environment.sensitive_variables,
             sensitive_paths=verdict.sensitive_paths,
+            explanations_due_at=timezone.now() if verdict.explanations_due else None,
         )
         stored_inputs.record_input(evaluation, stored)
+        if verdict.explanations_due:
+            wake_explanations(evaluation.pk)  # after the decision, never on its way
         seen = Evaluation.policy_revisions.through
         seen.objects.bulk_create(
             seen(evaluation_id=evaluation.pk, policyrevision_id=revision.pk) for revision in verdict.revisions

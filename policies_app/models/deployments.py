@@ -162,9 +162,23 @@ class Evaluation(models.Model):
     )
     duration_ms = models.FloatField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
+    explanations_due_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Set while the explanations of its outcomes are still to be computed (by a worker, after "
+        "the decision: deployments/explanations.py); when the task was last sent.",
+    )
 
     class Meta:
         ordering = ["created_at", "id"]
+        # Partial: only the few evaluations whose explanations are still due, which the sweeper looks for.
+        indexes = [
+            models.Index(
+                fields=["explanations_due_at"],
+                name="evaluation_explanations_due",
+                condition=Q(explanations_due_at__isnull=False),
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.request_type} evaluation of deployment #{self.deployment_id}: {self.decision}"

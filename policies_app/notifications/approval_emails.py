@@ -23,7 +23,7 @@ from django.utils import timezone
 from policies_app import access, audit, wakeups
 from policies_app.choices import WAIVED_MARK, Capability, DeploymentStatus, EmailMode
 from policies_app.deployments import requirements, stored_inputs
-from policies_app.deployments.explanations import short_why
+from policies_app.deployments.explanations import explain_evaluation, short_why
 from policies_app.deployments.plan_summary import summarise_plan
 from policies_app.errors import Invalid
 from policies_app.guards.names import one_line
@@ -127,8 +127,16 @@ def describe_waiting(deployment: Deployment, full_name: str, tree: ProjectTree) 
     ]
     if deployment.monthly_cost_diff is not None:
         lines.append(f"Monthly cost change: {deployment.monthly_cost_diff:+.2f}")
-    # Which rule gave each reason and what it read, in short (values masked when they were stored).
-    latest = deployment.evaluations.order_by("-created_at", "-id").values_list("outcomes", flat=True).first()
+    # Which rule gave each reason and what it read, in short (values masked when they were stored). An
+    # email is sent by a worker, off the decision's path: explanations still due are computed here first
+    # rather than leaving them out (explain_evaluation stores them once, whoever gets there first).
+    found = deployment.evaluations.order_by("-created_at", "-id").values_list(
+        "pk", "outcomes", "explanations_due_at"
+    )
+    latest_id, latest, due = found.first() or (None, None, None)
+    if due is not None:
+        explain_evaluation(latest_id)  # done here, or by the explanation task meanwhile: read it again
+        latest = deployment.evaluations.filter(pk=latest_id).values_list("outcomes", flat=True).first()
     for message in pending:
         lines.append(f"Waiting because: {message}")
         why = short_why(latest, message)

@@ -177,3 +177,73 @@ def test_a_message_an_enforcement_level_prefixed_keeps_its_explanation(world, ap
     gate.report_final({**deployment, "status": "released"}, printed.append)
     reason = printed.index("  warn: [advisory] aws_s3_bucket.logs is public")
     assert printed[reason + 1].startswith("    from deny rule at main.rego:3 read ")
+
+
+def test_the_decision_is_recorded_before_its_explanation_which_a_worker_adds_and_a_sweeper_resends(
+    world, api
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from policies_app.deployments.evaluation import judge, pinned_revisions
+    from policies_app.deployments.explanations import explain_evaluation, resend_due_explanations
+    from policies_app.models import Deployment, Evaluation
+
+    world.platform.approval_policies.add(make_policy("public buckets", PUBLIC_BUCKETS))
+    deployment = deploy(world, api)
+    evaluation = Evaluation.objects.get(pk=deployment["evaluations"][-1]["id"])
+    assert evaluation.explanations_due_at is None  # the woken task explained it after the commit
+    assert deployment["evaluations"][-1]["explanations_pending"] is False
+    explained = outcome_of(deployment, "public buckets")["explanation"]
+
+    # Judging alone decides without explaining: the explanation is due work, not part of the decision.
+    row = Deployment.objects.get(pk=deployment["id"])
+    verdict = judge(row, evaluation.request_type, pinned_revisions(row, None))
+    assert verdict.decision == "deny" and verdict.explanations_due
+    assert all("explanation" not in outcome for outcome in verdict.outcomes)
+
+    # A lost task: the row still says the explanation is due, the page and the API say it is coming.
+    without = [{k: v for k, v in o.items() if k != "explanation"} for o in evaluation.outcomes]
+    sent_long_ago = timezone.now() - timedelta(hours=1)
+    Evaluation.objects.filter(pk=evaluation.pk).update(outcomes=without, explanations_due_at=sent_long_ago)
+    shown = api(world.bob).get(f"/api/v1/deployments/{deployment['id']}/").json()
+    assert shown["evaluations"][-1]["explanations_pending"] is True
+    assert "explanation" not in outcome_of(shown, "public buckets")
+    client = Client()
+    client.force_login(world.bob)
+    page = client.get(f"/deployments/{deployment['id']}/").content.decode()
+    assert "Explanation being prepared." in page
+
+    # The sweeper sends it again; the worker stores it once.
+    assert resend_due_explanations() == [evaluation.pk]
+    shown = api(world.bob).get(f"/api/v1/deployments/{deployment['id']}/").json()
+    assert shown["evaluations"][-1]["explanations_pending"] is False
+    assert outcome_of(shown, "public buckets")["explanation"] == explained
+    assert explain_evaluation(evaluation.pk) is False  # already done: a redelivered task writes nothing
+    assert resend_due_explanations() == []
+
+
+def test_an_approval_email_sent_before_the_explanation_task_ran_still_says_why(world, api):
+    from policies_app.models import ApprovalRequestEmail, Evaluation
+
+    world.platform.approval_policies.add(make_policy("token in use", TOKEN_IN_USE))
+    world.environment.environment_variables = {"DEPLOY_TOKEN": "shared-token-1234"}
+    world.environment.save()
+    deployment = deploy(world, api)
+    evaluation = Evaluation.objects.get(pk=deployment["evaluations"][-1]["id"])
+    without = [{k: v for k, v in o.items() if k != "explanation"} for o in evaluation.outcomes]
+    Evaluation.objects.filter(pk=evaluation.pk).update(
+        outcomes=without, explanations_due_at=evaluation.created_at
+    )
+    ApprovalRequestEmail.objects.filter(deployment_id=deployment["id"]).update(sent_at=None)  # not sent yet
+    mail.outbox.clear()
+
+    send_approval_emails(deployment["id"])
+
+    assert mail.outbox, "an approver was emailed"
+    assert (
+        "  (from pending rule at main.rego:3, read input.variables.environment.DEPLOY_TOKEN"
+        in mail.outbox[0].body
+    )
+    assert Evaluation.objects.get(pk=evaluation.pk).explanations_due_at is None

@@ -81,6 +81,9 @@ class ApprovalSerializer(serializers.ModelSerializer):
 
 class EvaluationSerializer(serializers.ModelSerializer):
     policy_revisions = serializers.SerializerMethodField()
+    explanations_pending = serializers.SerializerMethodField(
+        help_text="The explanations of its deny/pending/warn outcomes are still being prepared by a worker."
+    )
 
     class Meta:
         model = Evaluation
@@ -95,7 +98,11 @@ class EvaluationSerializer(serializers.ModelSerializer):
             "duration_ms",
             "policy_revisions",
             "created_at",
+            "explanations_pending",
         ]
+
+    def get_explanations_pending(self, evaluation: Evaluation) -> bool:
+        return evaluation.explanations_due_at is not None
 
     def get_policy_revisions(self, evaluation: Evaluation) -> list[dict]:
         # .all(): the viewset prefetches the revisions with their policies.
