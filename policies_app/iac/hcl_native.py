@@ -16,12 +16,14 @@ error messages and the entry points share the converter's state and its lock.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
 from typing import Any
 
-from policies_app.iac import syntax_nodes
+from policies_app.iac import hcl_descent, syntax_nodes
+from policies_app.iac.hcl_descent import build_splat, float_value, heredoc_expr
 from policies_app.iac.template_syntax import (
     ConfigSyntaxError,
     TemplateMarker,
@@ -130,14 +132,6 @@ def get_parser() -> tuple[Any, _Converter]:
 
 _LITERAL_WORDS = {"true": True, "false": False, "null": None}
 _BINARY_OPS = ("==", "!=", "<=", ">=", "&&", "||", "<", ">", "+", "-", "*", "/", "%")
-
-
-def _float_value(text: str) -> int | float:
-    value = float(text)
-    # Terraform numbers are one type: keep whole values as int, as values.py says.
-    if value.is_integer() and abs(value) < 2**63:
-        return int(value)
-    return value
 
 
 class _Converter:
@@ -273,7 +267,7 @@ class _Converter:
 
     def float_lit(self, c):
         tok = c[0]
-        return syntax_nodes.Literal(_float_value(tok), self._pos(tok))
+        return syntax_nodes.Literal(float_value(tok), self._pos(tok))
 
     def string(self, c):
         # c: DBLQUOTE, string_part..., DBLQUOTE
@@ -339,15 +333,7 @@ class _Converter:
         return self._heredoc(c[0], flush=True)
 
     def _heredoc(self, tok: Token, flush: bool) -> syntax_nodes.Expr:
-        text = str(tok)
-        first_nl = text.index("\n")
-        # body: everything after the opening line, up to (not including) the closing marker's line
-        body = text[first_nl + 1 :]
-        body = body[: body.rstrip("\r\n").rfind("\n") + 1] if "\n" in body.rstrip("\r\n") else ""
-        pos = self._pos(tok)
-        return parse_template_text(
-            body, self.file, pos.line + 1, 1, parse_expression=parse_expression, flush=flush, pos=pos
-        )
+        return heredoc_expr(str(tok), self.file, self._pos(tok), flush, parse_expression)
 
     # ---- operators ----
     def conditional(self, c):
@@ -434,34 +420,11 @@ class _Converter:
         name = self._name_of(c[1])
         return ("attr", name, self._pos(c[0]))
 
-    def _splat(self, source, steps, full: bool):
-        pos = source.pos
-        each: syntax_nodes.Expr = syntax_nodes.SplatItem(pos)
-        rest = []
-        for n, (kind, value, _step_pos) in enumerate(steps):
-            if not full and kind == "index":
-                # `.*` only carries attribute steps (and legacy `.0`); `[i]` applies to its result
-                rest = steps[n:]
-                break
-            each = (
-                syntax_nodes.GetAttr(each, value, pos)
-                if kind == "attr"
-                else syntax_nodes.Index(each, value, pos)
-            )
-        result: syntax_nodes.Expr = syntax_nodes.Splat(source, each, full, pos)
-        for kind, value, _step_pos in rest:
-            result = (
-                syntax_nodes.GetAttr(result, value, pos)
-                if kind == "attr"
-                else syntax_nodes.Index(result, value, pos)
-            )
-        return result
-
     def attr_splat_expr_term(self, c):
-        return self._splat(c[0], c[1], full=False)
+        return build_splat(c[0], c[1], full=False)
 
     def full_splat_expr_term(self, c):
-        return self._splat(c[0], c[1], full=True)
+        return build_splat(c[0], c[1], full=True)
 
     def attr_splat(self, c):
         return [x for x in c if type(x) is tuple]
@@ -629,9 +592,30 @@ def _syntax_error(exc: Exception, file: str, line_offset: int, col_offset: int) 
     return ConfigSyntaxError(file, line + line_offset, column, message)
 
 
+_lalr_only = threading.local()
+
+
+@contextlib.contextmanager
+def lalr_only():
+    """Parse with the LALR parser alone in this thread (the differential test and the bench compare
+    the two parsers with it)."""
+    _lalr_only.on = True
+    try:
+        yield
+    finally:
+        _lalr_only.on = False
+
+
 def run_parser(text: str, start: str, file: str, line: int = 1, column: int = 1) -> Any:
-    """Parse ``text`` with the shared parser; positions are reported as if the text began at
-    (line, column) of ``file``."""
+    """Parse ``text``; positions are reported as if the text began at (line, column) of ``file``.
+
+    The recursive-descent parser (hcl_descent) parses what it can; the LALR parser parses the rest and
+    everything that is not valid, so syntax errors read exactly as the grammar's."""
+    if not getattr(_lalr_only, "on", False):
+        try:
+            return hcl_descent.parse(text, start, file, line, column)
+        except Exception:  # Unsupported, or anything unexpected: the LALR parser decides
+            pass
     parser, conv = get_parser()
     with _parse_lock:
         return _run_locked(parser, conv, text, start, file, line, column)

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 from policies_app.iac import parse_cache, syntax_nodes
 from policies_app.iac.hcl_native import (
-    get_parser,
     parse_expression,
     parse_native,
     parse_template,
@@ -233,7 +232,6 @@ def _parse_parallel(bins: list[list[tuple[str, str, str, str]]], cache_dir: str 
     import multiprocessing  # only big parses need them: a run served from the cache never does
     from concurrent.futures import ProcessPoolExecutor
 
-    get_parser()  # build the grammar before forking so that the children inherit it
     results: dict[str, bytes] = {}
     with ProcessPoolExecutor(
         max_workers=len(bins) - 1, mp_context=multiprocessing.get_context("fork")
