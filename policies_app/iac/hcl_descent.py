@@ -94,8 +94,10 @@ _CODE_RE = re.compile(
     r'|(\\"(?:[^"\\\\]|\\\\.)*\\")'
     r"|(\.\.\.|\[\*\]|\.\*|=>|==|!=|<=|>=|&&|\|\||::|[=:?(){}\[\],.<>+\-*/%!~])"
     r'|(")'
+    r"|(.)"  # anything else: not a token here (and finditer cannot skip over it)
     r")"
 )
+_OTHER = 8
 # Inside a quoted string that has interpolations or directives.
 _STRING_RE = re.compile(
     r"(\")|(\$\$\{[^}]*\}|%%\{[^}]*\})|(\$\{)|(%\{)"
@@ -136,7 +138,8 @@ def tokenize(text: str) -> tuple[list[int], list[str], list[int]]:
     kinds: list[int] = []
     values: list[str] = []
     starts: list[int] = []
-    code_match = _CODE_RE.match
+    append_kind, append_value, append_start = kinds.append, values.append, starts.append
+    code_scan = _CODE_RE.finditer
     string_match = _STRING_RE.match
     pos = 0
     in_code = True
@@ -144,44 +147,59 @@ def tokenize(text: str) -> tuple[list[int], list[str], list[int]]:
     stack: list = []  # enclosing contexts: an int (a code context's depth) or "S" (a string)
     while True:
         if in_code:
-            m = code_match(text, pos)
-            if m is None:
-                if stack or text[pos:].strip(" \t\r"):
-                    raise Unsupported("unexpected character")
-                break
-            kind = m.lastindex
-            start = m.start(kind)
-            value = m.group(kind)
-            pos = m.end()
-            if kind == OP:
-                if value in _CONTINUING_OPERATORS and kinds and kinds[-1] == NL:
-                    kinds.pop()
-                    values.pop()
-                    starts.pop()
-                if value == "{":
-                    depth += 1
-                elif value == "}":
-                    if depth == 0 and stack and stack[-1] == "S":
-                        stack.pop()
-                        in_code = False
-                    else:
+            # One match per token, contiguous: the last alternative takes any other character.
+            for m in code_scan(text, pos):
+                kind = m.lastindex
+                value = m.group(kind)
+                pos = m.end()
+                start = pos - len(value)
+                if kind == OP:
+                    if value in _CONTINUING_OPERATORS and kinds and kinds[-1] == NL:
+                        kinds.pop()
+                        values.pop()
+                        starts.pop()
+                    if value == "{":
+                        depth += 1
+                    elif value == "}":
+                        if depth == 0 and stack and stack[-1] == "S":
+                            stack.pop()
+                            append_kind(OP)
+                            append_value(value)
+                            append_start(start)
+                            in_code = False
+                            break
                         depth -= 1
-                elif value == "<" and text.startswith("<<", start):
-                    h = (_HEREDOC_TRIM_RE if text.startswith("<<-", start) else _HEREDOC_RE).match(text, start)
-                    if h is not None:
-                        kind = HEREDOC
-                        value = h.group(0)
-                        pos = h.end()
-            elif kind == QUOTE:
-                stack.append(depth)
-                in_code = False
+                    elif value == "<" and text.startswith("<<", start):
+                        h = (_HEREDOC_TRIM_RE if text.startswith("<<-", start) else _HEREDOC_RE).match(text, start)
+                        if h is not None:
+                            append_kind(HEREDOC)
+                            append_value(h.group(0))
+                            append_start(start)
+                            pos = h.end()
+                            break  # scan again after the heredoc
+                elif kind == QUOTE:
+                    stack.append(depth)
+                    append_kind(QUOTE)
+                    append_value(value)
+                    append_start(start)
+                    in_code = False
+                    break
+                elif kind == _OTHER:
+                    raise Unsupported("unexpected character")
+                append_kind(kind)
+                append_value(value)
+                append_start(start)
+            else:
+                break  # the end of the text
         else:
+            # Inside a quoted string with interpolations or directives.
             m = string_match(text, pos)
             if m is None:
                 raise Unsupported("unexpected character in a string")
             kind = _STRING_KINDS[m.lastindex]
-            start = pos
-            value = m.group(0)
+            append_kind(kind)
+            append_value(m.group(0))
+            append_start(pos)
             pos = m.end()
             if kind == QEND:
                 depth = stack.pop()
@@ -190,9 +208,8 @@ def tokenize(text: str) -> tuple[list[int], list[str], list[int]]:
                 stack.append("S")
                 depth = 0
                 in_code = True
-        kinds.append(kind)
-        values.append(value)
-        starts.append(start)
+    if stack:
+        raise Unsupported("unterminated string or interpolation")
     kinds.append(END)
     values.append("")
     starts.append(len(text))
