@@ -24,7 +24,12 @@ import re
 from bisect import bisect_left
 
 from policies_app.iac import syntax_nodes
-from policies_app.iac.template_syntax import TemplateMarker, assemble_template, parse_template_text, unescape_quoted
+from policies_app.iac.template_syntax import (
+    TemplateMarker,
+    assemble_template,
+    parse_template_text,
+    unescape_quoted,
+)
 
 
 class Unsupported(Exception):
@@ -55,16 +60,22 @@ def build_splat(source: syntax_nodes.Expr, steps: list, full: bool) -> syntax_no
             # `.*` only carries attribute steps (and legacy `.0`); `[i]` applies to its result
             rest = steps[n:]
             break
-        each = syntax_nodes.GetAttr(each, value, pos) if kind == "attr" else syntax_nodes.Index(each, value, pos)
+        each = (
+            syntax_nodes.GetAttr(each, value, pos) if kind == "attr" else syntax_nodes.Index(each, value, pos)
+        )
     result: syntax_nodes.Expr = syntax_nodes.Splat(source, each, full, pos)
     for kind, value, _step_pos in rest:
         result = (
-            syntax_nodes.GetAttr(result, value, pos) if kind == "attr" else syntax_nodes.Index(result, value, pos)
+            syntax_nodes.GetAttr(result, value, pos)
+            if kind == "attr"
+            else syntax_nodes.Index(result, value, pos)
         )
     return result
 
 
-def heredoc_expr(token_text: str, file: str, pos: syntax_nodes.Pos, flush: bool, parse_expression) -> syntax_nodes.Expr:
+def heredoc_expr(
+    token_text: str, file: str, pos: syntax_nodes.Pos, flush: bool, parse_expression
+) -> syntax_nodes.Expr:
     """A heredoc token (``<<EOT`` ... ``EOT`` and its newline) as a template expression."""
     first_nl = token_text.index("\n")
     # body: everything after the opening line, up to (not including) the closing marker's line
@@ -105,7 +116,9 @@ _STRING_RE = re.compile(
 )
 _STRING_KINDS = (None, QEND, ESC, INTERP, DIRECTIVE, CHARS)
 _HEREDOC_RE = re.compile(r"<<(?P<h>[a-zA-Z][a-zA-Z0-9._-]*)\r?\n(?:(?:.|\n)*?\r?\n)??\s*(?P=h)[ \t]*\r?\n")
-_HEREDOC_TRIM_RE = re.compile(r"<<-(?P<h>[a-zA-Z][a-zA-Z0-9._-]*)\r?\n(?:(?:.|\n)*?\r?\n)??\s*(?P=h)[ \t]*\r?\n")
+_HEREDOC_TRIM_RE = re.compile(
+    r"<<-(?P<h>[a-zA-Z][a-zA-Z0-9._-]*)\r?\n(?:(?:.|\n)*?\r?\n)??\s*(?P=h)[ \t]*\r?\n"
+)
 # The grammar's signed literals, tried where an expression starts (as its contextual lexer does).
 _FLOAT_RE = re.compile(
     r"(?:(?:\-[0-9])+|(?:\-[0-9])?(?:[0-9])+)\.(?:[0-9])+(?:(?:e|E)(?:(?:\+|\-))?(?:[0-9])+)?"
@@ -170,7 +183,9 @@ def tokenize(text: str) -> tuple[list[int], list[str], list[int]]:
                             break
                         depth -= 1
                     elif value == "<" and text.startswith("<<", start):
-                        h = (_HEREDOC_TRIM_RE if text.startswith("<<-", start) else _HEREDOC_RE).match(text, start)
+                        h = (_HEREDOC_TRIM_RE if text.startswith("<<-", start) else _HEREDOC_RE).match(
+                            text, start
+                        )
                         if h is not None:
                             append_kind(HEREDOC)
                             append_value(h.group(0))
@@ -380,7 +395,11 @@ class _Parser:
         if m is None:
             return False
         j = self.i + 1
-        if self.kinds[j] != NUM or self.starts[j] != start + 1 or self.starts[j] + len(self.values[j]) != m.end():
+        if (
+            self.kinds[j] != NUM
+            or self.starts[j] != start + 1
+            or self.starts[j] + len(self.values[j]) != m.end()
+        ):
             raise Unsupported("an unusual signed number")
         return True
 
@@ -694,7 +713,9 @@ class _Parser:
                 raise Unsupported("expected 'in'")
             self.i += 1
             extra["expr"] = self.expression()
-            extra["key_var"], extra["value_var"] = (names[0], names[1]) if len(names) == 2 else (None, names[0])
+            extra["key_var"], extra["value_var"] = (
+                (names[0], names[1]) if len(names) == 2 else (None, names[0])
+            )
         elif word not in ("else", "endif", "endfor"):
             raise Unsupported("unknown directive")
         strip_right = self.strip_marker()

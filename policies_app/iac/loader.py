@@ -43,8 +43,10 @@ __all__ = [
 
 _SUFFIXES = (".tofu.json", ".tf.json", ".tofu", ".tf")  # longest first: ".tf.json" also ends ".json"
 
-# Parallel parsing pays for its fork and result transfer only on big inputs.
-_PARALLEL_MIN_BYTES = 96 * 1024
+# Parallel parsing pays for its fork, its pool and the result transfer only on big inputs: with the
+# recursive-descent parser (~0.4 s CPU for 600 KB, parse and pickle) two workers cost 30% more CPU and,
+# on a loaded machine, more wall time too (measured on the bench's wide configuration).
+_PARALLEL_MIN_BYTES = 1024 * 1024
 _MEMO_MAX_BYTES = 64 * 1024 * 1024
 
 

@@ -81,6 +81,7 @@ def parser_version() -> bytes:
         for name in (
             "template_syntax.py",
             "hcl_native.py",
+            "hcl_descent.py",
             "hcl_lalr.py",
             "hcl_json.py",
             "json_positions.py",

@@ -74,7 +74,7 @@ FAST = [
     "a = [1, 2,\n 3,\n]\n",
     "a = []\n",
     "a = {}\n",
-    'a = { b = 1, c = 2 }\n',
+    "a = { b = 1, c = 2 }\n",
     'a = {\n b = 1\n c = "x"\n}\n',
     "a = {b=1 c=2}\n",
     'a = { (k) = 1, "s" = 2, x.y = 3, true = 4, in = 5, for_each = 6, d: 7 }\n',
@@ -112,7 +112,7 @@ FAST = [
     'b "x" y {\n}\n',
     "b\n{\n}\n",
     "in {}\n",
-    "variable \"v\" {\n  type = list(object({ a = string }))  # c\n  default = []\n}\n",
+    'variable "v" {\n  type = list(object({ a = string }))  # c\n  default = []\n}\n',
     'variable "v" { type = string }\n',
     'variable "v" {\n  type = map(string)\n}\n',
     'variable "v" {\n  type = string\n  default = "x"\n}\n',
@@ -136,7 +136,7 @@ ANY = [
     'b "${x}" {}\n',
     'variable "v" {\n  type = a || b\n}\n',
     'variable "v" {\n  type = a ? b : c\n}\n',
-    "a = \\\"x\\\"\n",
+    'a = \\"x\\"\n',
     "a = /* c */ 1\n",
     "a = 1\na = 2\n",
     "a = \n",
@@ -157,7 +157,7 @@ ANY = [
     "a = <<EOT\nno end\n",
 ]
 
-EXPRESSIONS = ["x", "  x + 1", "var.a[\"b\"]", '"${x}"', "x ? 1 : 2", "-12", "-1", "[for x in y: x]", "a b"]
+EXPRESSIONS = ["x", "  x + 1", 'var.a["b"]', '"${x}"', "x ? 1 : 2", "-12", "-1", "[for x in y: x]", "a b"]
 
 
 @pytest.mark.parametrize("text", FAST)
