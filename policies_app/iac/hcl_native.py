@@ -9,6 +9,10 @@ Lark's table cache) nor imports Lark; the parser calls our callbacks while it pa
 on a LALR parser): no intermediate tree is built and no second walk is needed. Positions come from the tokens,
 so ``propagate_positions`` (which doubles the parse time) stays off.
 
+That grammar is the reference; the fast path is hcl_descent.py, a hand-written parser that builds the
+same nodes about 7x faster and hands every text it does not handle (and every syntax error) to the LALR
+parser (``run_parser``), which therefore is imported only when needed.
+
 Why this module is long: one grammar, one converter. Lark calls a method of ``_Converter`` for each
 rule of the grammar while it parses (most of this module), and the parser's construction, its syntax
 error messages and the entry points share the converter's state and its lock.
