@@ -26,8 +26,7 @@ import re
 import threading
 from typing import Any
 
-from policies_app.iac import hcl_descent, syntax_nodes
-from policies_app.iac.hcl_descent import build_splat, float_value, heredoc_expr
+from policies_app.iac import syntax_nodes
 from policies_app.iac.template_syntax import (
     ConfigSyntaxError,
     TemplateMarker,
@@ -271,7 +270,7 @@ class _Converter:
 
     def float_lit(self, c):
         tok = c[0]
-        return syntax_nodes.Literal(float_value(tok), self._pos(tok))
+        return syntax_nodes.Literal(_descent().float_value(tok), self._pos(tok))
 
     def string(self, c):
         # c: DBLQUOTE, string_part..., DBLQUOTE
@@ -337,7 +336,7 @@ class _Converter:
         return self._heredoc(c[0], flush=True)
 
     def _heredoc(self, tok: Token, flush: bool) -> syntax_nodes.Expr:
-        return heredoc_expr(str(tok), self.file, self._pos(tok), flush, parse_expression)
+        return _descent().heredoc_expr(str(tok), self.file, self._pos(tok), flush, parse_expression)
 
     # ---- operators ----
     def conditional(self, c):
@@ -425,10 +424,10 @@ class _Converter:
         return ("attr", name, self._pos(c[0]))
 
     def attr_splat_expr_term(self, c):
-        return build_splat(c[0], c[1], full=False)
+        return _descent().build_splat(c[0], c[1], full=False)
 
     def full_splat_expr_term(self, c):
-        return build_splat(c[0], c[1], full=True)
+        return _descent().build_splat(c[0], c[1], full=True)
 
     def attr_splat(self, c):
         return [x for x in c if type(x) is tuple]
@@ -596,6 +595,13 @@ def _syntax_error(exc: Exception, file: str, line_offset: int, col_offset: int) 
     return ConfigSyntaxError(file, line + line_offset, column, message)
 
 
+def _descent():
+    """hcl_descent, imported on first parse: a run served from the parse cache never needs it."""
+    from policies_app.iac import hcl_descent
+
+    return hcl_descent
+
+
 _lalr_only = threading.local()
 
 
@@ -617,7 +623,7 @@ def run_parser(text: str, start: str, file: str, line: int = 1, column: int = 1)
     everything that is not valid, so syntax errors read exactly as the grammar's."""
     if not getattr(_lalr_only, "on", False):
         try:
-            return hcl_descent.parse(text, start, file, line, column)
+            return _descent().parse(text, start, file, line, column)
         except Exception:  # Unsupported, or anything unexpected: the LALR parser decides
             pass
     parser, conv = get_parser()

@@ -5,7 +5,7 @@ reference to a global that the unpickler binds to the requested path, so the sam
 another path (a module used from two places, a renamed file) reuses the parse at no extra cost.
 
 Entries are checked before use and anything unexpected is treated as a miss (and overwritten): wrong
-magic, another parser version (the version is a hash of the parser's own source, python-hcl2's
+magic, another parser version (the version is a hash of the parsers' own source, python-hcl2's
 grammar and the ast node layout, so any change to them invalidates old entries), a bad checksum
 (truncated or damaged file), a pickle that fails or that is not an syntax_nodes.File. Unpickling is restricted
 to ast classes, so a foreign pickle cannot run code.
@@ -22,11 +22,9 @@ import contextlib
 import dataclasses
 import gc
 import hashlib
-import importlib.util
 import io
 import os
 import pickle
-import tempfile
 import zlib
 from operator import attrgetter
 
@@ -91,13 +89,8 @@ def parser_version() -> bytes:
                     digest.update(f.read())
             except OSError:
                 digest.update(name.encode())
-        spec = importlib.util.find_spec("hcl2")  # finds the package without importing it (and lark)
-        if spec is not None and spec.submodule_search_locations:
-            try:
-                with open(os.path.join(list(spec.submodule_search_locations)[0], "hcl2.lark"), "rb") as f:
-                    digest.update(f.read())
-            except OSError:
-                pass
+        # python-hcl2's grammar is named by hcl_lalr.py's first line (a hash of the grammar and of Lark,
+        # checked by tests/engine/test_iac_generated_parser.py), hashed above with the file.
         for name in sorted(_AST_CLASSES):
             fields = ",".join(f.name for f in dataclasses.fields(_AST_CLASSES[name]))
             digest.update(f"{name}({fields})".encode())
@@ -192,6 +185,8 @@ def load(cache_dir: str, key: str, path: str) -> syntax_nodes.File | None:
 
 def store_blob(cache_dir: str, key: str, blob: bytes) -> None:
     """Write an entry atomically (temp file + rename); a cache that cannot be written is skipped."""
+    import tempfile  # only a cold run writes (tempfile imports shutil and random: not at start-up)
+
     target = _entry_path(cache_dir, key)
     try:
         os.makedirs(os.path.dirname(target), exist_ok=True)
