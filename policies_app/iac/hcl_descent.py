@@ -365,17 +365,25 @@ class _Parser:
     def binary(self, min_precedence: int) -> syntax_nodes.Expr:
         kinds, values = self.kinds, self.values
         left = self.unary()
+        limit = None  # after newlines, only operators of this level or lower may continue
         while kinds[self.i] == OP:
             op = values[self.i]
             precedence = _PRECEDENCE.get(op)
             if precedence is None or precedence < min_precedence:
                 break
+            if limit is not None and precedence > limit:
+                raise Unsupported("an operator after newlines")
             if op == "-" and kinds[self.i + 1] == NUM and self.starts[self.i + 1] == self.starts[self.i] + 1:
                 raise Unsupported("'-' right before a number")  # the grammar may read a signed literal
             self.i += 1
             self.skip_newlines()
             right = self.binary(precedence + 1)
             left = syntax_nodes.BinaryOp(op, left, right, left.pos)
+            if kinds[self.i] == NL:
+                # The grammar's binary operation ends with optional newlines (its parser takes them):
+                # `a == b <newline> ? x : y` is a conditional, `a + b <newline> <newline> + c` one sum.
+                self.skip_newlines()
+                limit = precedence
         return left
 
     def unary(self) -> syntax_nodes.Expr:
