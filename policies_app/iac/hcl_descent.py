@@ -186,12 +186,17 @@ def tokenize(text: str) -> tuple[list[int], list[str], list[int]]:
                         h = (_HEREDOC_TRIM_RE if text.startswith("<<-", start) else _HEREDOC_RE).match(
                             text, start
                         )
-                        if h is not None:
-                            append_kind(HEREDOC)
-                            append_value(h.group(0))
-                            append_start(start)
-                            pos = h.end()
-                            break  # scan again after the heredoc
+                        if h is None:
+                            # `<<` is a heredoc or an error; stopping here also keeps many unterminated
+                            # heredocs (or comments, below) from costing a scan to the end each
+                            raise Unsupported("not a heredoc")
+                        append_kind(HEREDOC)
+                        append_value(h.group(0))
+                        append_start(start)
+                        pos = h.end()
+                        break  # scan again after the heredoc
+                    elif value == "/" and text.startswith(("/", "*"), pos):
+                        raise Unsupported("an unterminated comment")
                 elif kind == QUOTE:
                     stack.append(depth)
                     append_kind(QUOTE)

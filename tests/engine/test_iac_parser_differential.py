@@ -164,6 +164,8 @@ ANY = [
     "a = x [*]\n",
     'a = { "a" = 1 "b" }\n',
     "a = <<EOT\nno end\n",
+    "a = 1 /* c\n",
+    "a = b << c\n",
 ]
 
 EXPRESSIONS = ["x", "  x + 1", 'var.a["b"]', '"${x}"', "x ? 1 : 2", "-12", "-1", "[for x in y: x]", "a b"]
