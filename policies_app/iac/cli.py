@@ -18,9 +18,24 @@ from policies_app.iac.configuration import evaluate_configuration
 from policies_app.iac.variables import parse_var_flag
 
 
+def _help_formatter(prog: str) -> argparse.HelpFormatter:
+    """argparse's own formatter, given the terminal's width as shutil would find it: argparse builds a
+    formatter on every start (add_argument checks each argument with one) and, without a width, imports
+    shutil (with bz2 and lzma) to ask it, a few milliseconds of a start-up that should stay under 0.1 s."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return argparse.HelpFormatter(prog, width=(columns if columns > 0 else 80) - 2)
+
+
 def build_parser(prog: str = "python -m policies_app.iac") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
+        formatter_class=_help_formatter,
         description="Evaluate a Terraform/OpenTofu configuration "
         "statically and print its outputs, resources and diagnostics as JSON.",
     )

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import gc
 import os
-import traceback
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from functools import partial
@@ -292,6 +291,8 @@ def evaluate_configuration(
         return document
     except (RecursionError, MemoryError, LookupError, TypeError, ValueError, AttributeError) as error:
         # A defect of ours must not take the deployment's evaluation down with it: say so instead.
+        import traceback  # only this failure path needs it (start-up)
+
         where = traceback.extract_tb(error.__traceback__)[-1]
         return failure_document(
             "Internal error of the evaluator",

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from policies_app.iac import syntax_nodes, type_constraints
-from policies_app.iac.functions import REGISTRY, FunctionError, UnsupportedFunction, call_function
+from policies_app.iac.functions import FunctionError, UnsupportedFunction, call_function, registry
 from policies_app.iac.type_unification import unknown_of_either
 from policies_app.iac.values import (
     UNKNOWN,
@@ -175,7 +175,16 @@ class _Namespace:
 
 
 _MODULE_KINDS = frozenset({"module_call", "module_instance"})
-_WANTS_DECLARED_TYPES = frozenset(name for name, spec in REGISTRY.items() if spec.wants_declared_types)
+_wants_declared_types: frozenset[str] | None = None
+
+
+def wants_declared_types(name: str) -> bool:
+    """Whether the built-in ``name`` is given its arguments' declared types."""
+    global _wants_declared_types
+    if _wants_declared_types is None:
+        _wants_declared_types = frozenset(n for n, spec in registry().items() if spec.wants_declared_types)
+    return name in _wants_declared_types
+
 
 _RESERVED_UNBOUND = {
     "count": "count.index can only be used in a block that sets count",
@@ -654,8 +663,8 @@ class Evaluator:
                 node = node.target
             else:
                 break
-        if isinstance(node, syntax_nodes.FunctionCall) and not steps and node.name in REGISTRY:
-            return REGISTRY[node.name].result_type
+        if isinstance(node, syntax_nodes.FunctionCall) and not steps and node.name in registry():
+            return registry()[node.name].result_type
         if (
             not (isinstance(node, syntax_nodes.Reference) and node.name == "var" and steps)
             or scope.lookup("var")[0]
@@ -937,7 +946,7 @@ class Evaluator:
             args.extend(last)
         # Unknown and sensitive arguments are the library's business: length([unknown]) is still 1.
         declared = None
-        if name in _WANTS_DECLARED_TYPES:
+        if wants_declared_types(name):
             written = expr.args[:-1] if expr.expand_final else expr.args
             declared = [
                 type_constraints.ANY

@@ -23,7 +23,6 @@ import posixpath
 import re
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 # One message for every local path refused, whether or not it exists: an answer that differed would let
 # a template manager probe the server's disk.
@@ -152,6 +151,8 @@ def local_location(repository: str) -> str | None:
     if _REMOTE_URL.match(repository) or SCP_LIKE.match(repository):
         return None
     if repository[:5].lower() == "file:":
+        from urllib.parse import unquote, urlsplit  # only for file:// sources: not at start-up
+
         parts = urlsplit(repository)
         # file://host/path names another machine's path: not a local directory we could check.
         return unquote(parts.path) if parts.netloc in ("", "localhost") else repository

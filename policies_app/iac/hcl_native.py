@@ -9,6 +9,10 @@ Lark's table cache) nor imports Lark; the parser calls our callbacks while it pa
 on a LALR parser): no intermediate tree is built and no second walk is needed. Positions come from the tokens,
 so ``propagate_positions`` (which doubles the parse time) stays off.
 
+That grammar is the reference; the fast path is hcl_descent.py, a hand-written parser that builds the
+same nodes about 7x faster and hands every text it does not handle (and every syntax error) to the LALR
+parser (``run_parser``), which therefore is imported only when needed.
+
 Why this module is long: one grammar, one converter. Lark calls a method of ``_Converter`` for each
 rule of the grammar while it parses (most of this module), and the parser's construction, its syntax
 error messages and the entry points share the converter's state and its lock.
@@ -16,6 +20,7 @@ error messages and the entry points share the converter's state and its lock.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -130,14 +135,6 @@ def get_parser() -> tuple[Any, _Converter]:
 
 _LITERAL_WORDS = {"true": True, "false": False, "null": None}
 _BINARY_OPS = ("==", "!=", "<=", ">=", "&&", "||", "<", ">", "+", "-", "*", "/", "%")
-
-
-def _float_value(text: str) -> int | float:
-    value = float(text)
-    # Terraform numbers are one type: keep whole values as int, as values.py says.
-    if value.is_integer() and abs(value) < 2**63:
-        return int(value)
-    return value
 
 
 class _Converter:
@@ -273,7 +270,7 @@ class _Converter:
 
     def float_lit(self, c):
         tok = c[0]
-        return syntax_nodes.Literal(_float_value(tok), self._pos(tok))
+        return syntax_nodes.Literal(_descent().float_value(tok), self._pos(tok))
 
     def string(self, c):
         # c: DBLQUOTE, string_part..., DBLQUOTE
@@ -339,15 +336,7 @@ class _Converter:
         return self._heredoc(c[0], flush=True)
 
     def _heredoc(self, tok: Token, flush: bool) -> syntax_nodes.Expr:
-        text = str(tok)
-        first_nl = text.index("\n")
-        # body: everything after the opening line, up to (not including) the closing marker's line
-        body = text[first_nl + 1 :]
-        body = body[: body.rstrip("\r\n").rfind("\n") + 1] if "\n" in body.rstrip("\r\n") else ""
-        pos = self._pos(tok)
-        return parse_template_text(
-            body, self.file, pos.line + 1, 1, parse_expression=parse_expression, flush=flush, pos=pos
-        )
+        return _descent().heredoc_expr(str(tok), self.file, self._pos(tok), flush, parse_expression)
 
     # ---- operators ----
     def conditional(self, c):
@@ -434,34 +423,11 @@ class _Converter:
         name = self._name_of(c[1])
         return ("attr", name, self._pos(c[0]))
 
-    def _splat(self, source, steps, full: bool):
-        pos = source.pos
-        each: syntax_nodes.Expr = syntax_nodes.SplatItem(pos)
-        rest = []
-        for n, (kind, value, _step_pos) in enumerate(steps):
-            if not full and kind == "index":
-                # `.*` only carries attribute steps (and legacy `.0`); `[i]` applies to its result
-                rest = steps[n:]
-                break
-            each = (
-                syntax_nodes.GetAttr(each, value, pos)
-                if kind == "attr"
-                else syntax_nodes.Index(each, value, pos)
-            )
-        result: syntax_nodes.Expr = syntax_nodes.Splat(source, each, full, pos)
-        for kind, value, _step_pos in rest:
-            result = (
-                syntax_nodes.GetAttr(result, value, pos)
-                if kind == "attr"
-                else syntax_nodes.Index(result, value, pos)
-            )
-        return result
-
     def attr_splat_expr_term(self, c):
-        return self._splat(c[0], c[1], full=False)
+        return _descent().build_splat(c[0], c[1], full=False)
 
     def full_splat_expr_term(self, c):
-        return self._splat(c[0], c[1], full=True)
+        return _descent().build_splat(c[0], c[1], full=True)
 
     def attr_splat(self, c):
         return [x for x in c if type(x) is tuple]
@@ -629,9 +595,37 @@ def _syntax_error(exc: Exception, file: str, line_offset: int, col_offset: int) 
     return ConfigSyntaxError(file, line + line_offset, column, message)
 
 
+def _descent():
+    """hcl_descent, imported on first parse: a run served from the parse cache never needs it."""
+    from policies_app.iac import hcl_descent
+
+    return hcl_descent
+
+
+_lalr_only = threading.local()
+
+
+@contextlib.contextmanager
+def lalr_only():
+    """Parse with the LALR parser alone in this thread (the differential test and the bench compare
+    the two parsers with it)."""
+    _lalr_only.on = True
+    try:
+        yield
+    finally:
+        _lalr_only.on = False
+
+
 def run_parser(text: str, start: str, file: str, line: int = 1, column: int = 1) -> Any:
-    """Parse ``text`` with the shared parser; positions are reported as if the text began at
-    (line, column) of ``file``."""
+    """Parse ``text``; positions are reported as if the text began at (line, column) of ``file``.
+
+    The recursive-descent parser (hcl_descent) parses what it can; the LALR parser parses the rest and
+    everything that is not valid, so syntax errors read exactly as the grammar's."""
+    if not getattr(_lalr_only, "on", False):
+        try:
+            return _descent().parse(text, start, file, line, column)
+        except Exception:  # Unsupported, or anything unexpected: the LALR parser decides
+            pass
     parser, conv = get_parser()
     with _parse_lock:
         return _run_locked(parser, conv, text, start, file, line, column)

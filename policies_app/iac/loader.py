@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 from policies_app.iac import parse_cache, syntax_nodes
 from policies_app.iac.hcl_native import (
-    get_parser,
     parse_expression,
     parse_native,
     parse_template,
@@ -44,8 +43,10 @@ __all__ = [
 
 _SUFFIXES = (".tofu.json", ".tf.json", ".tofu", ".tf")  # longest first: ".tf.json" also ends ".json"
 
-# Parallel parsing pays for its fork and result transfer only on big inputs.
-_PARALLEL_MIN_BYTES = 96 * 1024
+# Parallel parsing pays for its fork, its pool and the result transfer only on big inputs: with the
+# recursive-descent parser (~0.4 s CPU for 600 KB, parse and pickle) two workers cost 30% more CPU and,
+# on a loaded machine, more wall time too (measured on the bench's wide configuration).
+_PARALLEL_MIN_BYTES = 1024 * 1024
 _MEMO_MAX_BYTES = 64 * 1024 * 1024
 
 
@@ -119,12 +120,21 @@ def _memo_put(key: str, blob: bytes) -> None:
             _memo_bytes -= len(old)
 
 
-def _parse_to_blob(text: str, path: str, kind: str, key: str, cache_dir: str | None) -> bytes:
-    """Parse and pickle path-independently (also the work unit of a parallel worker)."""
-    blob = parse_cache.dumps_file(_parse_text(text, path, kind))
+def _parse_here(
+    text: str, path: str, kind: str, key: str, cache_dir: str | None
+) -> tuple[syntax_nodes.File, bytes]:
+    """Parse, and pickle path-independently for the cache and the memo; the parse itself is used as it
+    is (unpickling it again would cost a cold run as much as a warm run's whole load)."""
+    parsed = _parse_text(text, path, kind)
+    blob = parse_cache.dumps_file(parsed)
     if cache_dir:
         parse_cache.store_blob(cache_dir, key, blob)
-    return blob
+    return parsed, blob
+
+
+def _parse_to_blob(text: str, path: str, kind: str, key: str, cache_dir: str | None) -> bytes:
+    """The work unit of a parallel worker: what it sends back is the pickle."""
+    return _parse_here(text, path, kind, key, cache_dir)[1]
 
 
 def _lookup(data: bytes, path: str, kind: str, cache_dir: str | None) -> tuple[str, syntax_nodes.File | None]:
@@ -154,9 +164,9 @@ def _parse_file(path: str, cache_dir: str | None) -> syntax_nodes.File:
     if parsed is not None:
         return parsed
     text = _decode(data, path)
-    blob = _parse_to_blob(text, path, kind, key, cache_dir)
+    parsed, blob = _parse_here(text, path, kind, key, cache_dir)
     _memo_put(key, blob)
-    return parse_cache.loads_file(blob, path)
+    return parsed
 
 
 # --------------------------------------------------------------------------------------------------
@@ -198,10 +208,11 @@ def _default_workers() -> int:
 
 def _parse_many(
     jobs: list[tuple[str, str, str, str]], cache_dir: str | None, workers: int
-) -> dict[str, bytes]:
-    """Parse (text, path, kind, key) jobs -> {path: blob}; in parallel when it pays."""
+) -> dict[str, tuple[syntax_nodes.File | None, bytes]]:
+    """Parse (text, path, kind, key) jobs -> {path: (the parse when made here, else None; its blob)}; in
+    parallel when it pays."""
     total = sum(len(text) for text, *_ in jobs)
-    results: dict[str, bytes] = {}
+    results: dict[str, tuple[syntax_nodes.File | None, bytes]] = {}
     # Forking a process that runs other threads can deadlock the child on a lock one of them held
     # (a web server, a threaded worker): parallel parsing is for single-threaded callers such as the CLI.
     single_threaded = threading.active_count() == 1
@@ -213,14 +224,14 @@ def _parse_many(
             bins[i].append(job)
             sizes[i] += len(job[0])
         try:
-            results = _parse_parallel(bins, cache_dir)
+            results = {path: (None, blob) for path, blob in _parse_parallel(bins, cache_dir).items()}
         except ConfigSyntaxError:
             raise
         except Exception:  # no fork here (daemonic Celery worker, sandbox...): parse in this process
             results = {}
     for text, path, kind, key in jobs:
         if path not in results:
-            results[path] = _parse_to_blob(text, path, kind, key, cache_dir)
+            results[path] = _parse_here(text, path, kind, key, cache_dir)
     return results
 
 
@@ -233,7 +244,6 @@ def _parse_parallel(bins: list[list[tuple[str, str, str, str]]], cache_dir: str 
     import multiprocessing  # only big parses need them: a run served from the cache never does
     from concurrent.futures import ProcessPoolExecutor
 
-    get_parser()  # build the grammar before forking so that the children inherit it
     results: dict[str, bytes] = {}
     with ProcessPoolExecutor(
         max_workers=len(bins) - 1, mp_context=multiprocessing.get_context("fork")
@@ -269,10 +279,11 @@ def _load_module(directory: str, cache_dir: str | None, workers: int | None) -> 
         else:
             jobs.append((_decode(data, path), path, kind, key))
     if jobs:
-        blobs = _parse_many(jobs, cache_dir, workers if workers is not None else _default_workers())
+        results = _parse_many(jobs, cache_dir, workers if workers is not None else _default_workers())
         for _text, path, _job_kind, key in jobs:
-            _memo_put(key, blobs[path])
-            parsed[path] = parse_cache.loads_file(blobs[path], path)
+            here, blob = results[path]
+            _memo_put(key, blob)
+            parsed[path] = here if here is not None else parse_cache.loads_file(blob, path)
     files = [parsed[os.path.join(directory, name)] for name in primary]
     override_files = [parsed[os.path.join(directory, name)] for name in overrides]
     if override_files:

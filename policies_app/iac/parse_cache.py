@@ -1,11 +1,11 @@
 """On-disk cache of parsed configuration files, keyed by content.
 
 An entry holds one syntax_nodes.File pickled WITHOUT its path: every position's file name is written as a
-pickle "persistent id" and bound to the requested path when loading, so the same content under
+reference to a global that the unpickler binds to the requested path, so the same content under
 another path (a module used from two places, a renamed file) reuses the parse at no extra cost.
 
 Entries are checked before use and anything unexpected is treated as a miss (and overwritten): wrong
-magic, another parser version (the version is a hash of the parser's own source, python-hcl2's
+magic, another parser version (the version is a hash of the parsers' own source, python-hcl2's
 grammar and the ast node layout, so any change to them invalidates old entries), a bad checksum
 (truncated or damaged file), a pickle that fails or that is not an syntax_nodes.File. Unpickling is restricted
 to ast classes, so a foreign pickle cannot run code.
@@ -22,18 +22,15 @@ import contextlib
 import dataclasses
 import gc
 import hashlib
-import importlib.util
 import io
 import os
 import pickle
-import tempfile
 import zlib
 from operator import attrgetter
 
 from policies_app.iac import syntax_nodes
 
 MAGIC = b"IACAST1\n"
-_PATH_ID = "path"
 
 _AST_CLASSES = {
     name: obj
@@ -81,6 +78,7 @@ def parser_version() -> bytes:
         for name in (
             "template_syntax.py",
             "hcl_native.py",
+            "hcl_descent.py",
             "hcl_lalr.py",
             "hcl_json.py",
             "json_positions.py",
@@ -91,13 +89,8 @@ def parser_version() -> bytes:
                     digest.update(f.read())
             except OSError:
                 digest.update(name.encode())
-        spec = importlib.util.find_spec("hcl2")  # finds the package without importing it (and lark)
-        if spec is not None and spec.submodule_search_locations:
-            try:
-                with open(os.path.join(list(spec.submodule_search_locations)[0], "hcl2.lark"), "rb") as f:
-                    digest.update(f.read())
-            except OSError:
-                pass
+        # python-hcl2's grammar is named by hcl_lalr.py's first line (a hash of the grammar and of Lark,
+        # checked by tests/engine/test_iac_generated_parser.py), hashed above with the file.
         for name in sorted(_AST_CLASSES):
             fields = ",".join(f.name for f in dataclasses.fields(_AST_CLASSES[name]))
             digest.update(f"{name}({fields})".encode())
@@ -110,15 +103,32 @@ def content_key(data: bytes, kind: str) -> str:
     return hashlib.sha256(kind.encode() + b"\0" + data).hexdigest()
 
 
+class _ThePath:
+    """Stands for the file's path in a pickle: pickled as a reference to a global (``<module>.THE_PATH``)
+    that the unpickler binds to the requested path. A ``persistent_id`` method would do the same, but
+    pickle calls it for every object written (a Python call each: half the cost of pickling a file)."""
+
+    def __reduce__(self):
+        return _PATH_GLOBAL
+
+
+_PATH_GLOBAL = "THE_PATH"
+THE_PATH = _ThePath()
+_POS_CLASS = syntax_nodes.Pos
+_FILE_CLASS = syntax_nodes.File
+
+
 class _Pickler(pickle.Pickler):
     def __init__(self, stream, path: str) -> None:
         super().__init__(stream, protocol=5)
-        self._path = path
-        self.dispatch_table = _DISPATCH
-
-    def persistent_id(self, obj):
+        dispatch = dict(_DISPATCH)
         # identity, not equality: only the path object the parser stored in positions is replaced
-        return _PATH_ID if obj is self._path else None
+        dispatch[_POS_CLASS] = lambda p: (
+            _POS_CLASS,
+            (THE_PATH if p.file is path else p.file, p.line, p.column),
+        )
+        dispatch[_FILE_CLASS] = lambda f: (_FILE_CLASS, (THE_PATH if f.path is path else f.path, f.body))
+        self.dispatch_table = dispatch
 
 
 class _Unpickler(pickle.Unpickler):
@@ -126,12 +136,9 @@ class _Unpickler(pickle.Unpickler):
         super().__init__(stream)
         self._path = path
 
-    def persistent_load(self, pid):
-        if pid != _PATH_ID:
-            raise pickle.UnpicklingError("unknown persistent id")
-        return self._path
-
     def find_class(self, module, name):
+        if module == __name__ and name == _PATH_GLOBAL:
+            return self._path
         if module == syntax_nodes.__name__ and name in _AST_CLASSES:
             return _AST_CLASSES[name]
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed in the parse cache")
@@ -178,6 +185,8 @@ def load(cache_dir: str, key: str, path: str) -> syntax_nodes.File | None:
 
 def store_blob(cache_dir: str, key: str, blob: bytes) -> None:
     """Write an entry atomically (temp file + rename); a cache that cannot be written is skipped."""
+    import tempfile  # only a cold run writes (tempfile imports shutil and random: not at start-up)
+
     target = _entry_path(cache_dir, key)
     try:
         os.makedirs(os.path.dirname(target), exist_ok=True)

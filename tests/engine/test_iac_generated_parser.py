@@ -40,3 +40,22 @@ def test_parsing_loads_no_grammar_nor_lark():
     )
     completed = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert completed.returncode == 0, completed.stderr
+
+
+def test_start_up_imports_neither_parser_nor_function_families_until_needed():
+    """A run served from the parse cache never parses, and one whose expressions call no function
+    never needs the function library: both stay unimported (start-up time)."""
+    code = (
+        "import sys\n"
+        "import policies_app.iac.cli\n"
+        "from policies_app.iac import hcl_native\n"
+        "hcl_native.parse_native('a = [for x in y : x]\\n', 'main.tf')\n"
+        "loaded = sorted(m for m in sys.modules if m == 'policies_app.iac.hcl_lalr'\n"
+        "                or m.startswith('policies_app.iac.functions.') and m.split('.')[-1] in\n"
+        "                ('collection', 'strings', 'encoding', 'filesystem', 'hashing', 'rsa'))\n"
+        "assert not loaded, loaded\n"
+        "from policies_app.iac.functions import SUPPORTED_FUNCTIONS\n"
+        "assert 'upper' in SUPPORTED_FUNCTIONS and 'policies_app.iac.functions.strings' in sys.modules\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr

@@ -13,18 +13,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from policies_app.iac.functions import (  # noqa: F401  (importing a family registers its functions)
-    collection,
-    conversion,
-    dates,
-    encoding,
-    filesystem,
-    hashing,
-    ipnet,
-    numeric,
-    rsa,
-    strings,
-)
 from policies_app.iac.functions.base import (
     REGISTRY,
     ArgumentError,
@@ -45,7 +33,36 @@ from policies_app.iac.values import (
     unmark_deep,
 )
 
-SUPPORTED_FUNCTIONS: frozenset[str] = frozenset(REGISTRY)
+_families_loaded = False
+
+
+def registry() -> dict[str, FunctionSpec]:
+    """Every built-in function by name. Importing a family registers its functions; the families are
+    imported when a function is first needed, so that a configuration calling none does not pay for
+    them at start-up (about a third of the evaluator's imports)."""
+    global _families_loaded
+    if not _families_loaded:
+        from policies_app.iac.functions import (  # noqa: F401
+            collection,
+            conversion,
+            dates,
+            encoding,
+            filesystem,
+            hashing,
+            ipnet,
+            numeric,
+            rsa,
+            strings,
+        )
+
+        _families_loaded = True
+    return REGISTRY
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SUPPORTED_FUNCTIONS":  # frozenset of every built-in's name
+        return frozenset(registry())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def call_function(
@@ -56,7 +73,7 @@ def call_function(
     What the function does with unknown and sensitive arguments is declared with it (``register``).
     ``declared_types`` are the types the arguments' declarations give them, for the functions that
     want them."""
-    spec = REGISTRY.get(name)
+    spec = registry().get(name)
     if spec is None:
         # provider::aws::arn_parse and friends run inside provider plugins, which we never start.
         raise UnsupportedFunction(name)
@@ -120,9 +137,10 @@ def _call(spec: FunctionSpec, args: list[Any], ctx: FunctionContext, extra: dict
 
 
 __all__ = [
-    "SUPPORTED_FUNCTIONS",
+    "SUPPORTED_FUNCTIONS",  # noqa: F822 - computed on first access (__getattr__)
     "FunctionContext",
     "FunctionError",
     "UnsupportedFunction",
     "call_function",
+    "registry",
 ]
