@@ -62,6 +62,10 @@ NOT_YET_EVALUATED = frozenset({"queued", "evaluating"})
 
 # A poll that fails this many times in a row ends the wait; a single blip of the network does not.
 MAX_CONSECUTIVE_POLL_FAILURES = 5
+# A worker explains an evaluation just after the decision is stored: worth waiting for a moment before
+# printing the reasons, never worth holding a pipeline for.
+EXPLANATION_WAIT_S = 5.0
+EXPLANATION_POLL_S = 0.5
 
 
 def say(text: str) -> None:
@@ -364,6 +368,31 @@ def explanations_of(deployment: dict[str, Any]) -> dict[str, str]:
     return why
 
 
+def explanations_pending(deployment: dict[str, Any]) -> bool:
+    """Whether the platform is still preparing the explanations of the latest evaluation."""
+    evaluations = deployment.get("evaluations")
+    latest = evaluations[-1] if isinstance(evaluations, list) and evaluations else None
+    return isinstance(latest, dict) and latest.get("explanations_pending") is True
+
+
+def with_explanations(
+    client: Client,
+    deployment: dict[str, Any],
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """The deployment read again until its latest evaluation is explained, for EXPLANATION_WAIT_S at most
+    (then as it is: the reasons print without their "from ..." lines)."""
+    deadline = clock() + EXPLANATION_WAIT_S
+    while explanations_pending(deployment) and clock() < deadline:
+        sleep(EXPLANATION_POLL_S)
+        try:
+            deployment = client.request("GET", f"/api/v1/deployments/{deployment['id']}/")
+        except GateError:
+            break
+    return deployment
+
+
 def reason_lines(kind: str, messages: list[str], why: dict[str, str]) -> list[str]:
     """Each message, followed by why it was given when the platform explained it."""
     lines = []
@@ -477,21 +506,27 @@ def wait_for_verdict(
     shown_requirements: list[str] = []
     shown_status: str | None = None
     shown_approvals = 0
+    waited_for_explanations = False
     failures = 0
     deployment_id = deployment.get("id")
     watcher = StatusWatcher(client, deployment_id)
     while True:
         status = deployment.get("status")
         if status not in UNDECIDED:
-            return report_final(deployment, out)
+            return report_final(with_explanations(client, deployment, clock, sleep), out)
         if status == "pending_approval":
             pending = messages_of(deployment, "pending")
+            if pending != shown_pending and explanations_pending(deployment) and not waited_for_explanations:
+                waited_for_explanations = True
+                deployment = with_explanations(client, deployment, clock, sleep)
+                continue  # the status may have moved on meanwhile
             if pending != shown_pending:
                 out(f"waiting for approval of deployment {deployment_id}:")
                 reasons = pending or ["(no policy gave a reason; waiting for an approver)"]
                 for line in reason_lines("pending", reasons, explanations_of(deployment)):
                     out(line)
                 shown_pending = pending
+                waited_for_explanations = False
             requirements = requirement_lines(deployment)
             if requirements != shown_requirements:
                 for line in requirements:

@@ -15,10 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
+from django.utils import timezone
 
 from policies_app.deployments.approvals import record_approval
+from policies_app.deployments.explanations import explain_evaluation
 from policies_app.deployments.stored_inputs import plan_of
-from policies_app.models import Deployment, EnvironmentState
+from policies_app.models import Deployment, EnvironmentState, Evaluation
 from policy_gate import gate
 from tests.builders import ONE_APPROVER, api_key_for, make_policy, plan_with
 
@@ -597,3 +599,88 @@ def test_completing_a_release_that_went_stale_exits_four_and_says_so(world, pipe
     assert "stopped: the release expired before it was completed; trigger a new deployment" in late.stdout
     deployment.refresh_from_db()
     assert deployment.status == "expired"
+
+
+def _explanation_still_due(world, url: str) -> tuple[gate.Client, dict, int]:
+    """A deployment denied by a policy whose explanation a worker has not written yet (as with a real
+    broker, where the explanation follows the decision), read through the live server."""
+    world.platform.approval_policies.add(make_policy("public buckets", PUBLIC_BUCKETS))
+    client = gate.Client(url, api_key_for(world.bob))
+    created = client.request(
+        "POST", f"/api/v1/environments/{world.environment.pk}/deployments/", {"plan": EXPLAINED_PLAN}
+    )
+    evaluation = Evaluation.objects.get(deployment_id=created["id"])
+    unexplained = [
+        {key: value for key, value in o.items() if key != "explanation"} for o in evaluation.outcomes
+    ]
+    Evaluation.objects.filter(pk=evaluation.pk).update(
+        outcomes=unexplained, explanations_due_at=timezone.now()
+    )
+    deployment = client.request("GET", f"/api/v1/deployments/{created['id']}/")
+    assert deployment["status"] == "denied" and gate.explanations_pending(deployment)
+    return client, deployment, evaluation.pk
+
+
+class FakeTime:
+    """The gate's clock and sleep: sleeping moves the clock on, and may run what a worker would do."""
+
+    def __init__(self, meanwhile=None) -> None:
+        self.now = 0.0
+        self.sleeps = 0
+        self.meanwhile = meanwhile
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps += 1
+        self.now += seconds
+        if self.meanwhile is not None:
+            self.meanwhile()
+
+
+EXPLAINED_PLAN = plan_with(("aws_s3_bucket.logs", ["create"]))
+EXPLAINED_PLAN["resource_changes"][0]["change"]["after"] = {"acl": "public-read"}
+PUBLIC_BUCKETS = """package env0
+
+deny contains sprintf("%s is public", [change.address]) if {
+    some change in input.plan.resource_changes
+    change.change.after.acl == "public-read"
+}
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_gate_waits_briefly_for_the_explanation_a_worker_writes_after_the_decision(world, live_server):
+    client, deployment, evaluation_id = _explanation_still_due(world, live_server.url)
+    time_ = FakeTime(meanwhile=lambda: explain_evaluation(evaluation_id))
+    printed: list[str] = []
+
+    code = gate.wait_for_verdict(
+        client, deployment, wait_for_approval=False, timeout=60, poll_interval=5,
+        out=printed.append, clock=time_.clock, sleep=time_.sleep,
+    )  # fmt: skip
+
+    assert code == gate.EXIT_STOPPED
+    reason = printed.index("  deny: aws_s3_bucket.logs is public")
+    assert printed[reason + 1].startswith(
+        "    from deny rule at main.rego:3 read input.plan.resource_changes[0]"
+    )
+    assert time_.sleeps == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_explanation_that_does_not_come_holds_the_gate_a_few_seconds_at_most(world, live_server):
+    client, deployment, _ = _explanation_still_due(world, live_server.url)
+    time_ = FakeTime()
+    printed: list[str] = []
+
+    code = gate.wait_for_verdict(
+        client, deployment, wait_for_approval=False, timeout=60, poll_interval=5,
+        out=printed.append, clock=time_.clock, sleep=time_.sleep,
+    )  # fmt: skip
+
+    assert code == gate.EXIT_STOPPED
+    reason = printed.index("  deny: aws_s3_bucket.logs is public")
+    assert not printed[reason + 1 :] or not printed[reason + 1].startswith("    from")
+    assert time_.now <= gate.EXPLANATION_WAIT_S + gate.EXPLANATION_POLL_S
