@@ -2,7 +2,7 @@
 
 OPA hands each argument to Go's ``fmt.Sprintf``: a number as an int64 when it is whole, else as a
 float64; a string as itself; anything else as the text of the Rego value. Go then writes, for
-example, ``%!f(int64=15)`` for ``%.2f`` of 15, ``%!s(int64=50)`` for ``%s`` of 50, ``-3`` for ``%d``
+example, ``%!f(int64=15)`` for ``%.2f`` of 15 (``%!f(int64=01)`` of 1), ``%!s(int64=50)`` for ``%s`` of 50, ``-3`` for ``%d``
 of -3 and ``1.2345675e+06`` for ``%v`` of 1234567.5, where regorus writes ``15.00``, ``50``,
 ``--3`` and ``1234567.5``. Same decision, another message: users read the message.
 
@@ -113,9 +113,17 @@ def _verb(verb: str, precision: str | None, argument: tuple[str, Any]) -> str:
         return format(value, f".{6 if precision is None else int(precision)}f")
     if verb == "f" and precision is None:
         return wrong
-    if verb == "f" and kind == "int64" and value >= 0:
-        return wrong  # Go pads a negative one with zeros (%!f(int64=-03)): left to OPA
+    if verb == "f" and kind == "int64":
+        return f"%!f(int64={_go_integer(value, int(precision))})"
     raise Unsupported(f"the verb %{verb}")
+
+
+def _go_integer(value: int, precision: int) -> str:
+    """Go's %.Nv of an int64, which is how it names one given to %.Nf: at least N digits, padded with
+    zeros (%!f(int64=01) for %.2f of 1, -003 for %.3f of -3), and nothing at all for 0 under %.0f."""
+    if precision == 0 and value == 0:
+        return ""
+    return ("-" if value < 0 else "") + str(abs(value)).zfill(precision)
 
 
 def opa_sprintf(template: Any, arguments: Any) -> str:

@@ -99,6 +99,184 @@ INPUTS = [
 ]
 
 
+def _change(rtype: str, name: str, actions: list[str], after: dict) -> dict:
+    return {
+        "address": f"{rtype}.{name}",
+        "type": rtype,
+        "name": name,
+        "mode": "managed",
+        "change": {"actions": actions, "before": None, "after": after},
+    }
+
+
+_CONTAINER = {"name": "app", "image": "docker.io/library/nginx:latest"}
+_LIMITED = {**_CONTAINER, "image": "registry.example.com/app:1", "resources": {"limits": {"cpu": "1"}}}
+_RISKY_PLAN = {
+    "resource_changes": [
+        _change("aws_s3_bucket", "logs", ["create"], {"bucket": "logs", "acl": "public-read"}),
+        _change(
+            "aws_s3_bucket_public_access_block",
+            "logs",
+            ["create"],
+            {
+                "block_public_acls": False,
+                "block_public_policy": False,
+                "ignore_public_acls": False,
+                "restrict_public_buckets": False,
+            },
+        ),
+        _change("aws_instance", "big", ["create"], {"instance_type": "p4d.24xlarge", "subnet_id": None}),
+        _change("aws_db_instance", "main", ["delete"], {"publicly_accessible": True}),
+        _change("aws_ebs_volume", "data", ["create"], {"encrypted": False, "size": 100}),
+        _change("aws_efs_file_system", "shared", ["create"], {"encrypted": False}),
+        _change(
+            "aws_security_group",
+            "ssh",
+            ["create"],
+            {"ingress": [{"from_port": 22, "to_port": 22, "protocol": "tcp", "cidr_blocks": ["0.0.0.0/0"]}]},
+        ),
+        _change(
+            "aws_security_group_rule",
+            "ssh",
+            ["create"],
+            {"type": "ingress", "from_port": 0, "to_port": 65535, "cidr_blocks": ["0.0.0.0/0"]},
+        ),
+        _change("aws_lb_listener", "http", ["create"], {"protocol": "HTTP", "port": 80, "ssl_policy": None}),
+        _change("aws_lb", "front", ["create"], {"load_balancer_type": "application", "internal": False}),
+        _change(
+            "aws_iam_policy",
+            "admin",
+            ["create"],
+            {"policy": '{"Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}'},
+        ),
+        _change("aws_iam_access_key", "ci", ["create"], {"user": "ci"}),
+        _change(
+            "aws_iam_account_password_policy",
+            "strict",
+            ["update"],
+            {
+                "minimum_password_length": 8,
+                "require_symbols": False,
+                "require_numbers": True,
+                "require_uppercase_characters": True,
+                "require_lowercase_characters": False,
+                "password_reuse_prevention": 1,
+                "max_password_age": 400,
+                "allow_users_to_change_password": False,
+            },
+        ),
+        _change("aws_default_vpc", "default", ["create"], {"cidr_block": "172.31.0.0/16"}),
+        _change(
+            "google_project_iam_member", "owner", ["create"], {"role": "roles/owner", "member": "user:a"}
+        ),
+        _change(
+            "kubernetes_deployment",
+            "web",
+            ["create"],
+            {"spec": [{"template": [{"spec": [{"container": [_CONTAINER]}]}]}]},
+        ),
+        _change(
+            "kubernetes_manifest",
+            "pod",
+            ["create"],
+            {
+                "manifest": {
+                    "kind": "Deployment",
+                    "spec": {"template": {"spec": {"containers": [_CONTAINER]}}},
+                }
+            },
+        ),
+        _change("null_resource", "x", ["create"], {}),
+    ]
+}
+_SAFE_PLAN = {
+    "resource_changes": [
+        _change("aws_s3_bucket", "logs", ["no-op"], {"bucket": "logs", "acl": "private"}),
+        _change("aws_instance", "small", ["update"], {"instance_type": "t3.micro", "subnet_id": "subnet-1"}),
+        _change("aws_db_instance", "main", ["create"], {"publicly_accessible": False}),
+        _change("aws_ebs_volume", "data", ["create"], {"encrypted": True, "size": 10}),
+        _change(
+            "aws_lb_listener",
+            "https",
+            ["create"],
+            {"protocol": "HTTPS", "port": 443, "ssl_policy": "ELBSecurityPolicy-TLS13-1-2-2021-06"},
+        ),
+        _change(
+            "aws_iam_account_password_policy",
+            "strict",
+            ["create"],
+            {
+                "minimum_password_length": 16,
+                "require_symbols": True,
+                "require_numbers": True,
+                "require_uppercase_characters": True,
+                "require_lowercase_characters": True,
+                "password_reuse_prevention": 24,
+                "max_password_age": 90,
+                "allow_users_to_change_password": True,
+            },
+        ),
+        _change(
+            "kubernetes_deployment",
+            "web",
+            ["create"],
+            {"spec": [{"template": [{"spec": [{"container": [_LIMITED]}]}]}]},
+        ),
+    ]
+}
+_CONFIGURATION = {
+    "maxCostIncrease": 100,
+    "min_length": 14,
+    "min_password_reuse_prevention": 5,
+    "max_password_age": 90,
+    "require_user_password_changes": True,
+    "allowed_registries": ["registry.example.com"],
+    "allowed_instance_types": ["t3.micro", "t3.small"],
+    "allowed_ssh_cidrs": ["10.0.0.0/8"],
+    "min_tls_policy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
+    "disallowed_patterns": ["*"],
+}
+_APPROVERS = [
+    {
+        "id": "u1",
+        "name": "Ann",
+        "email": "ann@example.com",
+        "teams": [{"id": "t1", "name": "data-warehouse"}],
+    },
+    {"id": "u2", "name": "Bob", "email": "bob@example.com", "teams": [{"id": "t2", "name": "security"}]},
+]
+# env0's input document (docs: "Input by env zero") with plans that trip, and do not trip, the rules
+# env0's published policies are about; also empty and half-filled documents, where they read nothing.
+ENV0_INPUTS = [
+    {},
+    {
+        "deploymentRequest": {"type": "deploy", "triggerName": "user"},
+        "costEstimation": {"totalMonthlyCost": 1500, "monthlyCostDiff": 250},
+        "plan": _RISKY_PLAN,
+        "approvers": _APPROVERS[:1],
+        "deployerUser": {"name": "Ann", "email": "ann@example.com", "teams": []},
+        "policyConfiguration": _CONFIGURATION,
+        "policyData": _CONFIGURATION,
+    },
+    {
+        "deploymentRequest": {"type": "destroy", "triggerName": "cd"},
+        "costEstimation": {"totalMonthlyCost": 20.5, "monthlyCostDiff": -4.25},
+        "plan": _SAFE_PLAN,
+        "approvers": _APPROVERS,
+        "policyConfiguration": {**_CONFIGURATION, "maxCostIncrease": 10.5},
+        "policyData": {**_CONFIGURATION, "min_length": 8},
+    },
+    {
+        "deploymentRequest": {"type": "deployResume", "triggerName": "ttl"},
+        "costEstimation": {"totalMonthlyCost": None, "monthlyCostDiff": "n/a"},
+        "plan": {"resource_changes": []},
+        "approvers": [],
+        "policyConfiguration": {},
+    },
+    {"deploymentRequest": {"type": "destroyResume"}, "plan": None, "costEstimation": None, "approvers": [{}]},
+]
+
+
 def _case(name: str, *modules: tuple[str, str], version: str = "v1", data: dict | None = None) -> Case:
     return Case(name, modules, INPUTS, version, data)
 
@@ -285,6 +463,28 @@ CORPUS = [
         ),
     ),
     _case(
+        # A case of its own: a message regorus's formatting leaves to OPA sends the whole policy there.
+        "sprintf of whole numbers under a precision",
+        (
+            "p.rego",
+            # Go names a whole number given to %.Nf with N digits at least (%!f(int64=01)), and with
+            # no digit at all for 0 under %.0f.
+            'package env0\nwarn contains sprintf("%.2f %.0f %.0f %.3f %.1f", [count(input.approvers), 0, 7, 3, 12])'
+            " if true\n",
+        ),
+    ),
+    _case(
+        "v0: if is a name without its import",
+        (
+            "p.rego",
+            # v0 reads ``if`` as a rule's name: the function has no body and that rule an unsafe
+            # variable (refused everywhere); v1 would read one function with a body.
+            'package env0\nis_delete(actions) = true\n\nif {\n\tactions[_] == "delete"\n}\n'
+            'deny[msg] { is_delete(input.plan.resource_changes[_].change.actions); msg := "delete" }\n',
+        ),
+        version="v0",
+    ),
+    _case(
         "v0 partial sets and functions",
         (
             "p.rego",
@@ -319,6 +519,7 @@ _MESSAGES = [
     'sprintf("%d / %s", [{path}, {path}])',
     'sprintf("%v and %v", [{{{path}, "k"}}, {{"k": {path}}}])',
     'sprintf("%v", [[{path}, 0.25, -3]])',
+    'sprintf("%.3f and %.0f", [{path}, {path}])',
 ]
 
 
