@@ -125,7 +125,7 @@ class RegorusAdapter:
         try:
             self._rules(engine, policy)
         except PolicyRuntimeError as error:
-            if error.message.startswith(f"extension '{EXTENSION}'"):
+            if error.message.startswith(f"extension '{EXTENSION}'") or _at_formatting_call(policy, error):
                 return  # a message sprintf leaves to OPA (opa_sprintf.py), which compiled the policy
             raise PolicyCompileError(
                 error.message, policy=policy.name, file=error.file, line=error.line, column=error.column
@@ -154,6 +154,20 @@ class RegorusAdapter:
                 report(index, "outcome", messages=self._rules(engine, policy))
             except (PolicyCompileError, PolicyRuntimeError) as error:
                 report(index, "outcome", error=_error_dict(error))
+
+
+def _at_formatting_call(policy: PreparedPolicy, error: PolicyRuntimeError) -> bool:
+    """Whether regorus failed at a ``sprintf`` call (renamed to the extension) before the extension
+    ran: its Python bindings cannot hand over some values (a set holding an array or an object:
+    "unhashable type"). At evaluation such an error sends the policy to OPA, which compiled it."""
+    if error.line is None or error.column is None:
+        return False
+    source = dict(policy.modules).get(error.file or "")
+    lines = source.splitlines() if source is not None else []
+    if not 0 < error.line <= len(lines):
+        return False
+    call = lines[error.line - 1].find(f"{EXTENSION}(")
+    return 0 <= call < error.column
 
 
 _OPA_QUERY = "; ".join(f"{rule} := [value | value := data.env0.{rule}]" for rule in DECISION_RULES)

@@ -474,6 +474,14 @@ CORPUS = [
         ),
     ),
     _case(
+        "sprintf of a set holding arrays and objects",
+        (
+            "p.rego",
+            # regorus cannot hand such a set to the formatting extension: OPA formats it.
+            'package env0\nwarn contains sprintf("%v", [{1, "a", null, [1], {"k": 1}}]) if true\n',
+        ),
+    ),
+    _case(
         "v0: if is a name without its import",
         (
             "p.rego",

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 QUICK = 'package env0\n\nallow contains "ok" if true\n'
 # OPA compiles it at once; regorus, folding the constant comprehension, runs out of time.
 SLOW_TO_COMPILE = (
-    "package env0\n\npending contains sprintf(\"%d\", "
+    'package env0\n\npending contains sprintf("%d", '
     "[count({x | some x in numbers.range(1, 30000000); x % 7 == 0})]) if true\n"
 )
 SLOW_TO_EVALUATE = SLOW_TO_COMPILE.replace("30000000", "input.n")
