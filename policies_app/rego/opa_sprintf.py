@@ -11,6 +11,11 @@ Policies reach this through a regorus extension: the rewrite renames every ``spr
 with an optional precision for ``%f``, ordinary numbers, strings, and values made of those); anything
 else raises, which makes regorus report an error, and then the policy is evaluated on OPA itself
 (runner.py), which formats it as OPA does by definition.
+
+``floor`` and ``ceil`` go the same way (``__fl_``, ``__c_``): OPA 1.20 truncates the number and steps
+away from the truncated value by its sign, so between -1 and 0, where the truncated value is 0,
+``floor(-0.5)`` is 0 and ``ceil(-0.5)`` is 1 (regorus: -1 and 0). A decision may hang on it
+(``ceil(x) > 0``), so the platform decides as OPA does.
 """
 
 from __future__ import annotations
@@ -150,27 +155,62 @@ def opa_sprintf(template: Any, arguments: Any) -> str:
     return "".join(out)
 
 
-def _sprintf_calls(node: Any, found: list[tuple[int, int]]) -> None:
+def _rounded_as_opa(value: Any, *, up: bool) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Unsupported("a value that is not a number")
+    if isinstance(value, int):
+        return value
+    if not math.isfinite(value) or abs(value) >= _LARGEST:
+        raise Unsupported("a number OPA may round otherwise")
+    whole = math.trunc(value)
+    if value == whole:
+        return whole
+    if up:
+        return whole + 1 if whole >= 0 else whole
+    return whole - 1 if whole < 0 else whole
+
+
+def opa_floor(value: Any) -> int:
+    """``floor`` as OPA 1.20 computes it (0 for a number between -1 and 0)."""
+    return _rounded_as_opa(value, up=False)
+
+
+def opa_ceil(value: Any) -> int:
+    """``ceil`` as OPA 1.20 computes it (1 for a number between -1 and 0)."""
+    return _rounded_as_opa(value, up=True)
+
+
+# builtin -> (the regorus extension its calls are renamed to, as long as the name: columns stay the
+# same; how many arguments; what computes it as OPA does).
+EXTENSIONS: dict[str, tuple[str, int, Any]] = {
+    "sprintf": (EXTENSION, 2, opa_sprintf),
+    "floor": ("__fl_", 1, opa_floor),
+    "ceil": ("__c_", 1, opa_ceil),
+}
+
+
+def _renamed_calls(node: Any, found: list[tuple[int, int, str]]) -> None:
     if isinstance(node, dict):
         call = node.get("Call")
         if isinstance(call, dict) and len(node) == 1:
             function = call.get("fcn") or {}
-            if kind_of(function) == "Var" and function["Var"]["value"] == "sprintf":
-                found.append((function["Var"]["span"]["start"], function["Var"]["span"]["end"]))
+            if kind_of(function) == "Var" and function["Var"]["value"] in EXTENSIONS:
+                span = function["Var"]["span"]
+                found.append((span["start"], span["end"], EXTENSIONS[function["Var"]["value"]][0]))
         for value in node.values():
-            _sprintf_calls(value, found)
+            _renamed_calls(value, found)
     elif isinstance(node, list):
         for value in node:
-            _sprintf_calls(value, found)
+            _renamed_calls(value, found)
 
 
 def use_opa_sprintf(module: ParsedModule, *, rego_v0: bool) -> ParsedModule:
-    """The module with every ``sprintf(`` call made to the extension (a name as long as "sprintf": columns stay the same)."""
-    found: list[tuple[int, int]] = []
-    _sprintf_calls(module.tree.get("rules") or [], found)
+    """The module with every ``sprintf(`` (``floor(``, ``ceil(``) call made to its extension."""
+    found: list[tuple[int, int, str]] = []
+    _renamed_calls(module.tree.get("rules") or [], found)
     if not found:
         return module
     edits = Source(module.data)
-    for start, end in found:
-        edits.replace(start, end, EXTENSION)
+    for start, end, extension in found:
+        edits.replace(start, end, extension)
     return parse_module(module.filename, edits.result(), rego_v0)

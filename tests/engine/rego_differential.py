@@ -518,6 +518,9 @@ _PATHS = [
 _CONSTANTS = ["1", "100", '"main"', '"deploy"', "null", "true", '"x"', "0.5"]
 _OPERATORS = ["==", "!=", "<", ">", "<=", ">="]
 _VALUES = [None, True, False, 0, 1, 50, 150, 0.5, "main", "deploy", "x", "xa", [], [1, 2], {"k": 1}]
+# Edge values (issue 20): between -1 and 0 (floor and ceil), negative zero, an integer beyond
+# float64's exact range, and text beyond ASCII.
+_EDGE_VALUES = [-0.5, -0.25, -1.5, -0.0, 12345678901234567890, "héllo", "日本", -3]
 
 
 _SETS = ['{"main", "x"}', "{1, 100, null}", '{"deploy", 0.5}']
@@ -534,9 +537,9 @@ _MESSAGES = [
 def _condition(rng: random.Random, *, in_flag: bool = False) -> str:
     """One expression of a rule body (a single literal, so that it can also be a body without braces)."""
     path = rng.choice(_PATHS)
-    choice = rng.randrange(17)
-    if in_flag and choice == 8:
-        choice = 0  # flag's own body must not read flag
+    choice = rng.randrange(25)
+    if in_flag and choice in (8, 21, 24):
+        choice = 0  # flag's and level's own bodies read neither
     if choice == 0:
         return f"{path} {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)}"
     if choice == 1:
@@ -570,7 +573,27 @@ def _condition(rng: random.Random, *, in_flag: bool = False) -> str:
         return f"not sum({path}) > 1"
     if choice == 15:
         return f'{path} == "never"; conflict(500) == 1'  # a conflict behind a condition that fails
-    return f"every v in input.list {{ v {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)} }}"
+    if choice == 16:
+        return f"every v in input.list {{ v {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)} }}"
+    if choice == 17:
+        return (
+            f"{rng.choice(['ceil', 'floor'])}({path}) {rng.choice(_OPERATORS)} {rng.choice(['0', '1', '-1'])}"
+        )
+    if choice == 18:
+        return f"every k, v in input.obj {{ k != \"z\"; v {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)} }}"
+    if choice == 19:
+        return f"some k, v in input.obj; k != \"z\"; v {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)}"
+    if choice == 20:
+        return (
+            f"not count([x | some x in input.list; x {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)}]) > 0"
+        )
+    if choice == 21 and not in_flag:
+        return f"flag with {path} as {rng.choice(_CONSTANTS)}"
+    if choice == 22:
+        return f"not {{x | some x in input.obj}}[{path}]"
+    if choice == 23:
+        return f'contains(upper(sprintf("%v", [{path}])), "X")'
+    return f"level {rng.choice(['==', '!='])} {rng.choice(['1', '2', '3'])}"
 
 
 def _body(rng: random.Random, conditions: list[str]) -> str:
@@ -590,15 +613,28 @@ def _input(rng: random.Random) -> dict:
                 node = node.setdefault(part, {})
             node[parts[-1]] = rng.choice(_VALUES)
     if rng.random() < 0.6:
-        document["list"] = rng.sample([1, 2, 5, "x", None], rng.randrange(4))
+        document["list"] = rng.sample([1, 2, 5, "x", None, -0.5], rng.randrange(4))
+    if rng.random() < 0.6:
+        document["obj"] = dict(
+            rng.sample([("k", 1), ("j", -0.5), ("m", "main"), ("n", None)], rng.randrange(4))
+        )
+    for path in _PATHS:
+        if rng.random() < 0.15:
+            parts = path.split(".")[1:]
+            node = document
+            for part in parts[:-1]:
+                node = node.setdefault(part, {}) if isinstance(node.get(part, {}), dict) else {}
+            node[parts[-1]] = rng.choice(_EDGE_VALUES)
     return document
 
 
 def generated_case(seed: int) -> Case:
     """A random env0-style policy: decision rules over comparisons, negations, membership, a helper
     function with several definitions (split over two modules or not), a function whose definitions
-    conflict for some inputs, bodies with and without braces, a default rule and an else chain,
-    messages formatting numbers, sets and objects."""
+    conflict for some inputs, bodies with and without braces, a default rule and else chains,
+    ``every`` and ``some k, v`` over arrays and objects, ``with`` on input paths, comprehensions
+    inside ``not``, ``floor``/``ceil``, messages formatting numbers, sets and objects, and inputs with
+    edge values (between -1 and 0, negative zero, big integers, text beyond ASCII)."""
     rng = random.Random(seed)
     rules = []
     for rule in rng.sample(["deny", "pending", "warn", "allow"], rng.randrange(1, 4)):
@@ -615,7 +651,11 @@ def generated_case(seed: int) -> Case:
         else f"flag {_body(rng, [_condition(rng, in_flag=True)])}"
     )
     allowed = 'allowed_values := {"main": true, "x": true}'
-    main = "package env0\n\n" + "\n".join([*rules, helper_a, conflict, flag, allowed]) + "\n"
+    level = (
+        f"level := 1 {_body(rng, [_condition(rng, in_flag=True)])} "
+        f"else := 2 {_body(rng, [_condition(rng, in_flag=True)])} else := 3"
+    )
+    main = "package env0\n\n" + "\n".join([*rules, helper_a, conflict, flag, allowed, level]) + "\n"
     if rng.random() < 0.5:
         modules = (("main.rego", main), ("helpers.rego", f"package env0\n\n{helper_b}\n"))
     else:
