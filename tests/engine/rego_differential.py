@@ -482,6 +482,16 @@ CORPUS = [
         ),
     ),
     _case(
+        "floor and ceil between -1 and 0",
+        (
+            "p.rego",
+            # OPA 1.20: floor(-0.5) is 0 and ceil(-0.5) is 1 (it steps by the sign of the truncated
+            # number); a decision may hang on it.
+            'package env0\ndeny contains "rounds up" if ceil(input.costEstimation.monthlyCostDiff / -100) > 0\n'
+            'warn contains sprintf("%v %v %v %v", [floor(-0.5), ceil(-0.25), floor(-1.5), ceil(2.5)]) if true\n',
+        ),
+    ),
+    _case(
         "v0: if is a name without its import",
         (
             "p.rego",
@@ -580,9 +590,9 @@ def _condition(rng: random.Random, *, in_flag: bool = False) -> str:
             f"{rng.choice(['ceil', 'floor'])}({path}) {rng.choice(_OPERATORS)} {rng.choice(['0', '1', '-1'])}"
         )
     if choice == 18:
-        return f"every k, v in input.obj {{ k != \"z\"; v {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)} }}"
+        return f'every k, v in input.obj {{ k != "z"; v {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)} }}'
     if choice == 19:
-        return f"some k, v in input.obj; k != \"z\"; v {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)}"
+        return f'some k, v in input.obj; k != "z"; v {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)}'
     if choice == 20:
         return (
             f"not count([x | some x in input.list; x {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)}]) > 0"
