@@ -492,6 +492,19 @@ CORPUS = [
         ),
     ),
     _case(
+        "with reaching an evaluation error",
+        (
+            "p.rego",
+            # The empty input the engine is checked on reaches these errors through ``with``: errors of
+            # evaluating, not of compiling; OPA compiles the policy.
+            "package env0\nbig if sum(input.costEstimation.totalMonthlyCost) > 1\n"
+            "conflict(x) := 1 if x > 0\nconflict(x) := 2 if x > 100\n"
+            'deny contains "big" if big with input.costEstimation.totalMonthlyCost as 100\n'
+            'warn contains "conflict" if conflict(input.n) == 1 with input.n as 500\n'
+            'allow contains "ok" if true\n',
+        ),
+    ),
+    _case(
         "v0: if is a name without its import",
         (
             "p.rego",
