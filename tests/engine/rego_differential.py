@@ -605,7 +605,8 @@ def _condition(rng: random.Random, *, in_flag: bool = False) -> str:
     if choice == 18:
         return f'every k, v in input.obj {{ k != "z"; v {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)} }}'
     if choice == 19:
-        return f'some k, v in input.obj; k != "z"; v {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)}'
+        n = rng.getrandbits(32)  # a body may hold two of these: each its own variables
+        return f'some k{n}, v{n} in input.obj; k{n} != "z"; v{n} {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)}'
     if choice == 20:
         return (
             f"not count([x | some x in input.list; x {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)}]) > 0"
