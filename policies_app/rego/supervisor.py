@@ -26,10 +26,8 @@ from policies_app.rego.contract import EngineBusyError, EngineUnavailableError
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _START_TIMEOUT_S = 60.0
 _WATCH_INTERVAL_S = 0.02
-# A named pool does not queue: a caller waits at most this long for a worker, then is told it is busy.
-# Long enough for the worker of the previous request to be handed back, or for a worker killed after a
-# timeout to be replaced (0.1-0.3 s to start, more on a loaded machine): a client sending one request
-# at a time must never be told "busy" (issue 20). Short enough that a burst is refused, not queued.
+# A named pool does not queue: a caller waits at most this long for a worker, then is told it is busy;
+# enough for a worker to be handed back or replaced after a kill, so one request at a time is never busy.
 _NAMED_POOL_WAIT_S = 2.0
 
 
