@@ -15,7 +15,8 @@ else raises, which makes regorus report an error, and then the policy is evaluat
 ``floor`` and ``ceil`` go the same way (``__fl_``, ``__c_``): OPA 1.20 truncates the number and steps
 away from the truncated value by its sign, so between -1 and 0, where the truncated value is 0,
 ``floor(-0.5)`` is 0 and ``ceil(-0.5)`` is 1 (regorus: -1 and 0). A decision may hang on it
-(``ceil(x) > 0``), so the platform decides as OPA does.
+(``ceil(x) > 0``), so the platform decides as OPA does. ``upper`` and ``lower`` too (``__up_``,
+``__lo_``): Go maps each character to one (``upper("ß")`` is ``ß``, regorus ``SS``).
 """
 
 from __future__ import annotations
@@ -180,12 +181,36 @@ def opa_ceil(value: Any) -> int:
     return _rounded_as_opa(value, up=True)
 
 
+def _per_character(text: Any, change: Any) -> str:
+    if not isinstance(text, str):
+        raise Unsupported("a value that is not a string")
+    out = []
+    for character in text:
+        changed = change(character)
+        if len(changed) != 1:
+            raise Unsupported("a character whose case changes into several")  # Go keeps it: left to OPA
+        out.append(changed)
+    return "".join(out)
+
+
+def opa_upper(text: Any) -> str:
+    """``upper`` as Go's strings.ToUpper: one character for one (``ß`` stays; regorus writes ``SS``)."""
+    return _per_character(text, str.upper)
+
+
+def opa_lower(text: Any) -> str:
+    """``lower`` as Go's strings.ToLower: one character for one, no final sigma."""
+    return _per_character(text, str.lower)
+
+
 # builtin -> (the regorus extension its calls are renamed to, as long as the name: columns stay the
 # same; how many arguments; what computes it as OPA does).
 EXTENSIONS: dict[str, tuple[str, int, Any]] = {
     "sprintf": (EXTENSION, 2, opa_sprintf),
     "floor": ("__fl_", 1, opa_floor),
     "ceil": ("__c_", 1, opa_ceil),
+    "upper": ("__up_", 1, opa_upper),
+    "lower": ("__lo_", 1, opa_lower),
 }
 
 
@@ -205,7 +230,7 @@ def _renamed_calls(node: Any, found: list[tuple[int, int, str]]) -> None:
 
 
 def use_opa_sprintf(module: ParsedModule, *, rego_v0: bool) -> ParsedModule:
-    """The module with every ``sprintf(`` (``floor(``, ``ceil(``) call made to its extension."""
+    """The module with every ``sprintf(`` (``floor(``, ``ceil(``...) call made to its extension."""
     found: list[tuple[int, int, str]] = []
     _renamed_calls(module.tree.get("rules") or [], found)
     if not found:
