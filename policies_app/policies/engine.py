@@ -58,6 +58,8 @@ def _engine_timeouts() -> dict[str, Any]:
 _CHECKS = ("engine worker for checks", "check the policy")
 _TESTS = ("engine worker for tests", "run the tests")
 _DRY_RUNS = ("dry-run engine worker", "run")
+# The editor's checks as one types: their own small pool, apart from dry runs (syntax_problems).
+EDITOR_CHECK_POOL = "editor-check"
 
 
 @contextmanager
@@ -235,7 +237,10 @@ def _try_source(
 def syntax_problems(rego_version: Any, modules: Any, data: Any) -> list[dict[str, Any]]:
     """The editor's check as one types: problems with file, line and column (empty: it compiles).
 
-    Runs on the dry-run pool, which refuses work when busy (Busy) rather than queue keystrokes."""
+    Runs on a pool of its own ("editor-check"), which refuses work when busy (Busy) rather than queue
+    keystrokes: the edit page checks a policy by itself when it shows it (a refused save shown again
+    included), and a check of a policy that runs out of time must not take the worker the user's next
+    dry run needs."""
     try:
         content = validated_content(rego_version, modules, data)
     except Invalid as problem:
@@ -253,7 +258,9 @@ def syntax_problems(rego_version: Any, modules: Any, data: Any) -> list[dict[str
     )
     with _engine_refusals(*_CHECKS):
         try:
-            rego.check_policy(source, settings.POLICY_ENGINE, pool_name="dry-run", **_engine_timeouts())
+            rego.check_policy(
+                source, settings.POLICY_ENGINE, pool_name=EDITOR_CHECK_POOL, **_engine_timeouts()
+            )
         except rego.PolicyCompileError as problem:
             return [
                 {

@@ -42,7 +42,7 @@ from policies_app.rego.contract import DECISION_RULES, PolicyCompileError
 from policies_app.rego.decisions import normalise_rule_value
 from policies_app.rego.errors import parse_opa_error, parse_regorus_error
 from policies_app.rego.lexer import IDENT, STRING, code_tokens, find_calls, string_value, tokenize
-from policies_app.rego.opa_sprintf import EXTENSION, opa_sprintf
+from policies_app.rego.opa_sprintf import EXTENSIONS
 from policies_app.rego.prepare import PreparedPolicy, library_modules, library_modules_for_regorus, rule_ref
 
 RuleValues = dict[str, list[str]]
@@ -92,7 +92,10 @@ class RegorusAdapter:
 
     def _new_engine(self) -> Any:
         engine = self._regorus.Engine()
-        engine.add_extension(EXTENSION, 2, opa_sprintf)  # sprintf calls are renamed to it (prepare.py)
+        for extension, arguments, function in EXTENSIONS.values():
+            engine.add_extension(
+                extension, arguments, function
+            )  # sprintf... calls renamed to it (prepare.py)
         return engine
 
     def _engine(self, base: Any, policy: PreparedPolicy, *, with_library: bool) -> Any:
@@ -146,8 +149,13 @@ class RegorusAdapter:
         try:
             self._rules(engine, policy)
         except PolicyRuntimeError as error:
-            if error.message.startswith(f"extension '{EXTENSION}'"):
+            if error.message.startswith(_EXTENSION_ERRORS) or _at_formatting_call(policy, error):
                 return  # a message sprintf leaves to OPA (opa_sprintf.py), which compiled the policy
+            if _EVALUATION_ERRORS.search(error.message):
+                # An error of evaluating, not of compiling (a body reached on the empty input, e.g.
+                # through ``with input.x as 100``): OPA compiled the policy, and where regorus raises
+                # this at evaluation, OPA decides (runner.py).
+                return
             raise PolicyCompileError(
                 error.message, policy=policy.name, file=error.file, line=error.line, column=error.column
             ) from None
@@ -190,6 +198,26 @@ class RegorusAdapter:
                 report(index, "outcome", messages=self._rules(engine, policy))
             except (PolicyCompileError, PolicyRuntimeError) as error:
                 report(index, "outcome", error=_error_dict(error))
+
+
+_EVALUATION_ERRORS = re.compile(
+    r"^`[\w.]+` (?:requires|expects) |must not produce multiple outputs|(?:divide|division|modulo) by zero"
+)
+_EXTENSION_ERRORS = tuple(f"extension '{extension}'" for extension, _, _ in EXTENSIONS.values())
+
+
+def _at_formatting_call(policy: PreparedPolicy, error: PolicyRuntimeError) -> bool:
+    """Whether regorus failed at a ``sprintf`` call (renamed to the extension) before the extension
+    ran: its Python bindings cannot hand over some values (a set holding an array or an object:
+    "unhashable type"). At evaluation such an error sends the policy to OPA, which compiled it."""
+    if error.line is None or error.column is None:
+        return False
+    source = dict(policy.modules).get(error.file or "")
+    lines = source.splitlines() if source is not None else []
+    if not 0 < error.line <= len(lines):
+        return False
+    calls = [lines[error.line - 1].find(f"{extension}(") for extension, _, _ in EXTENSIONS.values()]
+    return any(0 <= call < error.column for call in calls)
 
 
 _OPA_QUERY = "; ".join(f"{rule} := [value | value := data.env0.{rule}]" for rule in DECISION_RULES)

@@ -2,7 +2,7 @@
 
 OPA hands each argument to Go's ``fmt.Sprintf``: a number as an int64 when it is whole, else as a
 float64; a string as itself; anything else as the text of the Rego value. Go then writes, for
-example, ``%!f(int64=15)`` for ``%.2f`` of 15, ``%!s(int64=50)`` for ``%s`` of 50, ``-3`` for ``%d``
+example, ``%!f(int64=15)`` for ``%.2f`` of 15 (``%!f(int64=01)`` of 1), ``%!s(int64=50)`` for ``%s`` of 50, ``-3`` for ``%d``
 of -3 and ``1.2345675e+06`` for ``%v`` of 1234567.5, where regorus writes ``15.00``, ``50``,
 ``--3`` and ``1234567.5``. Same decision, another message: users read the message.
 
@@ -11,6 +11,12 @@ Policies reach this through a regorus extension: the rewrite renames every ``spr
 with an optional precision for ``%f``, ordinary numbers, strings, and values made of those); anything
 else raises, which makes regorus report an error, and then the policy is evaluated on OPA itself
 (runner.py), which formats it as OPA does by definition.
+
+``floor`` and ``ceil`` go the same way (``__fl_``, ``__c_``): OPA 1.20 truncates the number and steps
+away from the truncated value by its sign, so between -1 and 0, where the truncated value is 0,
+``floor(-0.5)`` is 0 and ``ceil(-0.5)`` is 1 (regorus: -1 and 0). A decision may hang on it
+(``ceil(x) > 0``), so the platform decides as OPA does. ``upper`` and ``lower`` too (``__up_``,
+``__lo_``): Go maps each character to one (``upper("ß")`` is ``ß``, regorus ``SS``).
 """
 
 from __future__ import annotations
@@ -113,9 +119,17 @@ def _verb(verb: str, precision: str | None, argument: tuple[str, Any]) -> str:
         return format(value, f".{6 if precision is None else int(precision)}f")
     if verb == "f" and precision is None:
         return wrong
-    if verb == "f" and kind == "int64" and value >= 0:
-        return wrong  # Go pads a negative one with zeros (%!f(int64=-03)): left to OPA
+    if verb == "f" and kind == "int64":
+        return f"%!f(int64={_go_integer(value, int(precision))})"
     raise Unsupported(f"the verb %{verb}")
+
+
+def _go_integer(value: int, precision: int) -> str:
+    """Go's %.Nv of an int64, which is how it names one given to %.Nf: at least N digits, padded with
+    zeros (%!f(int64=01) for %.2f of 1, -003 for %.3f of -3), and nothing at all for 0 under %.0f."""
+    if precision == 0 and value == 0:
+        return ""
+    return ("-" if value < 0 else "") + str(abs(value)).zfill(precision)
 
 
 def opa_sprintf(template: Any, arguments: Any) -> str:
@@ -142,27 +156,86 @@ def opa_sprintf(template: Any, arguments: Any) -> str:
     return "".join(out)
 
 
-def _sprintf_calls(node: Any, found: list[tuple[int, int]]) -> None:
+def _rounded_as_opa(value: Any, *, up: bool) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Unsupported("a value that is not a number")
+    if isinstance(value, int):
+        return value
+    if not math.isfinite(value) or abs(value) >= _LARGEST:
+        raise Unsupported("a number OPA may round otherwise")
+    whole = math.trunc(value)
+    if value == whole:
+        return whole
+    if up:
+        return whole + 1 if whole >= 0 else whole
+    return whole - 1 if whole < 0 else whole
+
+
+def opa_floor(value: Any) -> int:
+    """``floor`` as OPA 1.20 computes it (0 for a number between -1 and 0)."""
+    return _rounded_as_opa(value, up=False)
+
+
+def opa_ceil(value: Any) -> int:
+    """``ceil`` as OPA 1.20 computes it (1 for a number between -1 and 0)."""
+    return _rounded_as_opa(value, up=True)
+
+
+def _per_character(text: Any, change: Any) -> str:
+    if not isinstance(text, str):
+        raise Unsupported("a value that is not a string")
+    out = []
+    for character in text:
+        changed = change(character)
+        if len(changed) != 1:
+            raise Unsupported("a character whose case changes into several")  # Go keeps it: left to OPA
+        out.append(changed)
+    return "".join(out)
+
+
+def opa_upper(text: Any) -> str:
+    """``upper`` as Go's strings.ToUpper: one character for one (``ß`` stays; regorus writes ``SS``)."""
+    return _per_character(text, str.upper)
+
+
+def opa_lower(text: Any) -> str:
+    """``lower`` as Go's strings.ToLower: one character for one, no final sigma."""
+    return _per_character(text, str.lower)
+
+
+# builtin -> (the regorus extension its calls are renamed to, as long as the name: columns stay the
+# same; how many arguments; what computes it as OPA does).
+EXTENSIONS: dict[str, tuple[str, int, Any]] = {
+    "sprintf": (EXTENSION, 2, opa_sprintf),
+    "floor": ("__fl_", 1, opa_floor),
+    "ceil": ("__c_", 1, opa_ceil),
+    "upper": ("__up_", 1, opa_upper),
+    "lower": ("__lo_", 1, opa_lower),
+}
+
+
+def _renamed_calls(node: Any, found: list[tuple[int, int, str]]) -> None:
     if isinstance(node, dict):
         call = node.get("Call")
         if isinstance(call, dict) and len(node) == 1:
             function = call.get("fcn") or {}
-            if kind_of(function) == "Var" and function["Var"]["value"] == "sprintf":
-                found.append((function["Var"]["span"]["start"], function["Var"]["span"]["end"]))
+            if kind_of(function) == "Var" and function["Var"]["value"] in EXTENSIONS:
+                span = function["Var"]["span"]
+                found.append((span["start"], span["end"], EXTENSIONS[function["Var"]["value"]][0]))
         for value in node.values():
-            _sprintf_calls(value, found)
+            _renamed_calls(value, found)
     elif isinstance(node, list):
         for value in node:
-            _sprintf_calls(value, found)
+            _renamed_calls(value, found)
 
 
 def use_opa_sprintf(module: ParsedModule, *, rego_v0: bool) -> ParsedModule:
-    """The module with every ``sprintf(`` call made to the extension (a name as long as "sprintf": columns stay the same)."""
-    found: list[tuple[int, int]] = []
-    _sprintf_calls(module.tree.get("rules") or [], found)
+    """The module with every ``sprintf(`` (``floor(``, ``ceil(``...) call made to its extension."""
+    found: list[tuple[int, int, str]] = []
+    _renamed_calls(module.tree.get("rules") or [], found)
     if not found:
         return module
     edits = Source(module.data)
-    for start, end in found:
-        edits.replace(start, end, EXTENSION)
+    for start, end, extension in found:
+        edits.replace(start, end, extension)
     return parse_module(module.filename, edits.result(), rego_v0)

@@ -26,8 +26,9 @@ from policies_app.rego.contract import EngineBusyError, EngineUnavailableError
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _START_TIMEOUT_S = 60.0
 _WATCH_INTERVAL_S = 0.02
-# A named pool does not queue: a caller waits at most this long for a free worker, then is told it is busy.
-_NAMED_POOL_WAIT_S = 0.05
+# A named pool does not queue: a caller waits at most this long for a worker, then is told it is busy;
+# enough for a worker to be handed back or replaced after a kill, so one request at a time is never busy.
+_NAMED_POOL_WAIT_S = 2.0
 
 
 # Who hears of a worker's end (the platform's metrics, policies_app/ops/metrics.py): each observer is

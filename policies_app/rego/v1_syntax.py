@@ -27,8 +27,13 @@ def _previous_word(data: bytes, at: int) -> bytes:
     return match.group() if match else b""
 
 
-def _body_brace(module: ParsedModule, body: dict) -> int | None:
-    """Where the ``{`` of a body is when it has no ``if`` before it; None when nothing is to be added."""
+def _body_brace(module: ParsedModule, body: dict, head_end: int) -> int | None:
+    """Where the ``{`` of a body is when it has no ``if`` before it; None when nothing is to be added.
+
+    ``head_end``: where the rule's head ends. An ``if`` that is the head itself is a v0 rule named
+    ``if`` (v0 reads ``if`` as a name without ``import future.keywords.if``), not the keyword: a
+    function head on the line before (``f(x) = true`` then ``if { x[_] == 1 }``) stays a function
+    without a body, as in v0, instead of taking the next rule's body as v1 would read it."""
     data = module.data
     query_start = body["query"]["span"]["start"]
     if body["is_else"]:
@@ -39,7 +44,7 @@ def _body_brace(module: ParsedModule, body: dict) -> int | None:
         brace = query_start
     if brace >= len(data) or data[brace : brace + 1] != b"{":
         return None  # no body braces (``else = 1``), or already ``if``
-    if _previous_word(data, brace) == b"if":
+    if _previous_word(data, brace) == b"if" and len(data[:brace].rstrip()) > head_end:
         return None
     return brace
 
@@ -53,6 +58,7 @@ def to_rego_v1(module: ParsedModule) -> str:
             continue
         spec = rule["Spec"]
         head = spec["head"]
+        head_end = head[kind_of(head)]["span"]["end"]
         if kind_of(head) == "Set":
             value = head["Set"]
             refr = value["refr"]
@@ -65,7 +71,7 @@ def to_rego_v1(module: ParsedModule) -> str:
         for number, body in enumerate(spec["bodies"]):
             if number > 0 and not body["is_else"]:
                 continue  # ``p if { a } { b }``: only the first of chained bodies takes ``if``
-            brace = _body_brace(module, body)
+            brace = _body_brace(module, body, head_end)
             if brace is not None:
                 edits.insert(brace, "if ")
     return edits.result()

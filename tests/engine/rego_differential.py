@@ -99,6 +99,184 @@ INPUTS = [
 ]
 
 
+def _change(rtype: str, name: str, actions: list[str], after: dict) -> dict:
+    return {
+        "address": f"{rtype}.{name}",
+        "type": rtype,
+        "name": name,
+        "mode": "managed",
+        "change": {"actions": actions, "before": None, "after": after},
+    }
+
+
+_CONTAINER = {"name": "app", "image": "docker.io/library/nginx:latest"}
+_LIMITED = {**_CONTAINER, "image": "registry.example.com/app:1", "resources": {"limits": {"cpu": "1"}}}
+_RISKY_PLAN = {
+    "resource_changes": [
+        _change("aws_s3_bucket", "logs", ["create"], {"bucket": "logs", "acl": "public-read"}),
+        _change(
+            "aws_s3_bucket_public_access_block",
+            "logs",
+            ["create"],
+            {
+                "block_public_acls": False,
+                "block_public_policy": False,
+                "ignore_public_acls": False,
+                "restrict_public_buckets": False,
+            },
+        ),
+        _change("aws_instance", "big", ["create"], {"instance_type": "p4d.24xlarge", "subnet_id": None}),
+        _change("aws_db_instance", "main", ["delete"], {"publicly_accessible": True}),
+        _change("aws_ebs_volume", "data", ["create"], {"encrypted": False, "size": 100}),
+        _change("aws_efs_file_system", "shared", ["create"], {"encrypted": False}),
+        _change(
+            "aws_security_group",
+            "ssh",
+            ["create"],
+            {"ingress": [{"from_port": 22, "to_port": 22, "protocol": "tcp", "cidr_blocks": ["0.0.0.0/0"]}]},
+        ),
+        _change(
+            "aws_security_group_rule",
+            "ssh",
+            ["create"],
+            {"type": "ingress", "from_port": 0, "to_port": 65535, "cidr_blocks": ["0.0.0.0/0"]},
+        ),
+        _change("aws_lb_listener", "http", ["create"], {"protocol": "HTTP", "port": 80, "ssl_policy": None}),
+        _change("aws_lb", "front", ["create"], {"load_balancer_type": "application", "internal": False}),
+        _change(
+            "aws_iam_policy",
+            "admin",
+            ["create"],
+            {"policy": '{"Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}'},
+        ),
+        _change("aws_iam_access_key", "ci", ["create"], {"user": "ci"}),
+        _change(
+            "aws_iam_account_password_policy",
+            "strict",
+            ["update"],
+            {
+                "minimum_password_length": 8,
+                "require_symbols": False,
+                "require_numbers": True,
+                "require_uppercase_characters": True,
+                "require_lowercase_characters": False,
+                "password_reuse_prevention": 1,
+                "max_password_age": 400,
+                "allow_users_to_change_password": False,
+            },
+        ),
+        _change("aws_default_vpc", "default", ["create"], {"cidr_block": "172.31.0.0/16"}),
+        _change(
+            "google_project_iam_member", "owner", ["create"], {"role": "roles/owner", "member": "user:a"}
+        ),
+        _change(
+            "kubernetes_deployment",
+            "web",
+            ["create"],
+            {"spec": [{"template": [{"spec": [{"container": [_CONTAINER]}]}]}]},
+        ),
+        _change(
+            "kubernetes_manifest",
+            "pod",
+            ["create"],
+            {
+                "manifest": {
+                    "kind": "Deployment",
+                    "spec": {"template": {"spec": {"containers": [_CONTAINER]}}},
+                }
+            },
+        ),
+        _change("null_resource", "x", ["create"], {}),
+    ]
+}
+_SAFE_PLAN = {
+    "resource_changes": [
+        _change("aws_s3_bucket", "logs", ["no-op"], {"bucket": "logs", "acl": "private"}),
+        _change("aws_instance", "small", ["update"], {"instance_type": "t3.micro", "subnet_id": "subnet-1"}),
+        _change("aws_db_instance", "main", ["create"], {"publicly_accessible": False}),
+        _change("aws_ebs_volume", "data", ["create"], {"encrypted": True, "size": 10}),
+        _change(
+            "aws_lb_listener",
+            "https",
+            ["create"],
+            {"protocol": "HTTPS", "port": 443, "ssl_policy": "ELBSecurityPolicy-TLS13-1-2-2021-06"},
+        ),
+        _change(
+            "aws_iam_account_password_policy",
+            "strict",
+            ["create"],
+            {
+                "minimum_password_length": 16,
+                "require_symbols": True,
+                "require_numbers": True,
+                "require_uppercase_characters": True,
+                "require_lowercase_characters": True,
+                "password_reuse_prevention": 24,
+                "max_password_age": 90,
+                "allow_users_to_change_password": True,
+            },
+        ),
+        _change(
+            "kubernetes_deployment",
+            "web",
+            ["create"],
+            {"spec": [{"template": [{"spec": [{"container": [_LIMITED]}]}]}]},
+        ),
+    ]
+}
+_CONFIGURATION = {
+    "maxCostIncrease": 100,
+    "min_length": 14,
+    "min_password_reuse_prevention": 5,
+    "max_password_age": 90,
+    "require_user_password_changes": True,
+    "allowed_registries": ["registry.example.com"],
+    "allowed_instance_types": ["t3.micro", "t3.small"],
+    "allowed_ssh_cidrs": ["10.0.0.0/8"],
+    "min_tls_policy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
+    "disallowed_patterns": ["*"],
+}
+_APPROVERS = [
+    {
+        "id": "u1",
+        "name": "Ann",
+        "email": "ann@example.com",
+        "teams": [{"id": "t1", "name": "data-warehouse"}],
+    },
+    {"id": "u2", "name": "Bob", "email": "bob@example.com", "teams": [{"id": "t2", "name": "security"}]},
+]
+# env0's input document (docs: "Input by env zero") with plans that trip, and do not trip, the rules
+# env0's published policies are about; also empty and half-filled documents, where they read nothing.
+ENV0_INPUTS = [
+    {},
+    {
+        "deploymentRequest": {"type": "deploy", "triggerName": "user"},
+        "costEstimation": {"totalMonthlyCost": 1500, "monthlyCostDiff": 250},
+        "plan": _RISKY_PLAN,
+        "approvers": _APPROVERS[:1],
+        "deployerUser": {"name": "Ann", "email": "ann@example.com", "teams": []},
+        "policyConfiguration": _CONFIGURATION,
+        "policyData": _CONFIGURATION,
+    },
+    {
+        "deploymentRequest": {"type": "destroy", "triggerName": "cd"},
+        "costEstimation": {"totalMonthlyCost": 20.5, "monthlyCostDiff": -4.25},
+        "plan": _SAFE_PLAN,
+        "approvers": _APPROVERS,
+        "policyConfiguration": {**_CONFIGURATION, "maxCostIncrease": 10.5},
+        "policyData": {**_CONFIGURATION, "min_length": 8},
+    },
+    {
+        "deploymentRequest": {"type": "deployResume", "triggerName": "ttl"},
+        "costEstimation": {"totalMonthlyCost": None, "monthlyCostDiff": "n/a"},
+        "plan": {"resource_changes": []},
+        "approvers": [],
+        "policyConfiguration": {},
+    },
+    {"deploymentRequest": {"type": "destroyResume"}, "plan": None, "costEstimation": None, "approvers": [{}]},
+]
+
+
 def _case(name: str, *modules: tuple[str, str], version: str = "v1", data: dict | None = None) -> Case:
     return Case(name, modules, INPUTS, version, data)
 
@@ -285,6 +463,68 @@ CORPUS = [
         ),
     ),
     _case(
+        # A case of its own: a message regorus's formatting leaves to OPA sends the whole policy there.
+        "sprintf of whole numbers under a precision",
+        (
+            "p.rego",
+            # Go names a whole number given to %.Nf with N digits at least (%!f(int64=01)), and with
+            # no digit at all for 0 under %.0f.
+            'package env0\nwarn contains sprintf("%.2f %.0f %.0f %.3f %.1f", [count(input.approvers), 0, 7, 3, 12])'
+            " if true\n",
+        ),
+    ),
+    _case(
+        "sprintf of a set holding arrays and objects",
+        (
+            "p.rego",
+            # regorus cannot hand such a set to the formatting extension: OPA formats it.
+            'package env0\nwarn contains sprintf("%v", [{1, "a", null, [1], {"k": 1}}]) if true\n',
+        ),
+    ),
+    _case(
+        "floor and ceil between -1 and 0",
+        (
+            "p.rego",
+            # OPA 1.20: floor(-0.5) is 0 and ceil(-0.5) is 1 (it steps by the sign of the truncated
+            # number); a decision may hang on it.
+            'package env0\ndeny contains "rounds up" if ceil(input.costEstimation.monthlyCostDiff / -100) > 0\n'
+            'warn contains sprintf("%v %v %v %v", [floor(-0.5), ceil(-0.25), floor(-1.5), ceil(2.5)]) if true\n',
+        ),
+    ),
+    _case(
+        "with reaching an evaluation error",
+        (
+            "p.rego",
+            # The empty input the engine is checked on reaches these errors through ``with``: errors of
+            # evaluating, not of compiling; OPA compiles the policy.
+            "package env0\nbig if sum(input.costEstimation.totalMonthlyCost) > 1\n"
+            "conflict(x) := 1 if x > 0\nconflict(x) := 2 if x > 100\n"
+            'deny contains "big" if big with input.costEstimation.totalMonthlyCost as 100\n'
+            'warn contains "conflict" if conflict(input.n) == 1 with input.n as 500\n'
+            'allow contains "ok" if true\n',
+        ),
+    ),
+    _case(
+        "upper and lower one character for one",
+        (
+            "p.rego",
+            # Go keeps ß under upper (regorus wrote SS) and has no final sigma under lower.
+            'package env0\ndeny contains "street" if upper(input.deploymentRequest.revision) == "STRASSE"\n'
+            'warn contains concat(" ", [upper("straße"), lower("ΟΔΟΣ"), upper("ᾳ")]) if true\n',
+        ),
+    ),
+    _case(
+        "v0: if is a name without its import",
+        (
+            "p.rego",
+            # v0 reads ``if`` as a rule's name: the function has no body and that rule an unsafe
+            # variable (refused everywhere); v1 would read one function with a body.
+            'package env0\nis_delete(actions) = true\n\nif {\n\tactions[_] == "delete"\n}\n'
+            'deny[msg] { is_delete(input.plan.resource_changes[_].change.actions); msg := "delete" }\n',
+        ),
+        version="v0",
+    ),
+    _case(
         "v0 partial sets and functions",
         (
             "p.rego",
@@ -310,6 +550,9 @@ _PATHS = [
 _CONSTANTS = ["1", "100", '"main"', '"deploy"', "null", "true", '"x"', "0.5"]
 _OPERATORS = ["==", "!=", "<", ">", "<=", ">="]
 _VALUES = [None, True, False, 0, 1, 50, 150, 0.5, "main", "deploy", "x", "xa", [], [1, 2], {"k": 1}]
+# Edge values (issue 20): between -1 and 0 (floor and ceil), negative zero, an integer beyond
+# float64's exact range, and text beyond ASCII.
+_EDGE_VALUES = [-0.5, -0.25, -1.5, -0.0, 12345678901234567890, "héllo", "日本", -3, "straße"]
 
 
 _SETS = ['{"main", "x"}', "{1, 100, null}", '{"deploy", 0.5}']
@@ -319,15 +562,16 @@ _MESSAGES = [
     'sprintf("%d / %s", [{path}, {path}])',
     'sprintf("%v and %v", [{{{path}, "k"}}, {{"k": {path}}}])',
     'sprintf("%v", [[{path}, 0.25, -3]])',
+    'sprintf("%.3f and %.0f", [{path}, {path}])',
 ]
 
 
 def _condition(rng: random.Random, *, in_flag: bool = False) -> str:
     """One expression of a rule body (a single literal, so that it can also be a body without braces)."""
     path = rng.choice(_PATHS)
-    choice = rng.randrange(17)
-    if in_flag and choice == 8:
-        choice = 0  # flag's own body must not read flag
+    choice = rng.randrange(25)
+    if in_flag and choice in (8, 21, 24):
+        choice = 0  # flag's and level's own bodies read neither
     if choice == 0:
         return f"{path} {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)}"
     if choice == 1:
@@ -361,7 +605,28 @@ def _condition(rng: random.Random, *, in_flag: bool = False) -> str:
         return f"not sum({path}) > 1"
     if choice == 15:
         return f'{path} == "never"; conflict(500) == 1'  # a conflict behind a condition that fails
-    return f"every v in input.list {{ v {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)} }}"
+    if choice == 16:
+        return f"every v in input.list {{ v {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)} }}"
+    if choice == 17:
+        return (
+            f"{rng.choice(['ceil', 'floor'])}({path}) {rng.choice(_OPERATORS)} {rng.choice(['0', '1', '-1'])}"
+        )
+    if choice == 18:
+        return f'every k, v in input.obj {{ k != "z"; v {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)} }}'
+    if choice == 19:
+        n = rng.getrandbits(32)  # a body may hold two of these: each its own variables
+        return f'some k{n}, v{n} in input.obj; k{n} != "z"; v{n} {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)}'
+    if choice == 20:
+        return (
+            f"not count([x | some x in input.list; x {rng.choice(_OPERATORS)} {rng.choice(_CONSTANTS)}]) > 0"
+        )
+    if choice == 21 and not in_flag:
+        return f"flag with {path} as {rng.choice(_CONSTANTS)}"
+    if choice == 22:
+        return f"not {{x | some x in input.obj}}[{path}]"
+    if choice == 23:
+        return f'contains(upper(sprintf("%v", [{path}])), "SS")'
+    return f"level {rng.choice(['==', '!='])} {rng.choice(['1', '2', '3'])}"
 
 
 def _body(rng: random.Random, conditions: list[str]) -> str:
@@ -381,15 +646,28 @@ def _input(rng: random.Random) -> dict:
                 node = node.setdefault(part, {})
             node[parts[-1]] = rng.choice(_VALUES)
     if rng.random() < 0.6:
-        document["list"] = rng.sample([1, 2, 5, "x", None], rng.randrange(4))
+        document["list"] = rng.sample([1, 2, 5, "x", None, -0.5], rng.randrange(4))
+    if rng.random() < 0.6:
+        document["obj"] = dict(
+            rng.sample([("k", 1), ("j", -0.5), ("m", "main"), ("n", None)], rng.randrange(4))
+        )
+    for path in _PATHS:
+        if rng.random() < 0.15:
+            parts = path.split(".")[1:]
+            node = document
+            for part in parts[:-1]:
+                node = node.setdefault(part, {}) if isinstance(node.get(part, {}), dict) else {}
+            node[parts[-1]] = rng.choice(_EDGE_VALUES)
     return document
 
 
 def generated_case(seed: int) -> Case:
     """A random env0-style policy: decision rules over comparisons, negations, membership, a helper
     function with several definitions (split over two modules or not), a function whose definitions
-    conflict for some inputs, bodies with and without braces, a default rule and an else chain,
-    messages formatting numbers, sets and objects."""
+    conflict for some inputs, bodies with and without braces, a default rule and else chains,
+    ``every`` and ``some k, v`` over arrays and objects, ``with`` on input paths, comprehensions
+    inside ``not``, ``floor``/``ceil``, messages formatting numbers, sets and objects, and inputs with
+    edge values (between -1 and 0, negative zero, big integers, text beyond ASCII)."""
     rng = random.Random(seed)
     rules = []
     for rule in rng.sample(["deny", "pending", "warn", "allow"], rng.randrange(1, 4)):
@@ -406,7 +684,11 @@ def generated_case(seed: int) -> Case:
         else f"flag {_body(rng, [_condition(rng, in_flag=True)])}"
     )
     allowed = 'allowed_values := {"main": true, "x": true}'
-    main = "package env0\n\n" + "\n".join([*rules, helper_a, conflict, flag, allowed]) + "\n"
+    level = (
+        f"level := 1 {_body(rng, [_condition(rng, in_flag=True)])} "
+        f"else := 2 {_body(rng, [_condition(rng, in_flag=True)])} else := 3"
+    )
+    main = "package env0\n\n" + "\n".join([*rules, helper_a, conflict, flag, allowed, level]) + "\n"
     if rng.random() < 0.5:
         modules = (("main.rego", main), ("helpers.rego", f"package env0\n\n{helper_b}\n"))
     else:

@@ -20,6 +20,7 @@ from policies_app.rego import (
 )
 from policies_app.rego.decisions import MessageLimits, limit_messages
 from policies_app.rego.negations import hoist_out_of_negations
+from policies_app.rego.supervisor import _NAMED_POOL_WAIT_S
 from policies_app.rego.syntax_tree import parse_module
 from policies_app.rego.v1_syntax import to_rego_v1
 
@@ -233,7 +234,33 @@ def test_a_named_pool_refuses_work_when_busy_instead_of_queueing():
     started = time.monotonic()
     with pytest.raises(EngineBusyError, match="busy"):
         evaluate_policies([fine], "{}", "regorus", pool_name=name, pool_size=1)
-    assert time.monotonic() - started < 1.0
+    # Refused after the short wait for a worker to come back, not queued for the slow policy's 30 s.
+    assert time.monotonic() - started < _NAMED_POOL_WAIT_S + 1.0
     # The deployment pool is another pool: it answers while the dry-run pool is busy.
     assert evaluate_policies([fine], "{}", "regorus").decision == "allow"
     busy.join(60)
+
+
+def test_a_named_pool_waits_a_moment_for_its_worker_to_come_back_or_be_replaced():
+    """Issue 20: the worker of the request before, or the one replacing a killed worker, is waited for
+    (within _NAMED_POOL_WAIT_S), not refused as busy."""
+    fine = policy(("p.rego", 'package env0\nallow contains "ok" if { true }\n'), version="v1")
+    a_moment = policy(
+        (
+            "m.rego",
+            'package env0\ndeny contains "never" if { some a in numbers.range(1, input.n); a == -1 }\n',
+        ),
+        version="v1",
+    )
+    name = f"dry-run-{time.monotonic_ns()}"
+    assert evaluate_policies([fine], "{}", "regorus", pool_name=name, pool_size=1).decision == "allow"
+    for holder in (
+        lambda: evaluate_policies([a_moment], '{"n": 1000000}', "regorus", pool_name=name, pool_size=1),
+        # Runs out of time: its worker is killed and the next caller's worker starts afresh.
+        lambda: evaluate_policies([SLOW], "{}", "regorus", pool_name=name, pool_size=1, timeout_s=0.5),
+    ):
+        holding = threading.Thread(target=holder)
+        holding.start()
+        time.sleep(0.1)
+        assert evaluate_policies([fine], "{}", "regorus", pool_name=name, pool_size=1).decision == "allow"
+        holding.join(60)

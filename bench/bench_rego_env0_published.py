@@ -1,0 +1,102 @@
+"""env0's published Rego policies on every engine the platform offers against OPA (not a test; prints figures).
+
+    .venv/bin/python bench/bench_rego_env0_published.py GIT_DIR [GIT_DIR ...] [--show 10]
+
+GIT_DIR: a clone (or bare mirror) of a repository of env0's published policies, e.g. env0/templates
+and env0/policy-catalog. Their code is not ours to copy: it is read from the clone at run time.
+Every distinct version of every ``*.rego`` file in the repository's history is one policy (its
+``package`` kept; helper modules in another package are evaluated too and simply never decide).
+A version is taken as Rego v1 when OPA compiles it so, else as v0 (converted as the platform does).
+Each runs on env0-shaped inputs (tests/engine/rego_differential.py: ENV0_INPUTS) through the public
+interface, compared exactly as the differential tests compare (decision and message text).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from policies_app.rego import ENGINES, PolicyCompileError, check_policy  # noqa: E402
+from tests.engine.rego_differential import ENV0_INPUTS, REFERENCE, Case, compare  # noqa: E402
+
+
+def rego_versions(git_dir: str) -> list[tuple[str, str]]:
+    """(path@blob, text) of every distinct version of every .rego file in the repository's history."""
+    seen: dict[str, str] = {}
+    commits = subprocess.run(
+        ["git", "--git-dir", git_dir, "rev-list", "--all"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    for commit in commits:
+        tree = subprocess.run(
+            ["git", "--git-dir", git_dir, "ls-tree", "-r", commit], capture_output=True, text=True, check=True
+        ).stdout
+        for line in tree.splitlines():
+            meta, path = line.split("\t", 1)
+            blob = meta.split()[2]
+            if path.endswith(".rego") and blob not in seen:
+                seen[blob] = path
+    found = []
+    for blob, path in sorted(seen.items(), key=lambda item: (item[1], item[0])):
+        text = subprocess.run(
+            ["git", "--git-dir", git_dir, "cat-file", "-p", blob], capture_output=True, check=True
+        ).stdout.decode("utf-8", "replace")
+        found.append((f"{path}@{blob[:8]}", text))
+    return found
+
+
+def as_case(name: str, text: str) -> Case:
+    """v1 when OPA compiles it as v1, else v0 (what the platform's Rego version setting would say)."""
+    v1 = Case(name, (("policy.rego", text),), ENV0_INPUTS, "v1")
+    try:
+        check_policy(v1.source(), REFERENCE, timeout_s=30)
+        return v1
+    except PolicyCompileError:
+        return Case(name, (("policy.rego", text),), ENV0_INPUTS, "v0")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("git_dirs", nargs="+")
+    parser.add_argument("--show", type=int, default=10)
+    args = parser.parse_args()
+    policies = [item for git_dir in args.git_dirs for item in rego_versions(git_dir)]
+    cases = [as_case(name, text) for name, text in policies]
+    status = 0
+    for engine in (engine for engine in ENGINES if engine != REFERENCE):
+        started = time.monotonic()
+        refused = evaluations = 0
+        differences: list[str] = []
+        failed_closed: list[str] = []
+        for case in cases:
+            comparison = compare(case, engine)
+            if comparison.refused:
+                refused += 1
+                continue
+            evaluations += len(case.inputs)
+            differences.extend(comparison.differences)
+            failed_closed.extend(comparison.failed_closed)
+        decided = len(cases) - refused
+        agreed = evaluations - len(differences) - len(failed_closed)
+        print(
+            f"{engine} vs {REFERENCE}: {len(cases)} policy versions ({refused} refused by OPA as v1 and v0, "
+            f"{decided} compiled), {evaluations} evaluations: {agreed} agreed, {len(differences)} disagreed, "
+            f"{len(failed_closed)} failed closed ({time.monotonic() - started:.0f} s)",
+            flush=True,
+        )
+        for line in differences[: args.show]:
+            print("  disagreement:", line[:2000])
+        for line in failed_closed[: args.show]:
+            print("  failed closed:", line[:2000])
+        status = status or (1 if differences or failed_closed else 0)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
