@@ -1,8 +1,9 @@
 """The engine adapters in-process (what the worker runs): the input is loaded once per evaluation.
 
 Loading a plan is the expensive part (regorus ~25 ms per MB), so it must not be repeated per policy;
-each policy still gets its own namespace. OPA takes the input with every query, so there each policy is
-compiled once and kept.
+each policy still gets its own namespace. On OPA the policies of an evaluation are compiled together into
+one engine (each under its own package prefix) and decided in one query; a set that cannot share an engine
+falls back to one engine per policy, each compiled once and kept.
 """
 
 import json
@@ -60,11 +61,7 @@ def test_regorus_loads_the_input_once_for_all_policies():
     assert [outcomes[i]["messages"]["allow"] for i in range(5)] == [[f"policy {i} sees 3"] for i in range(5)]
 
 
-def test_opa_compiles_each_policy_once_and_keeps_them_apart():
-    adapter = OpaAdapter()
-    compiled = []
-    real_compile = adapter._compile
-    adapter._compile = lambda policy: compiled.append(policy.key) or real_compile(policy)
+def _evaluate_twice(adapter):
     payloads, policies = zip(*(prepared(number) for number in range(5)), strict=True)
     keys = [(p["key"], p["hash"]) for p in payloads]
     outcomes = {}
@@ -75,5 +72,30 @@ def test_opa_compiles_each_policy_once_and_keeps_them_apart():
 
     adapter.evaluate(list(policies), keys, json.dumps({"items": [1, 2]}), report)
     adapter.evaluate(list(policies), keys, json.dumps({"items": [1]}), report)
-    assert compiled == [f"p{number}@1" for number in range(5)]  # reused by the second evaluation
-    assert [outcomes[i]["messages"]["allow"] for i in range(5)] == [[f"policy {i} sees 1"] for i in range(5)]
+    return [outcomes[i]["messages"]["allow"] for i in range(5)]
+
+
+def test_opa_compiles_the_policies_of_an_evaluation_together_once_and_keeps_them_apart():
+    adapter = OpaAdapter()
+    together, alone = [], []
+    real_together, real_alone = adapter._compile_together, adapter._compile
+    adapter._compile_together = lambda policies: together.append(len(policies)) or real_together(policies)
+    adapter._compile = lambda policy: alone.append(policy.key) or real_alone(policy)
+
+    decided = _evaluate_twice(adapter)
+
+    assert (together, alone) == ([5], [])  # one engine for the five, reused by the second evaluation
+    assert decided == [[f"policy {i} sees 1"] for i in range(5)]
+
+
+def test_opa_compiles_each_policy_once_when_they_cannot_share_an_engine():
+    adapter = OpaAdapter()
+    alone = []
+    real_alone = adapter._compile
+    adapter._compile_together = lambda policies: None  # as for a policy that cannot be namespaced
+    adapter._compile = lambda policy: alone.append(policy.key) or real_alone(policy)
+
+    decided = _evaluate_twice(adapter)
+
+    assert alone == [f"p{number}@1" for number in range(5)]  # reused by the second evaluation
+    assert decided == [[f"policy {i} sees 1"] for i in range(5)]
