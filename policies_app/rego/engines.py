@@ -459,13 +459,17 @@ class OpaAdapter:
         cache_keys: list[Any],
         input_json: str,
         report: Callable[..., None],
+        *,
+        together: bool = True,
     ) -> None:
+        """``together``: try one query for all the policies first (False: one engine per policy, so that a
+        policy that loops or exhausts memory is named by the "started" before it)."""
         try:
             input_value = json.loads(input_json)
         except ValueError as error:
             raise PolicyRuntimeError(f"the policy input is not valid JSON: {error}") from None
         given = _EncodedInput(input_value, self._dumps, self._opa_error)
-        together = self._decide_together(policies, cache_keys, given)
+        together = self._decide_together(policies, cache_keys, given) if together else None
         if together is not None:
             for index, values in enumerate(together):
                 report(index, "started")

@@ -208,10 +208,31 @@ def _run_evaluation(
     try:
         reply = pool(engine, pool_name, pool_size).run(request, timeout_s, "evaluation", on_message)
     except WorkerFailure as failure:
-        blamed = collector.policies[collector.running].name if collector.running is not None else ""
-        return PolicyError(blamed, None, None, None, failure.message)
+        if collector.running is not None or len(payloads) == 1 or engine != REFERENCE_ENGINE:
+            return _blamed(collector, failure)
+        # OPA decides the policies together in one query, so a worker killed there (a policy that loops,
+        # or exhausts memory) names no policy: run them again one by one, which names it. Only this
+        # failure costs up to twice the time limit; the decision is "error" either way.
+        try:
+            reply = pool(engine, pool_name, pool_size).run(
+                {**request, "together": False}, timeout_s, "evaluation", on_message
+            )
+        except WorkerFailure as again:
+            return _blamed(collector, again)
+        except EngineUnavailableError:
+            return _blamed(collector, failure)
     except EngineUnavailableError as error:
         return PolicyError("", None, None, None, str(error))
+    return _reply_error(reply)
+
+
+def _blamed(collector: _Collector, failure: WorkerFailure) -> PolicyError:
+    """The worker's failure, blamed on the policy it had started (none when it had started none)."""
+    blamed = collector.policies[collector.running].name if collector.running is not None else ""
+    return PolicyError(blamed, None, None, None, failure.message)
+
+
+def _reply_error(reply: dict[str, Any]) -> PolicyError | None:
     if reply.get("error"):
         return PolicyError("", None, None, None, reply["error"].get("message") or "engine error")
     return None

@@ -96,7 +96,8 @@ class Worker:
         try:
             if self.opa is not None:
                 keys = [(payloads[index]["key"], payloads[index]["hash"]) for index in runnable]
-                self.opa.evaluate(policies, keys, request["input_json"], report)
+                together = request.get("together", True)
+                self.opa.evaluate(policies, keys, request["input_json"], report, together=together)
             else:
                 self.regorus.evaluate(policies, request["input_json"], report)
         except PolicyRuntimeError as error:
