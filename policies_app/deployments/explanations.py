@@ -95,7 +95,12 @@ def explanation_of(
                 "file": item["file"],
                 "line": item["line"],
                 "reads": [
-                    {"path": path_text(path), "value": _scrubbed_value(_value_at(shown, path), secrets)}
+                    # A path is the input's keys a rule read, and a rule may read at a key it computed
+                    # from a sensitive value: the path is scrubbed as the value is.
+                    {
+                        "path": scrub(path_text(path), secrets),
+                        "value": _scrubbed_value(_value_at(shown, path), secrets),
+                    }
                     for path in item["reads"]
                 ],
             }

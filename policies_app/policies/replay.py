@@ -48,7 +48,7 @@ from policies_app.deployments.requirements import (
     requirements_of_revision,
 )
 from policies_app.errors import Forbidden, Invalid
-from policies_app.guards.masking import Sensitivity, scrubbed, secrets_of
+from policies_app.guards.masking import Sensitivity, scrubbed, secrets_of, shown_input_text
 from policies_app.models import (
     ApprovalPolicy,
     Deployment,
@@ -122,6 +122,11 @@ class RecordedInput(NamedTuple):
 def recorded_input(user: AbstractBaseUser, deployment_id: Any) -> RecordedInput:
     """The input of a deployment's latest evaluation, for a user who may see the deployment (else
     Invalid: it "does not exist", as for any reference to an unseen object)."""
+    recorded, evaluation = _seen_recorded_input(user, deployment_id)
+    return RecordedInput(recorded, secrets_of(json.loads(recorded), Sensitivity.of(evaluation)))
+
+
+def _seen_recorded_input(user: AbstractBaseUser, deployment_id: Any) -> tuple[str, Evaluation]:
     evaluation = (
         stored_inputs.recorded(
             Evaluation.objects.filter(
@@ -139,7 +144,7 @@ def recorded_input(user: AbstractBaseUser, deployment_id: Any) -> RecordedInput:
         raise Invalid(
             {"deployment": [f"Deployment {deployment_id} does not exist or has no recorded input."]}
         )
-    return RecordedInput(recorded, secrets_of(json.loads(recorded), Sensitivity.of(evaluation)))
+    return recorded, evaluation
 
 
 def input_to_try(user: AbstractBaseUser, deployment_id: Any, pasted: Any) -> RecordedInput:
@@ -148,6 +153,19 @@ def input_to_try(user: AbstractBaseUser, deployment_id: Any, pasted: Any) -> Rec
     if deployment_id is not None:
         return recorded_input(user, deployment_id)
     return RecordedInput(json.dumps(pasted), frozenset())
+
+
+def input_to_try_unsaved(user: AbstractBaseUser, deployment_id: Any, pasted: Any) -> RecordedInput:
+    """``input_to_try`` for text nobody saved or reviewed (the editor's): a recorded input is given as its
+    requester may see it (masking.shown_input_text), never with its sensitive values. Scrubbing an answer
+    finds a value only as written, and such text could spell it otherwise (split, reverse, base64)."""
+    if deployment_id is None:
+        return input_to_try(user, deployment_id, pasted)
+    recorded, evaluation = _seen_recorded_input(user, deployment_id)
+    sensitivity = Sensitivity.of(evaluation)
+    return RecordedInput(
+        shown_input_text(recorded, sensitivity), secrets_of(json.loads(recorded), sensitivity)
+    )
 
 
 def may_read_replays(user: AbstractBaseUser) -> bool:

@@ -1,7 +1,8 @@
 """What the policy editor runs on text not saved yet: the check as one types and "Try it" on the editor's
 text. Both are for those who may edit the policy (authoring.require_editor); the text is compiled under
 the same capability list as a save (rego/prepare.py prepares every source) on the dry-run pool, and a
-try-it reads only deployments its requester can see, its answer masked as the saved try-it's is."""
+try-it reads only deployments its requester can see, as they see them (sensitive values masked before the
+text runs: it could spell them past any scrubbing of its answer), its answer masked as the saved try-it's is."""
 
 from __future__ import annotations
 
@@ -39,5 +40,5 @@ def try_unsaved(
     try-it (decision, messages, error[, fired])."""
     require_editor(user, policy)
     content = validated_content(rego_version, modules, data, enforcement)
-    input_json, secrets = replay.input_to_try(user, deployment_id, pasted_input)
+    input_json, secrets = replay.input_to_try_unsaved(user, deployment_id, pasted_input)
     return engine.try_content(policy, content, input_json, explain=explain, secrets=secrets)

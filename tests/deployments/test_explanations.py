@@ -247,3 +247,34 @@ def test_an_approval_email_sent_before_the_explanation_task_ran_still_says_why(w
         in mail.outbox[0].body
     )
     assert Evaluation.objects.get(pk=evaluation.pk).explanations_due_at is None
+
+
+TOKEN_AS_A_KEY = """package env0
+
+pending contains "checked" if {
+    not input.variables.environment[input.variables.environment.DEPLOY_TOKEN]
+}
+"""
+
+
+def test_a_sensitive_value_used_as_a_key_is_not_shown_in_a_read_path(world, api):
+    """Review: the paths an explanation shows are the input's keys a rule read, and a rule may read at a
+    key it computed from a sensitive value; the paths are scrubbed as the values are."""
+    world.environment.environment_variables = {"DEPLOY_TOKEN": "shared-token-1234"}
+    world.environment.sensitive_variables = {"environment": ["DEPLOY_TOKEN"]}
+    world.environment.save()
+    world.platform.approval_policies.add(make_policy("token as a key", TOKEN_AS_A_KEY))
+
+    deployment = deploy(world, api)
+
+    assert deployment["status"] == "pending_approval"
+    explanation = outcome_of(deployment, "token as a key")["explanation"]
+    assert explanation, "explained"
+    assert "shared-token-1234" not in str(deployment)
+    assert any(MASK in read["path"] for explained in explanation for read in explained["reads"])
+    client = Client()
+    client.force_login(world.vera)  # a viewer: the lowest role that reads the explanation
+    page = client.get(f"/deployments/{deployment['id']}/")
+    assert page.status_code == 200 and "shared-token-1234" not in page.content.decode()
+    send_approval_emails(deployment["id"])
+    assert mail.outbox and all("shared-token-1234" not in message.body for message in mail.outbox)

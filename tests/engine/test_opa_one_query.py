@@ -93,3 +93,54 @@ def test_policies_cannot_see_each_other_or_be_read_with_a_computed_key():
     assert namespaced((("p.rego", 'package env0\n\nx := data["env0"]\n'),), "__p1") is None
     assert namespaced((("p.rego", "package lib.mine\n\nx := 1\n"),), "__p1") is None
     assert namespaced((("p.rego", 'package env0\n\nx := $"{data.env0.y}"\n'),), "__p1") is None
+
+
+def _policy(key: str, source: str, data=None) -> PolicySource:
+    return PolicySource(key, key, "v1", (PolicyModule("policy.rego", source),), data)
+
+
+# Its own data document under "lib": alone, data.lib.blocked is its own value; it must stay so together.
+DATA_UNDER_LIB = _policy(
+    "lib-data@1",
+    'package env0\n\ndeny contains "blocked" if data.lib.blocked == true\n',
+    {"lib": {"blocked": True}},
+)
+# Another policy holding a value its author must not show, and a decision others must not change.
+HOLDER = _policy(
+    "holder@1",
+    'package env0\n\ndeny contains "held" if data.gate == "closed"\n',
+    {"gate": "closed", "token": "s3cr3t-x"},
+)
+PEEKS = _policy(
+    "peeks@1",
+    "package env0\n\nimport data.__p1 as other\n\n"
+    'warn contains sprintf("%v %v", [data.__p1.token, other]) if true\n'
+    'warn contains "shadow" if { data.__p1.env0.deny with data.__p1.gate as "open" }\n',
+)
+SHADOWS = _policy("shadows@1", 'package __p1.env0\n\ndeny := set()\n\nwarn contains "x" if true\n')
+
+
+def test_a_policy_keeps_its_own_data_and_reads_or_shadows_no_other_policy_together():
+    """Review of the combined query: hand-written ``data.__p1`` (read, import, ``with``), a package named
+    ``__p1.env0`` and a data document under ``lib`` neither read nor change another policy's decision."""
+    input_json = json.dumps({"a": True})
+    for policies in ([DATA_UNDER_LIB, HOLDER, PEEKS, SHADOWS], [PEEKS, HOLDER, SHADOWS, DATA_UNDER_LIB]):
+        result = evaluate_policies(policies, input_json, "opa")
+        for policy, outcome in zip(policies, result.outcomes, strict=True):
+            assert summary(outcome) == summary(alone(policy, input_json)), policy.name
+            assert "s3cr3t" not in json.dumps(outcome.messages), policy.name
+        by_name = dict(zip([p.name for p in policies], result.outcomes, strict=True))
+        assert by_name["lib-data@1"].decision in ("deny", "error")  # never allowed: it fails closed
+        assert by_name["holder@1"].decision == "deny"
+    # The two that compile together are decided by the one query (not the fallback), as alone.
+    policies = [PEEKS, HOLDER]
+    adapter = OpaAdapter()
+    prepared = [prepare_policy(policy_payload(source)) for source in policies]
+    keys = [(source.key, "h") for source in policies]
+    reported: dict[int, dict] = {}
+    adapter.evaluate(
+        prepared, keys, input_json, lambda index, kind, **fields: reported.__setitem__(index, fields)
+    )
+    assert adapter._combined[tuple(keys)] is not None
+    assert "s3cr3t" not in json.dumps(reported)
+    assert reported[1]["messages"]["deny"] == ["held"]

@@ -407,3 +407,32 @@ def test_try_it_on_the_editors_unsaved_text_reads_only_seen_deployments_and_mask
     assert tried.status_code == 200, tried.json()
     assert tried.json()["decision"] == "deny"
     assert PASSWORD not in json.dumps(tried.json()) and MASK in tried.json()["deny"][0]
+
+
+SPELLS_THE_PASSWORD = """package env0
+
+deny contains concat("-", split(input.variables.terraform.db_password, ""))
+"""
+
+
+def test_unsaved_text_cannot_spell_a_sensitive_value_past_the_scrubbing(secret_template, api, paula):
+    """Finding (review of the editor): text nobody saved or reviewed is run by an author who is only a
+    viewer of the project; scrubbing finds a value only as written, so the text must never get it: it
+    runs on the input as the author may see it."""
+    world = secret_template
+    policy = make_policy("cost", 'package env0\n\nallow contains "fine" if true\n')
+    world.platform.approval_policies.add(policy)
+    deployment = trigger(api(world.bob), world.environment)
+    ProjectMembership.objects.create(project=world.platform, user=paula, role="viewer")
+    tried = api(paula).post(
+        f"/api/v1/policies/{policy.pk}/try-unsaved/",
+        {
+            "modules": [{"filename": "policy.rego", "source": SPELLS_THE_PASSWORD}],
+            "deployment": deployment["id"],
+        },
+        format="json",
+    )
+    assert tried.status_code == 200, tried.json()
+    shown = json.dumps(tried.json())
+    assert "-".join(PASSWORD) not in shown and PASSWORD[::-1] not in shown
+    assert tried.json()["deny"] == ["-".join(MASK)]
