@@ -1,6 +1,7 @@
 """env0's published Rego policies on every engine the platform offers against OPA (not a test; prints figures).
 
     .venv/bin/python bench/bench_rego_env0_published.py GIT_DIR [GIT_DIR ...] [--show 10]
+    .venv/bin/python bench/bench_rego_env0_published.py --smoke   # two policies of ours: proves it runs
 
 GIT_DIR: a clone (or bare mirror) of a repository of env0's published policies, e.g. env0/templates
 and env0/policy-catalog. Their code is not ours to copy: it is read from the clone at run time.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -59,14 +61,41 @@ def as_case(name: str, text: str) -> Case:
         return Case(name, (("policy.rego", text),), ENV0_INPUTS, "v0")
 
 
+# For --smoke: env0-shaped policies of our own (one Rego v1, one v0), in a repository made on the spot.
+SMOKE_POLICIES = {
+    "cost.rego": 'package env0\n\ndeny contains "over budget" if input.costEstimation.monthlyCostDiff > 100\n',
+    "approvers.rego": 'package env0\n\npending[msg] {\n  count(input.approvers) < 2\n  msg := "two approvals"\n}\n',
+}
+
+
+def smoke_repository(directory: str) -> str:
+    """A git repository holding SMOKE_POLICIES in one commit; returns its git directory."""
+    for name, text in SMOKE_POLICIES.items():
+        (Path(directory) / name).write_text(text)
+    git = ["git", "-C", directory, "-c", "user.name=bench", "-c", "user.email=bench@example.com"]
+    for command in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "smoke"]):
+        subprocess.run([*git, *command], check=True, capture_output=True)
+    return str(Path(directory) / ".git")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("git_dirs", nargs="+")
+    parser.add_argument("git_dirs", nargs="*")
     parser.add_argument("--show", type=int, default=10)
+    parser.add_argument("--smoke", action="store_true", help="two policies of ours: proves it runs")
     args = parser.parse_args()
-    policies = [item for git_dir in args.git_dirs for item in rego_versions(git_dir)]
+    if args.smoke:
+        with tempfile.TemporaryDirectory() as directory:
+            return compare_all(rego_versions(smoke_repository(directory)), args.show)
+    if not args.git_dirs:
+        parser.error("give at least one GIT_DIR (or --smoke)")
+    return compare_all([item for git_dir in args.git_dirs for item in rego_versions(git_dir)], args.show)
+
+
+def compare_all(policies: list[tuple[str, str]], show: int) -> int:
+    """Print each engine's agreement with OPA over ``policies``; 1 when any disagreed or failed closed."""
     cases = [as_case(name, text) for name, text in policies]
     status = 0
     for engine in (engine for engine in ENGINES if engine != REFERENCE):
@@ -90,9 +119,9 @@ def main() -> int:
             f"{len(failed_closed)} failed closed ({time.monotonic() - started:.0f} s)",
             flush=True,
         )
-        for line in differences[: args.show]:
+        for line in differences[:show]:
             print("  disagreement:", line[:2000])
-        for line in failed_closed[: args.show]:
+        for line in failed_closed[:show]:
             print("  failed closed:", line[:2000])
         status = status or (1 if differences or failed_closed else 0)
     return status

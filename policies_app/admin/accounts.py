@@ -184,3 +184,5 @@ class AuditStreamCursorAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Where the stream to the SIEM stands, per target: read only (the settings say where it goes)."""
 
     list_display = ["target", "sequence", "delivered_at", "failures", "last_error", "next_attempt_at"]
+    list_filter = ["target"]
+    search_fields = ["last_error"]

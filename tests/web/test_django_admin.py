@@ -14,6 +14,7 @@ from policies_app.models import (
     ApprovalPolicy,
     AuditCheckpoint,
     AuditEntry,
+    AuditStreamCursor,
     Deployment,
     DeploymentEvent,
     EnvironmentState,
@@ -67,6 +68,7 @@ def full_world(world):
         actor=world.admin, action="policy.created", target_type="approvalpolicy", target_id="1"
     )
     AuditCheckpoint.objects.create(sequence=1, entry_hash="0" * 64, key_id="0" * 16, signature="00" * 64)
+    AuditStreamCursor.objects.create(target="webhook", sequence=1)
     EnvironmentState.objects.create(
         environment=world.environment, document={"version": 4, "serial": 3, "resources": []}, serial=3
     )
@@ -94,6 +96,7 @@ def test_every_model_of_the_app_is_registered():
         "OrganisationMembership",
         "AuditEntry",
         "AuditCheckpoint",
+        "AuditStreamCursor",
         "Template",
         "Environment",
         "EnvironmentState",
