@@ -69,6 +69,8 @@ class EvalError(Exception):
 
 @dataclass
 class Diagnostic:
+    """One error or warning about the configuration, with where it is."""
+
     severity: str  # "error" | "warning"
     summary: str
     detail: str = ""

@@ -127,6 +127,9 @@ _FLOAT_RE = re.compile(
 _INT_RE = re.compile(r"(?:\-[0-9])?(?:[0-9])+")
 # A newline or comment before these operators continues the expression (hcl_native._PostLexer).
 _CONTINUING_OPERATORS = frozenset({"==", "!=", "<", ">", "<=", ">=", "*", "/", "%", "&&", "||", "+", "?"})
+# Tokens after an operand that end the expression whatever the operand (none continues a traversal,
+# an operation, a call or a conditional).
+_EXPRESSION_ENDS = frozenset({",", "}", "]", ")", "=", ":", "=>", "..."})
 _KEYWORDS = frozenset({"if", "in", "for", "for_each", "else", "endif", "endfor"})
 _LITERAL_WORDS = {"true": True, "false": False, "null": None}
 _PRECEDENCE = {
@@ -163,6 +166,11 @@ def tokenize(text: str) -> tuple[list[int], list[str], list[int]]:
             # One match per token, contiguous: the last alternative takes any other character.
             for m in code_scan(text, pos):
                 kind = m.lastindex
+                if kind < OP:  # a newline, name, number or string (most tokens): no context to keep
+                    append_kind(kind)
+                    append_value(m.group(kind))
+                    append_start(m.start(kind))
+                    continue
                 value = m.group(kind)
                 pos = m.end()
                 start = pos - len(value)
@@ -204,7 +212,7 @@ def tokenize(text: str) -> tuple[list[int], list[str], list[int]]:
                     append_start(start)
                     in_code = False
                     break
-                elif kind == _OTHER:
+                else:  # _OTHER
                     raise Unsupported("unexpected character")
                 append_kind(kind)
                 append_value(value)
@@ -355,6 +363,15 @@ class _Parser:
 
     # ---- expressions ----
     def expression(self) -> syntax_nodes.Expr:
+        kinds = self.kinds
+        i = self.i
+        k = kinds[i]
+        if k == NAME or k == STR or k == NUM:
+            # A lone name, string or number (most expressions): binary, unary and term would each
+            # look at the next token and return it unchanged, so go straight to it.
+            k = kinds[i + 1]
+            if k == NL or k == END or (k == OP and self.values[i + 1] in _EXPRESSION_ENDS):
+                return self.primary()
         condition = self.binary(1)
         if self.at("?"):
             self.i += 1

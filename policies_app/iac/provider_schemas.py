@@ -32,6 +32,8 @@ class ProviderSchemaError(ValueError):
 
 @dataclass(frozen=True)
 class Attribute:
+    """A provider schema's attribute: its type and whether it is required, optional, computed."""
+
     type: type_constraints.TypeConstraint
     required: bool = False
     optional: bool = False
@@ -42,18 +44,24 @@ class Attribute:
 
 @dataclass(frozen=True)
 class NestedAttributes:
+    """Attributes nested in an attribute (schema protocol 6), with their nesting mode."""
+
     nesting: str  # single, list, set, map
     attributes: dict[str, Attribute]
 
 
 @dataclass(frozen=True)
 class Block:
+    """A resource's (or nested block's) attributes and blocks."""
+
     attributes: dict[str, Attribute] = field(default_factory=dict)
     blocks: dict[str, NestedBlock] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class NestedBlock:
+    """A block nested in a resource, with its nesting mode and item bounds."""
+
     nesting: str  # single, group, list, set, map
     block: Block
     min_items: int = 0

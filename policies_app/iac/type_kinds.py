@@ -18,6 +18,8 @@ class TypeConstraint:
 
 @dataclass(frozen=True)
 class PrimitiveType(TypeConstraint):
+    """``string``, ``number`` or ``bool``."""
+
     name: str  # "string", "number" or "bool"
 
     def __str__(self) -> str:
@@ -34,6 +36,8 @@ class AnyType(TypeConstraint):
 
 @dataclass(frozen=True)
 class ListType(TypeConstraint):
+    """``list(element)``."""
+
     element: TypeConstraint
 
     def __str__(self) -> str:
@@ -42,6 +46,8 @@ class ListType(TypeConstraint):
 
 @dataclass(frozen=True)
 class SetType(TypeConstraint):
+    """``set(element)``."""
+
     element: TypeConstraint
 
     def __str__(self) -> str:
@@ -50,6 +56,8 @@ class SetType(TypeConstraint):
 
 @dataclass(frozen=True)
 class MapType(TypeConstraint):
+    """``map(element)``."""
+
     element: TypeConstraint
 
     def __str__(self) -> str:
@@ -58,6 +66,8 @@ class MapType(TypeConstraint):
 
 @dataclass(frozen=True)
 class TupleType(TypeConstraint):
+    """``tuple([elements...])``."""
+
     elements: tuple[TypeConstraint, ...]
 
     def __str__(self) -> str:
@@ -75,6 +85,8 @@ class OptionalAttribute:
 
 @dataclass(frozen=True)
 class ObjectType(TypeConstraint):
+    """``object({attributes...})``, optional attributes with their defaults."""
+
     attributes: tuple[tuple[str, TypeConstraint], ...]
     optional: tuple[tuple[str, OptionalAttribute], ...] = field(default=())
 

@@ -19,6 +19,8 @@ from policies_app.iac.values import UNKNOWN
 
 @dataclass
 class FunctionContext:
+    """What a function call may read: its module, the template's source, the sandbox."""
+
     module_dir: str  # absolute path of the module whose expression calls the function
     # The template's source (its checkout, holding the root module and its local modules): file
     # functions may not read outside it.
