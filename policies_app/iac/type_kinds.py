@@ -2,93 +2,172 @@
 
 type_constraints.py reads them from type expressions and converts values to them;
 type_unification.py finds the type several values share.
+
+The classes are written out, not made by ``@dataclass(frozen=True)`` (which compiles five methods for
+each class on every start of the command, ~4 ms here): they behave as those did. Immutable, equal when
+of the same class with equal fields (``__slots__``, in order), hashed on their fields, picklable.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 
-class TypeConstraint:
+class _Frozen:
+    """Equality, hash, ``repr``, pickling and immutability from ``__slots__`` (the fields, in order)."""
+
+    __slots__ = ()
+    _hashed: tuple[str, ...] | None = None  # the fields in the hash, when not all of them
+    _key: Any = staticmethod(lambda obj: ())  # the fields' values (attrgetter: one C call)
+    _hash_key: Any = staticmethod(lambda obj: ())
+
+    def __init_subclass__(cls) -> None:
+        names = cls.__slots__
+        if names:
+            cls._key = attrgetter(*names)
+            cls._hash_key = attrgetter(*(cls._hashed or names))
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._key(self) == self._key(other)
+
+    def __hash__(self) -> int:
+        return hash(self._hash_key(self))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
+        return f"{self.__class__.__qualname__}({fields})"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def __reduce__(self):
+        return (self.__class__, tuple(getattr(self, n) for n in self.__slots__))
+
+
+_set = object.__setattr__
+
+
+class TypeConstraint(_Frozen):
     """Base of every type; ``str(t)`` gives the HCL spelling, used in error messages."""
 
     __slots__ = ()
 
 
-@dataclass(frozen=True)
 class PrimitiveType(TypeConstraint):
     """``string``, ``number`` or ``bool``."""
 
     name: str  # "string", "number" or "bool"
 
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        _set(self, "name", name)
+
     def __str__(self) -> str:
         return self.name
 
 
-@dataclass(frozen=True)
 class AnyType(TypeConstraint):
     """``any``: the type is decided by the value (cty's DynamicPseudoType)."""
+
+    __slots__ = ()
 
     def __str__(self) -> str:
         return "any"
 
 
-@dataclass(frozen=True)
 class ListType(TypeConstraint):
     """``list(element)``."""
 
     element: TypeConstraint
 
+    __slots__ = ("element",)
+
+    def __init__(self, element: TypeConstraint) -> None:
+        _set(self, "element", element)
+
     def __str__(self) -> str:
         return f"list({self.element})"
 
 
-@dataclass(frozen=True)
 class SetType(TypeConstraint):
     """``set(element)``."""
 
     element: TypeConstraint
 
+    __slots__ = ("element",)
+
+    def __init__(self, element: TypeConstraint) -> None:
+        _set(self, "element", element)
+
     def __str__(self) -> str:
         return f"set({self.element})"
 
 
-@dataclass(frozen=True)
 class MapType(TypeConstraint):
     """``map(element)``."""
 
     element: TypeConstraint
 
+    __slots__ = ("element",)
+
+    def __init__(self, element: TypeConstraint) -> None:
+        _set(self, "element", element)
+
     def __str__(self) -> str:
         return f"map({self.element})"
 
 
-@dataclass(frozen=True)
 class TupleType(TypeConstraint):
     """``tuple([elements...])``."""
 
     elements: tuple[TypeConstraint, ...]
 
+    __slots__ = ("elements",)
+
+    def __init__(self, elements: tuple[TypeConstraint, ...]) -> None:
+        _set(self, "elements", elements)
+
     def __str__(self) -> str:
         return "tuple([" + ", ".join(str(e) for e in self.elements) + "])"
 
 
-@dataclass(frozen=True)
-class OptionalAttribute:
+class OptionalAttribute(_Frozen):
     """How an ``optional(...)`` attribute is filled when absent or null; ``has_default`` tells a
     missing default apart from an explicit ``null`` default (both give null)."""
 
-    has_default: bool = False
-    default: Any = field(default=None, hash=False)  # may be a list or dict: kept out of the hash
+    has_default: bool
+    default: Any  # may be a list or dict: kept out of the hash
+
+    __slots__ = ("has_default", "default")
+    _hashed = ("has_default",)
+
+    def __init__(self, has_default: bool = False, default: Any = None) -> None:
+        _set(self, "has_default", has_default)
+        _set(self, "default", default)
 
 
-@dataclass(frozen=True)
 class ObjectType(TypeConstraint):
     """``object({attributes...})``, optional attributes with their defaults."""
 
     attributes: tuple[tuple[str, TypeConstraint], ...]
-    optional: tuple[tuple[str, OptionalAttribute], ...] = field(default=())
+    optional: tuple[tuple[str, OptionalAttribute], ...]
+
+    __slots__ = ("attributes", "optional")
+
+    def __init__(
+        self,
+        attributes: tuple[tuple[str, TypeConstraint], ...],
+        optional: tuple[tuple[str, OptionalAttribute], ...] = (),
+    ) -> None:
+        _set(self, "attributes", attributes)
+        _set(self, "optional", optional)
 
     @property
     def attribute_types(self) -> dict[str, TypeConstraint]:
