@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from policies_app.iac import type_constraints
+from policies_app.iac.type_kinds import FrozenRecord
 
 SCHEMA_FILE_NAME = "providers-schema.json"
 
@@ -30,41 +31,79 @@ class ProviderSchemaError(ValueError):
     """A provider schema document that is not the output of ``terraform providers schema -json``."""
 
 
-@dataclass(frozen=True)
-class Attribute:
+_set = object.__setattr__
+
+
+class Attribute(FrozenRecord):
     """A provider schema's attribute: its type and whether it is required, optional, computed."""
 
     type: type_constraints.TypeConstraint
-    required: bool = False
-    optional: bool = False
-    computed: bool = False
-    sensitive: bool = False
-    nested: NestedAttributes | None = None  # an attribute of nested attributes (protocol 6)
+    required: bool
+    optional: bool
+    computed: bool
+    sensitive: bool
+    nested: NestedAttributes | None  # an attribute of nested attributes (protocol 6)
+
+    __slots__ = ("type", "required", "optional", "computed", "sensitive", "nested")
+
+    def __init__(
+        self,
+        type: type_constraints.TypeConstraint,
+        required: bool = False,
+        optional: bool = False,
+        computed: bool = False,
+        sensitive: bool = False,
+        nested: NestedAttributes | None = None,
+    ) -> None:
+        _set(self, "type", type)
+        _set(self, "required", required)
+        _set(self, "optional", optional)
+        _set(self, "computed", computed)
+        _set(self, "sensitive", sensitive)
+        _set(self, "nested", nested)
 
 
-@dataclass(frozen=True)
-class NestedAttributes:
+class NestedAttributes(FrozenRecord):
     """Attributes nested in an attribute (schema protocol 6), with their nesting mode."""
 
     nesting: str  # single, list, set, map
     attributes: dict[str, Attribute]
 
+    __slots__ = ("nesting", "attributes")
 
-@dataclass(frozen=True)
-class Block:
+    def __init__(self, nesting: str, attributes: dict[str, Attribute]) -> None:
+        _set(self, "nesting", nesting)
+        _set(self, "attributes", attributes)
+
+
+class Block(FrozenRecord):
     """A resource's (or nested block's) attributes and blocks."""
 
-    attributes: dict[str, Attribute] = field(default_factory=dict)
-    blocks: dict[str, NestedBlock] = field(default_factory=dict)
+    attributes: dict[str, Attribute]
+    blocks: dict[str, NestedBlock]
+
+    __slots__ = ("attributes", "blocks")
+
+    def __init__(
+        self, attributes: dict[str, Attribute] | None = None, blocks: dict[str, NestedBlock] | None = None
+    ) -> None:
+        _set(self, "attributes", {} if attributes is None else attributes)
+        _set(self, "blocks", {} if blocks is None else blocks)
 
 
-@dataclass(frozen=True)
-class NestedBlock:
+class NestedBlock(FrozenRecord):
     """A block nested in a resource, with its nesting mode and item bounds."""
 
     nesting: str  # single, group, list, set, map
     block: Block
-    min_items: int = 0
+    min_items: int
+
+    __slots__ = ("nesting", "block", "min_items")
+
+    def __init__(self, nesting: str, block: Block, min_items: int = 0) -> None:
+        _set(self, "nesting", nesting)
+        _set(self, "block", block)
+        _set(self, "min_items", min_items)
 
 
 @dataclass

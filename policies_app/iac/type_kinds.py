@@ -14,8 +14,11 @@ from operator import attrgetter
 from typing import Any
 
 
-class _Frozen:
-    """Equality, hash, ``repr``, pickling and immutability from ``__slots__`` (the fields, in order)."""
+class FrozenRecord:
+    """Equality, hash, ``repr``, pickling and immutability from ``__slots__`` (the fields, in order).
+
+    What ``@dataclass(frozen=True)`` gives, for the classes made at every start (provider_schemas.py
+    uses it too); a subclass sets its fields in ``__init__`` with ``object.__setattr__``."""
 
     __slots__ = ()
     _hashed: tuple[str, ...] | None = None  # the fields in the hash, when not all of them
@@ -53,7 +56,7 @@ class _Frozen:
 _set = object.__setattr__
 
 
-class TypeConstraint(_Frozen):
+class TypeConstraint(FrozenRecord):
     """Base of every type; ``str(t)`` gives the HCL spelling, used in error messages."""
 
     __slots__ = ()
@@ -138,7 +141,7 @@ class TupleType(TypeConstraint):
         return "tuple([" + ", ".join(str(e) for e in self.elements) + "])"
 
 
-class OptionalAttribute(_Frozen):
+class OptionalAttribute(FrozenRecord):
     """How an ``optional(...)`` attribute is filled when absent or null; ``has_default`` tells a
     missing default apart from an explicit ``null`` default (both give null)."""
 
