@@ -130,6 +130,8 @@ _CONTINUING_OPERATORS = frozenset({"==", "!=", "<", ">", "<=", ">=", "*", "/", "
 # Tokens after an operand that end the expression whatever the operand (none continues a traversal,
 # an operation, a call or a conditional).
 _EXPRESSION_ENDS = frozenset({",", "}", "]", ")", "=", ":", "=>", "..."})
+# Tokens after a name, number or string that continue it into a traversal or a call.
+_TRAVERSAL_OR_CALL = frozenset({".", "[", "[*]", ".*", "(", "::"})
 _KEYWORDS = frozenset({"if", "in", "for", "for_each", "else", "endif", "endfor"})
 _LITERAL_WORDS = {"true": True, "false": False, "null": None}
 _PRECEDENCE = {
@@ -397,9 +399,23 @@ class _Parser:
                 raise Unsupported("an operator after newlines")
             if op == "-" and kinds[self.i + 1] == NUM and self.starts[self.i + 1] == self.starts[self.i] + 1:
                 raise Unsupported("'-' right before a number")  # the grammar may read a signed literal
-            self.i += 1
-            self.skip_newlines()
-            right = self.binary(precedence + 1)
+            j = self.i + 1
+            while kinds[j] == NL:
+                j += 1
+            self.i = j
+            k = kinds[j]
+            if (k == NAME or k == NUM or k == STR) and (
+                kinds[j + 1] != OP
+                or (
+                    values[j + 1] not in _TRAVERSAL_OR_CALL
+                    and _PRECEDENCE.get(values[j + 1], 0) <= precedence
+                )
+            ):
+                # a lone operand that nothing after it binds tighter (`local.x + 1`): what
+                # binary(precedence + 1) would return, without its three levels of calls
+                right = self.primary()
+            else:
+                right = self.binary(precedence + 1)
             left = syntax_nodes.BinaryOp(op, left, right, left.pos)
             if kinds[self.i] == NL:
                 # The grammar's binary operation ends with optional newlines (its parser takes them):
