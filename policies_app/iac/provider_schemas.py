@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 from policies_app.iac import type_constraints
-from policies_app.iac.type_kinds import FrozenRecord
+from policies_app.iac.records import FrozenRecord, Record
 
 SCHEMA_FILE_NAME = "providers-schema.json"
 
@@ -106,12 +105,19 @@ class NestedBlock(FrozenRecord):
         _set(self, "min_items", min_items)
 
 
-@dataclass
-class ProviderSchemas:
+class ProviderSchemas(Record):
     """The schemas of every resource type and data source of the providers a document describes."""
 
-    resources: dict[str, Block] = field(default_factory=dict)
-    data_sources: dict[str, Block] = field(default_factory=dict)
+    resources: dict[str, Block]
+    data_sources: dict[str, Block]
+
+    _fields = ("resources", "data_sources")
+
+    def __init__(
+        self, resources: dict[str, Block] | None = None, data_sources: dict[str, Block] | None = None
+    ) -> None:
+        self.resources = dict() if resources is None else resources
+        self.data_sources = dict() if data_sources is None else data_sources
 
     def schema_of(self, kind: str, resource_type: str) -> Block | None:
         return (self.resources if kind == "resource" else self.data_sources).get(resource_type)

@@ -4,11 +4,9 @@ Native HCL (``.tf``/``.tofu``) and JSON (``.tf.json``/``.tofu.json``) files are 
 nodes by the loader, so the evaluator and the dependency graph never know which syntax a block came
 from. Nodes are plain slotted classes: cheap to build, and picklable for the on-disk parse cache.
 
-They are written out rather than made by ``@dataclass``: the decorator compiles an ``__init__``,
-``__repr__`` and ``__eq__`` for each class on every start (~0.4 ms a class, 10 ms for this module, and
-it imports ``inspect``), where a written ``__init__`` comes from the bytecode cache. They behave as the
-dataclasses did: ``__slots__`` in field order (parse_cache pickles by it), equality of the same class
-field by field, unhashable, the same ``repr``.
+They are records (records.py), not dataclasses (10 ms of every start for this module alone): they
+behave as the dataclasses did, and their ``__slots__`` are their fields in order (parse_cache pickles
+by them).
 
 Why this module is long: one written-out ``__init__`` per node class (see above).
 """
@@ -16,6 +14,8 @@ Why this module is long: one written-out ``__init__`` per node class (see above)
 from __future__ import annotations
 
 from typing import Any
+
+from policies_app.iac.records import Record
 
 
 class Pos:
@@ -46,24 +46,7 @@ class Pos:
         return f"Pos(file={self.file!r}, line={self.line!r}, column={self.column!r})"
 
 
-class _Node:
-    """Equality and ``repr`` from ``__slots__`` (the fields, in order), as a dataclass has them."""
-
-    __slots__ = ()
-    __hash__ = None  # type: ignore[assignment]  # mutable, unhashable (as the dataclasses were)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        names = self.__slots__
-        return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
-        return f"{self.__class__.__qualname__}({fields})"
-
-
-class Expr(_Node):
+class Expr(Record):
     """Base of every expression node; ``pos`` says where it starts."""
 
     __slots__ = ()
@@ -100,7 +83,7 @@ class TemplateExpr(Expr):
         self.pos = pos
 
 
-class Interpolation(_Node):
+class Interpolation(Record):
     """A template's ``${expr}``."""
 
     expr: Expr
@@ -111,7 +94,7 @@ class Interpolation(_Node):
         self.expr = expr
 
 
-class IfDirective(_Node):
+class IfDirective(Record):
     """A template's ``%{if}...%{else}...%{endif}``."""
 
     condition: Expr
@@ -128,7 +111,7 @@ class IfDirective(_Node):
         self.else_parts = else_parts
 
 
-class ForDirective(_Node):
+class ForDirective(Record):
     """A template's ``%{for k, v in coll}...%{endfor}``."""
 
     key_var: str | None
@@ -359,7 +342,7 @@ class ForExpr(Expr):
         self.pos = pos
 
 
-class Attribute(_Node):
+class Attribute(Record):
     """A body's ``name = expr``."""
 
     name: str
@@ -374,7 +357,7 @@ class Attribute(_Node):
         self.pos = pos
 
 
-class Body(_Node):
+class Body(Record):
     """A file's or block's attributes and nested blocks."""
 
     attributes: dict[str, Attribute]
@@ -389,7 +372,7 @@ class Body(_Node):
         self.blocks = list() if blocks is None else blocks
 
 
-class Block(_Node):
+class Block(Record):
     """``type "label"... { body }``."""
 
     type: str
@@ -406,7 +389,7 @@ class Block(_Node):
         self.pos = pos
 
 
-class File(_Node):
+class File(Record):
     """One parsed configuration file."""
 
     path: str

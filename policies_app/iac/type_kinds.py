@@ -3,55 +3,14 @@
 type_constraints.py reads them from type expressions and converts values to them;
 type_unification.py finds the type several values share.
 
-The classes are written out, not made by ``@dataclass(frozen=True)`` (which compiles five methods for
-each class on every start of the command, ~4 ms here): they behave as those did. Immutable, equal when
-of the same class with equal fields (``__slots__``, in order), hashed on their fields, picklable.
+The classes are records (records.py), not frozen dataclasses: they behave as those did.
 """
 
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import Any
 
-
-class FrozenRecord:
-    """Equality, hash, ``repr``, pickling and immutability from ``__slots__`` (the fields, in order).
-
-    What ``@dataclass(frozen=True)`` gives, for the classes made at every start (provider_schemas.py
-    uses it too); a subclass sets its fields in ``__init__`` with ``object.__setattr__``."""
-
-    __slots__ = ()
-    _hashed: tuple[str, ...] | None = None  # the fields in the hash, when not all of them
-    _key: Any = staticmethod(lambda obj: ())  # the fields' values (attrgetter: one C call)
-    _hash_key: Any = staticmethod(lambda obj: ())
-
-    def __init_subclass__(cls) -> None:
-        names = cls.__slots__
-        if names:
-            cls._key = attrgetter(*names)
-            cls._hash_key = attrgetter(*(cls._hashed or names))
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._key(self) == self._key(other)
-
-    def __hash__(self) -> int:
-        return hash(self._hash_key(self))
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
-        return f"{self.__class__.__qualname__}({fields})"
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}")
-
-    def __reduce__(self):
-        return (self.__class__, tuple(getattr(self, n) for n in self.__slots__))
-
+from policies_app.iac.records import FrozenRecord
 
 _set = object.__setattr__
 
