@@ -16,11 +16,11 @@ from __future__ import annotations
 import decimal
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from policies_app.iac import syntax_nodes, type_constraints
 from policies_app.iac.functions import FunctionError, UnsupportedFunction, call_function, registry
+from policies_app.iac.records import Record
 from policies_app.iac.type_unification import unknown_of_either
 from policies_app.iac.values import (
     UNKNOWN,
@@ -67,14 +67,33 @@ class EvalError(Exception):
         self.pos = pos
 
 
-@dataclass
-class Diagnostic:
+class Diagnostic(Record):
+    """One error or warning about the configuration, with where it is."""
+
     severity: str  # "error" | "warning"
     summary: str
-    detail: str = ""
-    file: str | None = None
-    line: int | None = None
-    column: int | None = None  # 1-based; None when not known
+    detail: str
+    file: str | None
+    line: int | None
+    column: int | None  # 1-based; None when not known
+
+    _fields = ("severity", "summary", "detail", "file", "line", "column")
+
+    def __init__(
+        self,
+        severity: str,
+        summary: str,
+        detail: str = "",
+        file: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        self.severity = severity
+        self.summary = summary
+        self.detail = detail
+        self.file = file
+        self.line = line
+        self.column = column
 
     @classmethod
     def at(cls, severity: str, summary: str, detail: str, pos: syntax_nodes.Pos | None) -> Diagnostic:
@@ -136,16 +155,31 @@ class ResourceObject(dict):
     __slots__ = ()
 
 
-@dataclass
-class Scope:
+class Scope(Record):
     """Names bound around an expression (for variables, count, each, self, iterators), chained to the
     enclosing scope; the root carries the resolver and what functions need."""
 
     names: dict[str, Any]
     resolver: Any
-    parent: Scope | None = None
-    function_context: Any = None
-    warnings: list[Diagnostic] = field(default_factory=list)
+    parent: Scope | None
+    function_context: Any
+    warnings: list[Diagnostic]
+
+    _fields = ("names", "resolver", "parent", "function_context", "warnings")
+
+    def __init__(
+        self,
+        names: dict[str, Any],
+        resolver: Any,
+        parent: Scope | None = None,
+        function_context: Any = None,
+        warnings: list[Diagnostic] | None = None,
+    ) -> None:
+        self.names = names
+        self.resolver = resolver
+        self.parent = parent
+        self.function_context = function_context
+        self.warnings = list() if warnings is None else warnings
 
     def child(self, names: dict[str, Any]) -> Scope:
         return Scope(names, self.resolver, self, self.function_context, self.warnings)

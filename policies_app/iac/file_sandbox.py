@@ -21,8 +21,9 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from policies_app.iac.records import FrozenRecord
 
 # One message for every local path refused, whether or not it exists: an answer that differed would let
 # a template manager probe the server's disk.
@@ -33,6 +34,9 @@ LOCAL_SOURCE_REFUSED = (
 )
 # How a message names an absolute path that is not inside the source root (it is not echoed back).
 OUTSIDE_PATH = "an absolute path outside the template's files"
+
+
+_set = object.__setattr__
 
 
 class OutsideTheSource(ValueError):
@@ -159,16 +163,21 @@ def local_location(repository: str) -> str | None:
     return repository
 
 
-@dataclass(frozen=True)
-class LocalRoots:
+class LocalRoots(FrozenRecord):
     """Where on this server a template's (or a policy repository's) files may come from.
 
     ``allowed``: the roots the operator listed; a local source must lie under one of them, by its path as
     written and once its symbolic links are resolved. ``forbidden``: the platform's own files (its code,
     data directory, caches, database): never a source, nor inside one, even under an allowed root."""
 
-    allowed: tuple[str, ...] = ()
-    forbidden: tuple[str, ...] = ()
+    allowed: tuple[str, ...]
+    forbidden: tuple[str, ...]
+
+    _fields = ("allowed", "forbidden")
+
+    def __init__(self, allowed: tuple[str, ...] = (), forbidden: tuple[str, ...] = ()) -> None:
+        _set(self, "allowed", allowed)
+        _set(self, "forbidden", forbidden)
 
     def refusal(self, path: str) -> str | None:
         """Why ``path`` may not be a source (LOCAL_SOURCE_REFUSED), or None when it may."""

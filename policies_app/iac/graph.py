@@ -7,20 +7,24 @@ limit must never decide whether a configuration can be evaluated.
 from __future__ import annotations
 
 from collections.abc import Container, Hashable, Iterable
-from dataclasses import dataclass, field
 
 from policies_app.iac import syntax_nodes
+from policies_app.iac.records import Record
 
 
-@dataclass
-class Graph:
+class Graph(Record):
     """Nodes with the nodes they depend on. A node added twice keeps the union of its dependencies.
 
     ``deps`` maps a node to the nodes that must be evaluated before it; insertion order is kept so
     that the evaluation order (and so the order of diagnostics) is deterministic.
     """
 
-    deps: dict[Hashable, list[Hashable]] = field(default_factory=dict)
+    deps: dict[Hashable, list[Hashable]]
+
+    _fields = ("deps",)
+
+    def __init__(self, deps: dict[Hashable, list[Hashable]] | None = None) -> None:
+        self.deps = dict() if deps is None else deps
 
     def add_node(self, node: Hashable) -> None:
         self.deps.setdefault(node, [])

@@ -127,6 +127,11 @@ _FLOAT_RE = re.compile(
 _INT_RE = re.compile(r"(?:\-[0-9])?(?:[0-9])+")
 # A newline or comment before these operators continues the expression (hcl_native._PostLexer).
 _CONTINUING_OPERATORS = frozenset({"==", "!=", "<", ">", "<=", ">=", "*", "/", "%", "&&", "||", "+", "?"})
+# Tokens after an operand that end the expression whatever the operand (none continues a traversal,
+# an operation, a call or a conditional).
+_EXPRESSION_ENDS = frozenset({",", "}", "]", ")", "=", ":", "=>", "..."})
+# Tokens after a name, number or string that continue it into a traversal or a call.
+_TRAVERSAL_OR_CALL = frozenset({".", "[", "[*]", ".*", "(", "::"})
 _KEYWORDS = frozenset({"if", "in", "for", "for_each", "else", "endif", "endfor"})
 _LITERAL_WORDS = {"true": True, "false": False, "null": None}
 _PRECEDENCE = {
@@ -163,6 +168,11 @@ def tokenize(text: str) -> tuple[list[int], list[str], list[int]]:
             # One match per token, contiguous: the last alternative takes any other character.
             for m in code_scan(text, pos):
                 kind = m.lastindex
+                if kind < OP:  # a newline, name, number or string (most tokens): no context to keep
+                    append_kind(kind)
+                    append_value(m.group(kind))
+                    append_start(m.start(kind))
+                    continue
                 value = m.group(kind)
                 pos = m.end()
                 start = pos - len(value)
@@ -204,7 +214,7 @@ def tokenize(text: str) -> tuple[list[int], list[str], list[int]]:
                     append_start(start)
                     in_code = False
                     break
-                elif kind == _OTHER:
+                else:  # _OTHER
                     raise Unsupported("unexpected character")
                 append_kind(kind)
                 append_value(value)
@@ -355,6 +365,15 @@ class _Parser:
 
     # ---- expressions ----
     def expression(self) -> syntax_nodes.Expr:
+        kinds = self.kinds
+        i = self.i
+        k = kinds[i]
+        if k == NAME or k == STR or k == NUM:
+            # A lone name, string or number (most expressions): binary, unary and term would each
+            # look at the next token and return it unchanged, so go straight to it.
+            k = kinds[i + 1]
+            if k == NL or k == END or (k == OP and self.values[i + 1] in _EXPRESSION_ENDS):
+                return self.primary()
         condition = self.binary(1)
         if self.at("?"):
             self.i += 1
@@ -380,9 +399,23 @@ class _Parser:
                 raise Unsupported("an operator after newlines")
             if op == "-" and kinds[self.i + 1] == NUM and self.starts[self.i + 1] == self.starts[self.i] + 1:
                 raise Unsupported("'-' right before a number")  # the grammar may read a signed literal
-            self.i += 1
-            self.skip_newlines()
-            right = self.binary(precedence + 1)
+            j = self.i + 1
+            while kinds[j] == NL:
+                j += 1
+            self.i = j
+            k = kinds[j]
+            if (k == NAME or k == NUM or k == STR) and (
+                kinds[j + 1] != OP
+                or (
+                    values[j + 1] not in _TRAVERSAL_OR_CALL
+                    and _PRECEDENCE.get(values[j + 1], 0) <= precedence
+                )
+            ):
+                # a lone operand that nothing after it binds tighter (`local.x + 1`): what
+                # binary(precedence + 1) would return, without its three levels of calls
+                right = self.primary()
+            else:
+                right = self.binary(precedence + 1)
             left = syntax_nodes.BinaryOp(op, left, right, left.pos)
             if kinds[self.i] == NL:
                 # The grammar's binary operation ends with optional newlines (its parser takes them):

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
 
 from policies_app.iac import parse_cache, syntax_nodes
 from policies_app.iac.hcl_native import (
@@ -29,6 +28,7 @@ from policies_app.iac.hcl_native import (
     parse_traversal,
 )
 from policies_app.iac.overrides import merge_overrides
+from policies_app.iac.records import Record
 from policies_app.iac.template_syntax import ConfigSyntaxError
 
 __all__ = [
@@ -50,12 +50,25 @@ _PARALLEL_MIN_BYTES = 1024 * 1024
 _MEMO_MAX_BYTES = 64 * 1024 * 1024
 
 
-@dataclass
-class ModuleFiles:
+class ModuleFiles(Record):
     directory: str
     files: list[syntax_nodes.File]  # primary files in lexical order, override files already merged in
     ignored: list[str]  # files replaced by a .tofu/.tofu.json file of the same base name
-    overrides: list[str] = field(default_factory=list)  # override files that were merged, in order
+    overrides: list[str]  # override files that were merged, in order
+
+    _fields = ("directory", "files", "ignored", "overrides")
+
+    def __init__(
+        self,
+        directory: str,
+        files: list[syntax_nodes.File],
+        ignored: list[str],
+        overrides: list[str] | None = None,
+    ) -> None:
+        self.directory = directory
+        self.files = files
+        self.ignored = ignored
+        self.overrides = list() if overrides is None else overrides
 
 
 # --------------------------------------------------------------------------------------------------

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from policies_app.iac import syntax_nodes
 from policies_app.iac.diagnostics import Reporter
 from policies_app.iac.expressions import EVALUATOR, Diagnostic, EvalError, constant_scope
 from policies_app.iac.file_sandbox import is_inside
+from policies_app.iac.records import Record
 
 MODULE_META_ATTRIBUTES = frozenset({"source", "version", "count", "for_each", "depends_on", "providers"})
 MAX_MODULE_DEPTH = 64
@@ -25,22 +25,64 @@ MAX_MODULE_DEPTH = 64
 LoadFiles = Callable[[str], list[syntax_nodes.File]]
 
 
-@dataclass
-class Module:
+class Module(Record):
     """One module in the tree, as written (not expanded)."""
 
     path: tuple[str, ...]
     directory: str
     relative_dir: str  # path.module as Terraform gives it: "." for the root
-    variables: dict[str, syntax_nodes.Block] = field(default_factory=dict)
-    locals: dict[str, syntax_nodes.Attribute] = field(default_factory=dict)
-    outputs: dict[str, syntax_nodes.Block] = field(default_factory=dict)
-    resources: dict[str, syntax_nodes.Block] = field(default_factory=dict)  # "TYPE.NAME"
-    data: dict[str, syntax_nodes.Block] = field(default_factory=dict)
-    calls: dict[str, syntax_nodes.Block] = field(default_factory=dict)
-    checks: dict[str, syntax_nodes.Block] = field(default_factory=dict)
-    children: dict[str, Module | None] = field(default_factory=dict)  # None: source not resolved
-    loaded: bool = True  # False when its files could not be read: its blocks are unknown, not absent
+    variables: dict[str, syntax_nodes.Block]
+    locals: dict[str, syntax_nodes.Attribute]
+    outputs: dict[str, syntax_nodes.Block]
+    resources: dict[str, syntax_nodes.Block]  # "TYPE.NAME"
+    data: dict[str, syntax_nodes.Block]
+    calls: dict[str, syntax_nodes.Block]
+    checks: dict[str, syntax_nodes.Block]
+    children: dict[str, Module | None]  # None: source not resolved
+    loaded: bool  # False when its files could not be read: its blocks are unknown, not absent
+
+    _fields = (
+        "path",
+        "directory",
+        "relative_dir",
+        "variables",
+        "locals",
+        "outputs",
+        "resources",
+        "data",
+        "calls",
+        "checks",
+        "children",
+        "loaded",
+    )
+
+    def __init__(
+        self,
+        path: tuple[str, ...],
+        directory: str,
+        relative_dir: str,
+        variables: dict[str, syntax_nodes.Block] | None = None,
+        locals: dict[str, syntax_nodes.Attribute] | None = None,
+        outputs: dict[str, syntax_nodes.Block] | None = None,
+        resources: dict[str, syntax_nodes.Block] | None = None,
+        data: dict[str, syntax_nodes.Block] | None = None,
+        calls: dict[str, syntax_nodes.Block] | None = None,
+        checks: dict[str, syntax_nodes.Block] | None = None,
+        children: dict[str, Module | None] | None = None,
+        loaded: bool = True,
+    ) -> None:
+        self.path = path
+        self.directory = directory
+        self.relative_dir = relative_dir
+        self.variables = dict() if variables is None else variables
+        self.locals = dict() if locals is None else locals
+        self.outputs = dict() if outputs is None else outputs
+        self.resources = dict() if resources is None else resources
+        self.data = dict() if data is None else data
+        self.calls = dict() if calls is None else calls
+        self.checks = dict() if checks is None else checks
+        self.children = dict() if children is None else children
+        self.loaded = loaded
 
 
 def default_loader(cache_dir: str | None) -> LoadFiles:

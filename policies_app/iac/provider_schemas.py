@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 from policies_app.iac import type_constraints
+from policies_app.iac.records import FrozenRecord, Record
 
 SCHEMA_FILE_NAME = "providers-schema.json"
 
@@ -30,41 +30,94 @@ class ProviderSchemaError(ValueError):
     """A provider schema document that is not the output of ``terraform providers schema -json``."""
 
 
-@dataclass(frozen=True)
-class Attribute:
+_set = object.__setattr__
+
+
+class Attribute(FrozenRecord):
+    """A provider schema's attribute: its type and whether it is required, optional, computed."""
+
     type: type_constraints.TypeConstraint
-    required: bool = False
-    optional: bool = False
-    computed: bool = False
-    sensitive: bool = False
-    nested: NestedAttributes | None = None  # an attribute of nested attributes (protocol 6)
+    required: bool
+    optional: bool
+    computed: bool
+    sensitive: bool
+    nested: NestedAttributes | None  # an attribute of nested attributes (protocol 6)
+
+    __slots__ = ("type", "required", "optional", "computed", "sensitive", "nested")
+
+    def __init__(
+        self,
+        type: type_constraints.TypeConstraint,
+        required: bool = False,
+        optional: bool = False,
+        computed: bool = False,
+        sensitive: bool = False,
+        nested: NestedAttributes | None = None,
+    ) -> None:
+        _set(self, "type", type)
+        _set(self, "required", required)
+        _set(self, "optional", optional)
+        _set(self, "computed", computed)
+        _set(self, "sensitive", sensitive)
+        _set(self, "nested", nested)
 
 
-@dataclass(frozen=True)
-class NestedAttributes:
+class NestedAttributes(FrozenRecord):
+    """Attributes nested in an attribute (schema protocol 6), with their nesting mode."""
+
     nesting: str  # single, list, set, map
     attributes: dict[str, Attribute]
 
+    __slots__ = ("nesting", "attributes")
 
-@dataclass(frozen=True)
-class Block:
-    attributes: dict[str, Attribute] = field(default_factory=dict)
-    blocks: dict[str, NestedBlock] = field(default_factory=dict)
+    def __init__(self, nesting: str, attributes: dict[str, Attribute]) -> None:
+        _set(self, "nesting", nesting)
+        _set(self, "attributes", attributes)
 
 
-@dataclass(frozen=True)
-class NestedBlock:
+class Block(FrozenRecord):
+    """A resource's (or nested block's) attributes and blocks."""
+
+    attributes: dict[str, Attribute]
+    blocks: dict[str, NestedBlock]
+
+    __slots__ = ("attributes", "blocks")
+
+    def __init__(
+        self, attributes: dict[str, Attribute] | None = None, blocks: dict[str, NestedBlock] | None = None
+    ) -> None:
+        _set(self, "attributes", {} if attributes is None else attributes)
+        _set(self, "blocks", {} if blocks is None else blocks)
+
+
+class NestedBlock(FrozenRecord):
+    """A block nested in a resource, with its nesting mode and item bounds."""
+
     nesting: str  # single, group, list, set, map
     block: Block
-    min_items: int = 0
+    min_items: int
+
+    __slots__ = ("nesting", "block", "min_items")
+
+    def __init__(self, nesting: str, block: Block, min_items: int = 0) -> None:
+        _set(self, "nesting", nesting)
+        _set(self, "block", block)
+        _set(self, "min_items", min_items)
 
 
-@dataclass
-class ProviderSchemas:
+class ProviderSchemas(Record):
     """The schemas of every resource type and data source of the providers a document describes."""
 
-    resources: dict[str, Block] = field(default_factory=dict)
-    data_sources: dict[str, Block] = field(default_factory=dict)
+    resources: dict[str, Block]
+    data_sources: dict[str, Block]
+
+    _fields = ("resources", "data_sources")
+
+    def __init__(
+        self, resources: dict[str, Block] | None = None, data_sources: dict[str, Block] | None = None
+    ) -> None:
+        self.resources = dict() if resources is None else resources
+        self.data_sources = dict() if data_sources is None else data_sources
 
     def schema_of(self, kind: str, resource_type: str) -> Block | None:
         return (self.resources if kind == "resource" else self.data_sources).get(resource_type)

@@ -2,81 +2,134 @@
 
 type_constraints.py reads them from type expressions and converts values to them;
 type_unification.py finds the type several values share.
+
+The classes are records (records.py), not frozen dataclasses: they behave as those did.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from policies_app.iac.records import FrozenRecord
 
-class TypeConstraint:
+_set = object.__setattr__
+
+
+class TypeConstraint(FrozenRecord):
     """Base of every type; ``str(t)`` gives the HCL spelling, used in error messages."""
 
     __slots__ = ()
 
 
-@dataclass(frozen=True)
 class PrimitiveType(TypeConstraint):
+    """``string``, ``number`` or ``bool``."""
+
     name: str  # "string", "number" or "bool"
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        _set(self, "name", name)
 
     def __str__(self) -> str:
         return self.name
 
 
-@dataclass(frozen=True)
 class AnyType(TypeConstraint):
     """``any``: the type is decided by the value (cty's DynamicPseudoType)."""
+
+    __slots__ = ()
 
     def __str__(self) -> str:
         return "any"
 
 
-@dataclass(frozen=True)
 class ListType(TypeConstraint):
+    """``list(element)``."""
+
     element: TypeConstraint
+
+    __slots__ = ("element",)
+
+    def __init__(self, element: TypeConstraint) -> None:
+        _set(self, "element", element)
 
     def __str__(self) -> str:
         return f"list({self.element})"
 
 
-@dataclass(frozen=True)
 class SetType(TypeConstraint):
+    """``set(element)``."""
+
     element: TypeConstraint
+
+    __slots__ = ("element",)
+
+    def __init__(self, element: TypeConstraint) -> None:
+        _set(self, "element", element)
 
     def __str__(self) -> str:
         return f"set({self.element})"
 
 
-@dataclass(frozen=True)
 class MapType(TypeConstraint):
+    """``map(element)``."""
+
     element: TypeConstraint
+
+    __slots__ = ("element",)
+
+    def __init__(self, element: TypeConstraint) -> None:
+        _set(self, "element", element)
 
     def __str__(self) -> str:
         return f"map({self.element})"
 
 
-@dataclass(frozen=True)
 class TupleType(TypeConstraint):
+    """``tuple([elements...])``."""
+
     elements: tuple[TypeConstraint, ...]
+
+    __slots__ = ("elements",)
+
+    def __init__(self, elements: tuple[TypeConstraint, ...]) -> None:
+        _set(self, "elements", elements)
 
     def __str__(self) -> str:
         return "tuple([" + ", ".join(str(e) for e in self.elements) + "])"
 
 
-@dataclass(frozen=True)
-class OptionalAttribute:
+class OptionalAttribute(FrozenRecord):
     """How an ``optional(...)`` attribute is filled when absent or null; ``has_default`` tells a
     missing default apart from an explicit ``null`` default (both give null)."""
 
-    has_default: bool = False
-    default: Any = field(default=None, hash=False)  # may be a list or dict: kept out of the hash
+    has_default: bool
+    default: Any  # may be a list or dict: kept out of the hash
+
+    __slots__ = ("has_default", "default")
+    _hashed = ("has_default",)
+
+    def __init__(self, has_default: bool = False, default: Any = None) -> None:
+        _set(self, "has_default", has_default)
+        _set(self, "default", default)
 
 
-@dataclass(frozen=True)
 class ObjectType(TypeConstraint):
+    """``object({attributes...})``, optional attributes with their defaults."""
+
     attributes: tuple[tuple[str, TypeConstraint], ...]
-    optional: tuple[tuple[str, OptionalAttribute], ...] = field(default=())
+    optional: tuple[tuple[str, OptionalAttribute], ...]
+
+    __slots__ = ("attributes", "optional")
+
+    def __init__(
+        self,
+        attributes: tuple[tuple[str, TypeConstraint], ...],
+        optional: tuple[tuple[str, OptionalAttribute], ...] = (),
+    ) -> None:
+        _set(self, "attributes", attributes)
+        _set(self, "optional", optional)
 
     @property
     def attribute_types(self) -> dict[str, TypeConstraint]:

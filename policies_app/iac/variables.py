@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from policies_app.iac import syntax_nodes, type_constraints
@@ -25,17 +24,27 @@ from policies_app.iac.expansion import ModuleKey, module_address
 from policies_app.iac.expressions import Diagnostic, EvalError, constant_scope, evaluate
 from policies_app.iac.module_calls import declared_sensitive
 from policies_app.iac.module_tree import Module
+from policies_app.iac.records import Record
 from policies_app.iac.values import UNKNOWN, is_unknown, mark, unmark, unmark_deep
 
 
-@dataclass
-class VariableValue:
+class VariableValue(Record):
     """A value given for a root variable, and where it came from (for diagnostics)."""
 
     value: Any
     source: str  # "var" (-var / variables argument), or the file's path
-    pos: syntax_nodes.Pos | None = None
-    from_cli_string: bool = False  # a -var string: parsed according to the variable's type later
+    pos: syntax_nodes.Pos | None
+    from_cli_string: bool  # a -var string: parsed according to the variable's type later
+
+    _fields = ("value", "source", "pos", "from_cli_string")
+
+    def __init__(
+        self, value: Any, source: str, pos: syntax_nodes.Pos | None = None, from_cli_string: bool = False
+    ) -> None:
+        self.value = value
+        self.source = source
+        self.pos = pos
+        self.from_cli_string = from_cli_string
 
 
 def parse_var_flag(text: str) -> tuple[str, str]:

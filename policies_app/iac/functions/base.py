@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from policies_app.iac.records import FrozenRecord, Record
 from policies_app.iac.type_constraints import (
     ConversionError,
     normalize_number,
@@ -16,17 +16,36 @@ from policies_app.iac.type_constraints import (
 )
 from policies_app.iac.values import UNKNOWN
 
+_set = object.__setattr__
 
-@dataclass
-class FunctionContext:
+
+class FunctionContext(Record):
+    """What a function call may read: its module, the template's source, the sandbox."""
+
     module_dir: str  # absolute path of the module whose expression calls the function
     # The template's source (its checkout, holding the root module and its local modules): file
     # functions may not read outside it.
     source_root: str
     cwd: str
     # (template_text, filename, vars) -> str; supplied by the evaluator for templatefile()/templatestring()
-    render_template: Callable[[str, str, dict], Any] | None = None
-    plan_timestamp: str | None = None  # plantimestamp(): when the evaluation (the "plan") started
+    render_template: Callable[[str, str, dict], Any] | None
+    plan_timestamp: str | None  # plantimestamp(): when the evaluation (the "plan") started
+
+    _fields = ("module_dir", "source_root", "cwd", "render_template", "plan_timestamp")
+
+    def __init__(
+        self,
+        module_dir: str,
+        source_root: str,
+        cwd: str,
+        render_template: Callable[[str, str, dict], Any] | None = None,
+        plan_timestamp: str | None = None,
+    ) -> None:
+        self.module_dir = module_dir
+        self.source_root = source_root
+        self.cwd = cwd
+        self.render_template = render_template
+        self.plan_timestamp = plan_timestamp
 
 
 class FunctionError(ValueError):
@@ -57,8 +76,7 @@ Unknowns = Literal["propagate", "handled"]
 Marks = Literal["whole", "elements", "own"]
 
 
-@dataclass(frozen=True)
-class FunctionSpec:
+class FunctionSpec(FrozenRecord):
     """Everything known about a built-in function, declared where it is implemented (``register``)."""
 
     name: str
@@ -78,6 +96,43 @@ class FunctionSpec:
     # Whether a result unknown for now is known not to be null (cty's RefineResult: refineNonNull,
     # which nearly every function declares: upper(x) != null is true before x is known).
     refines_not_null: bool
+
+    _fields = (
+        "name",
+        "implementation",
+        "min_args",
+        "max_args",
+        "unknowns",
+        "marks",
+        "needs_context",
+        "wants_declared_types",
+        "result_type",
+        "refines_not_null",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        implementation: Callable[..., Any],
+        min_args: int,
+        max_args: int | None,
+        unknowns: Unknowns,
+        marks: Marks,
+        needs_context: bool,
+        wants_declared_types: bool,
+        result_type: Any,
+        refines_not_null: bool,
+    ) -> None:
+        _set(self, "name", name)
+        _set(self, "implementation", implementation)
+        _set(self, "min_args", min_args)
+        _set(self, "max_args", max_args)
+        _set(self, "unknowns", unknowns)
+        _set(self, "marks", marks)
+        _set(self, "needs_context", needs_context)
+        _set(self, "wants_declared_types", wants_declared_types)
+        _set(self, "result_type", result_type)
+        _set(self, "refines_not_null", refines_not_null)
 
 
 # The functions whose unknown result may still be null, measured with terraform 1.11 (f(unknown) !=
