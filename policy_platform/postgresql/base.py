@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import select
 
-from django.db.backends.postgresql import base
 import psycopg
+from django.db.backends.postgresql import base
 from psycopg import pq
 
 
