@@ -12,9 +12,11 @@ database and a Redis server of the bench's own, and measured over HTTP:
   1. the approver's queue page and GET /api/v1/deployments/?status=pending_approval: p95 < 200 ms
   2. the effective policies of a leaf environment (8 levels deep, 10 policies): < 20 ms
   3. trigger to decision (small plan, 10 policies, a template read from git): p50 < 100 ms, from the
-     trigger's request to the decision stored; also shown as the pipeline sees it, polling every 5 ms
+     trigger's request to the decision stored, and at most 4x a bare authenticated GET (GET /api/v1/me/);
+     also shown as the pipeline sees it, polling every 5 ms
   4. 200 deployments triggered by 20 concurrent pipelines: all decided, none lost
   5. approval throughput: at least half of a bare Django endpoint's (/healthz) on the same server
+  6. a waiting pipeline's conditional poll (304): at most 3x the CPU of /healthz (web and PostgreSQL)
 
 Every figure is printed, with the target and whether it was met. Deployments the bench itself creates
 are removed at the end, so runs stay comparable.
@@ -226,10 +228,13 @@ class Client:
     def __init__(self, base: str, headers: dict[str, str]) -> None:
         self.host, self.port = base.removeprefix("http://").split(":")
         self.headers = headers
+        self.etag = ""  # of the last answer
         self.connection = http.client.HTTPConnection(self.host, int(self.port), timeout=120)
 
-    def request(self, method: str, path: str, body: object = None) -> tuple[int, bytes]:
-        headers = dict(self.headers)
+    def request(
+        self, method: str, path: str, body: object = None, extra: dict[str, str] | None = None
+    ) -> tuple[int, bytes]:
+        headers = {**self.headers, **(extra or {})}
         data = None
         if body is not None:
             data = json.dumps(body).encode()
@@ -238,6 +243,7 @@ class Client:
             try:
                 self.connection.request(method, path, body=data, headers=headers)
                 response = self.connection.getresponse()
+                self.etag = response.getheader("ETag", "")
                 return response.status, response.read()
             except (http.client.HTTPException, ConnectionError):
                 # The server closed an idle keep-alive connection: reconnect once.
@@ -473,6 +479,14 @@ def measure_trigger_to_decision(base: str, count: int) -> None:
         f"p50 {statistics.median(timings):.0f} ms, p95 {percentile(timings, 0.95):.0f} ms",
     )
     report("of which the engine (10 policies)", f"p50 {statistics.median(engine):.1f} ms")
+    # The floor it is compared with (issue 17): the same pipeline's bare authenticated GET, same server.
+    bare = statistics.median(latencies(client, "/api/v1/me/", max(count * 3, 10)))
+    report(
+        "trigger to decision against a bare authenticated GET (GET /api/v1/me/, same token)",
+        f"{p50 / bare:.1f}x (p50 {p50:.0f} ms against p50 {bare:.1f} ms)",
+        "<= 4x",
+        p50 / bare <= 4,
+    )
     where_the_time_goes(body["id"])
 
 
@@ -598,19 +612,26 @@ def pending_to_approve(count: int) -> list[int]:
 
 
 def throughput(
-    base: str, headers: dict[str, str], requests: list[tuple[str, str, object]], clients: int
+    base: str,
+    headers: dict[str, str],
+    requests: list[tuple[str, str, object]],
+    clients: int,
+    extra: list[dict[str, str]] | None = None,
+    expected: int | None = None,
 ) -> tuple[float, int]:
-    """Requests per second with ``clients`` concurrent keep-alive clients; and how many did not answer 2xx."""
+    """Requests per second with ``clients`` concurrent keep-alive clients; and how many did not answer 2xx
+    (or ``expected``). ``extra``: headers of each request besides ``headers``."""
     failures = 0
     lock = threading.Lock()
-    share = [requests[i::clients] for i in range(clients)]
+    extra = extra or [{}] * len(requests)
+    share = [list(zip(requests[i::clients], extra[i::clients], strict=True)) for i in range(clients)]
 
-    def work(mine: list[tuple[str, str, object]]) -> None:
+    def work(mine: list[tuple[tuple[str, str, object], dict[str, str]]]) -> None:
         nonlocal failures
         client = Client(base, headers)
-        for method, path, body in mine:
-            status, _ = client.request(method, path, body)
-            if not 200 <= status < 300:
+        for (method, path, body), more in mine:
+            status, _ = client.request(method, path, body, more)
+            if status != expected if expected else not 200 <= status < 300:
                 with lock:
                     failures += 1
 
@@ -641,15 +662,30 @@ def cpu_seconds(platform_pid: int) -> dict[str, float]:
         return False
 
     used: dict[str, float] = {}
+    master = postgres_pid()
     for pid, (_, seconds, command) in processes.items():
         if in_platform(pid):
             role = next((name for key, name in ROLES if key in command), "other platform processes")
-        elif command.startswith("postgres"):
+        elif command.startswith("postgres") and (master == -1 or master in (pid, processes[pid][0])):
             role = "PostgreSQL"
         else:
             continue
         used[role] = used.get(role, 0.0) + seconds
     return used
+
+
+def postgres_pid() -> int:
+    """The postmaster of the bench's database (its server processes are its children): the other
+    PostgreSQL servers of a shared machine are not counted. -1 when it cannot be read: all counted."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW data_directory")
+        directory = Path(cursor.fetchone()[0])
+    try:
+        return int((directory / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return -1
 
 
 ROLES = [
@@ -706,6 +742,47 @@ def measure_approval_throughput(base: str, platform_pid: int) -> None:
     report(
         "for comparison: GET /api/v1/deployments/{id}/",
         f"{read_rate:.0f} requests/s ({read_failures} failed), {read_rate / bare:.2f} of the bare endpoint's rate",
+    )
+
+
+def measure_polling(base: str, platform_pid: int, count: int) -> None:
+    """A waiting pipeline's conditional poll (GET .../status/ with the ETag of its previous answer,
+    answered 304) against /healthz on the same server: the CPU of the web processes and of PostgreSQL
+    per request, the two taken in turns so that a neighbour's load weighs on both alike (issue 17)."""
+    from django.contrib.auth.models import User
+
+    from policies_app import access
+
+    print("a waiting pipeline's poll against /healthz (8 concurrent clients, the server's 2x4):", flush=True)
+    approver = User.objects.get(username="bench-approver")  # reads through a team and direct roles
+    pending = access.visible_deployments(approver).filter(status="pending_approval").order_by("pk")
+    client = Client(base, token_headers("bench-approver"))
+    polls, tags = [], []
+    for pk in pending.values_list("pk", flat=True)[:50]:
+        polls.append(("GET", f"/api/v1/deployments/{pk}/status/", None))
+        client.request("GET", polls[-1][1])
+        tags.append({"If-None-Match": client.etag})
+    polls, tags = polls * (count // len(polls) + 1), tags * (count // len(polls) + 1)
+    counted = ("web", "PostgreSQL")
+    spent = {"healthz": 0.0, "poll": 0.0}
+    for _ in range(3):
+        before = cpu_seconds(platform_pid)
+        throughput(base, {}, [("GET", "/healthz", None)] * count, 8)
+        after = cpu_seconds(platform_pid)
+        spent["healthz"] += sum(after.get(role, 0) - before.get(role, 0) for role in counted)
+        before = cpu_seconds(platform_pid)
+        _, failures = throughput(base, client.headers, polls[:count], 8, tags[:count], expected=304)
+        after = cpu_seconds(platform_pid)
+        spent["poll"] += sum(after.get(role, 0) - before.get(role, 0) for role in counted)
+        if failures:
+            raise SystemExit(f"{failures} polls were not answered 304")
+    floor, poll = (spent[name] * 1000 / (3 * count) for name in ("healthz", "poll"))
+    report("GET /healthz", f"{floor:.2f} ms of CPU each (web and PostgreSQL)")
+    report(
+        "conditional poll, 304 (GET /api/v1/deployments/{id}/status/ with If-None-Match)",
+        f"{poll:.2f} ms of CPU each, {poll / floor:.1f}x /healthz",
+        "<= 3x",
+        poll / floor <= 3,
     )
 
 
@@ -773,6 +850,7 @@ MEASUREMENTS = {
     "trigger-to-decision": lambda base, args: measure_trigger_to_decision(base, args.triggers),
     "pipelines": lambda base, args: measure_concurrent_pipelines(base),
     "approvals": lambda base, args: measure_approval_throughput(base, args.platform_pid),
+    "polling": lambda base, args: measure_polling(base, args.platform_pid, args.requests * 30),
 }
 
 

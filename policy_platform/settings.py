@@ -144,6 +144,9 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Django's backend with a health check that costs no round trip (policy_platform/postgresql/base.py).
+    DATABASES["default"]["ENGINE"] = "policy_platform.postgresql"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Approvals lock the deployment row; on SQLite that means waiting for the single writer.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
