@@ -205,9 +205,9 @@ def _host_and_port(scheme: str, host: str | None, port: int | None) -> tuple[str
     return host, port or DEFAULT_PORTS[scheme]
 
 
-def check_url(url: str, schemes: Sequence[str] = ("http", "https")) -> Target:
-    """Check an http(s) URL: the scheme, the host resolved once, every address allowed. Raises
-    EgressRefused with a message to show."""
+def _checked(url: str, schemes: Sequence[str], wrong_scheme: str, default_ports: dict[str, int]) -> Target:
+    """The target of ``url``: its scheme one of ``schemes`` (else ``wrong_scheme`` is the refusal), its
+    host resolved once, every address allowed. Raises EgressRefused with a message to show."""
     try:
         parts = urlsplit((url or "").strip())
         port = parts.port
@@ -215,9 +215,16 @@ def check_url(url: str, schemes: Sequence[str] = ("http", "https")) -> Target:
         raise EgressRefused("The address is not a valid URL.") from None
     scheme = parts.scheme.lower()
     if scheme not in schemes:
-        raise EgressRefused(f"Must be an {' or '.join(f'{name}://' for name in schemes)} address.")
-    host, port = _host_and_port(scheme, parts.hostname, port)
+        raise EgressRefused(wrong_scheme)
+    host, port = _host_and_port(scheme, parts.hostname, port or default_ports.get(scheme))
     return Target(scheme, host, port, check_host(host, port))
+
+
+def check_url(url: str, schemes: Sequence[str] = ("http", "https")) -> Target:
+    """Check an http(s) URL: the scheme, the host resolved once, every address allowed. Raises
+    EgressRefused with a message to show."""
+    wrong = f"Must be an {' or '.join(f'{name}://' for name in schemes)} address."
+    return _checked(url, schemes, wrong, {})
 
 
 def refusal_to_reach(url: str, schemes: Sequence[str] = ("http", "https")) -> str | None:
@@ -355,16 +362,7 @@ def request(
 def check_socket_url(url: str) -> Target:
     """Check a ``udp://host:port`` or ``tcp://host:port`` target (a syslog collector) as an http one:
     the host resolved once, every address allowed. Raises EgressRefused."""
-    try:
-        parts = urlsplit((url or "").strip())
-        port = parts.port
-    except ValueError:
-        raise EgressRefused("The address is not a valid URL.") from None
-    scheme = parts.scheme.lower()
-    if scheme not in SOCKET_PORTS:
-        raise EgressRefused("Must be a udp:// or tcp:// address.")
-    host, port = _host_and_port(scheme, parts.hostname, port or SOCKET_PORTS[scheme])
-    return Target(scheme, host, port, check_host(host, port))
+    return _checked(url, tuple(SOCKET_PORTS), "Must be a udp:// or tcp:// address.", SOCKET_PORTS)
 
 
 def send_frames(url: str, frames: Sequence[bytes], *, timeout_s: float) -> None:
