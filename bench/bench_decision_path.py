@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+import seeded
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -64,24 +64,15 @@ def main() -> int:
     if arguments.smoke:
         arguments.resources, arguments.runs = 30, 1
 
-    workdir = tempfile.mkdtemp(prefix="bench-decision-path-")
-    os.environ["PLATFORM_VAR_DIR"] = workdir
-    os.environ.setdefault("DATABASE_URL", f"sqlite:///{workdir}/bench.sqlite3")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "policy_platform.settings")
-    os.environ.setdefault("LOG_LEVEL", "WARNING")
     os.environ.pop("CELERY_BROKER_URL", None)  # the worker's tasks run in this process, on commit
-    import django
-
-    django.setup()
+    postgres_name = seeded.start("bench_decision_path")
     from django.conf import settings
-    from django.core.management import call_command
 
     from policies_app.deployments import lifecycle
     from policies_app.models import Deployment
     from tests.builders import World, make_policy
 
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
-    call_command("migrate", verbosity=0)
     world = World.create()
     world.platform.approval_policies.set([])
     for number in range(arguments.policies):
@@ -116,7 +107,7 @@ def main() -> int:
     )
     print(f"  trigger -> decision   {statistics.median(decided) * 1000:8.1f}")
     print(f"  trigger -> explained  {statistics.median(explained) * 1000:8.1f}")
-    shutil.rmtree(workdir, ignore_errors=True)
+    seeded.finish(postgres_name)
     return 0 if len(statuses) == 1 else 1
 
 

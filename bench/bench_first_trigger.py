@@ -19,13 +19,13 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import shutil
 import statistics
 import sys
 import tarfile
-import tempfile
 import time
 from pathlib import Path
+
+import seeded
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -66,18 +66,10 @@ def main() -> int:
     if arguments.smoke:
         arguments.resources, arguments.runs = 5, 1
 
-    workdir = tempfile.mkdtemp(prefix="bench-first-trigger-")
-    os.environ["PLATFORM_VAR_DIR"] = workdir
-    os.environ.setdefault("DATABASE_URL", f"sqlite:///{workdir}/bench.sqlite3")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "policy_platform.settings")
-    os.environ.setdefault("LOG_LEVEL", "WARNING")
     os.environ.pop("CELERY_BROKER_URL", None)  # the worker's tasks run in this process, on commit
-    import django
-
-    django.setup()
+    postgres_name = seeded.start("bench_first_trigger")
     from django.conf import settings
     from django.core.files.uploadedfile import SimpleUploadedFile
-    from django.core.management import call_command
 
     from policies_app.deployments import approvals, lifecycle
     from policies_app.models import ConfigurationView, Deployment
@@ -85,7 +77,6 @@ def main() -> int:
     from tests.builders import World, make_policy, plan_with
 
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"  # approval emails kept quiet
-    call_command("migrate", verbosity=0)
     world = World.create()
     world.template.path = "web"
     world.template.save()
@@ -148,7 +139,7 @@ def main() -> int:
         )
     )
     print(f"a view computed on the trigger's path (before): {medians['on path'] / medians['cached']:.2f}x")
-    shutil.rmtree(workdir, ignore_errors=True)
+    seeded.finish(postgres_name)
     return 0 if len(statuses) == 1 else 1  # every trigger decided alike
 
 

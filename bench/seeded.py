@@ -1,5 +1,5 @@
 """What the benches that build a database of their own share (bench_polling.py, bench_pages.py,
-bench_approve.py): a database of the bench's own (a temporary SQLite file, or ``<name>_<bench>`` beside
+bench_approve.py, bench_decision_path.py, bench_first_trigger.py): a database of the bench's own (a temporary SQLite file, or ``<name>_<bench>`` beside
 the PostgreSQL of DATABASE_URL, created afresh and dropped after), Django started with production
 settings, and the usual seeds: a project tree with environments, and a plan of updated instances.
 
@@ -9,6 +9,7 @@ Not a bench itself (its name does not start with ``bench_``): tests/ops/test_ben
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -52,11 +53,13 @@ def start(bench: str, *, secret_keys: str = "") -> str | None:
 
 
 def finish(postgres_name: str | None) -> None:
+    """Drop the bench's PostgreSQL database (if any) and remove its scratch directory."""
     from django.db import connection
 
     connection.close()
     if postgres_name:
         _run_outside(f'DROP DATABASE IF EXISTS "{postgres_name}"')
+    shutil.rmtree(os.environ["PLATFORM_VAR_DIR"], ignore_errors=True)
 
 
 def _run_outside(*statements: str) -> None:
