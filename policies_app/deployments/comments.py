@@ -30,9 +30,9 @@ from django.utils import timezone
 
 from policies_app import audit
 from policies_app.access import Grants
-from policies_app.choices import Capability, WebhookFormat
+from policies_app.choices import Capability
 from policies_app.errors import Conflict, DomainError, Forbidden, Invalid, NotFound
-from policies_app.models import Deployment, DeploymentComment, WebhookDelivery
+from policies_app.models import Deployment, DeploymentComment
 from policies_app.notifications import webhooks
 from policies_app.notifications.approval_emails import deployment_url
 from policies_app.projects.tree import tree_for
@@ -155,7 +155,6 @@ def _notify(comment: DeploymentComment) -> list[int]:
     text = (
         f"{author} commented on deployment #{deployment.pk} of {full_name} / {deployment.environment.name}: "
     )
-    chat = json.dumps({"text": webhooks.escape_chat(f"{text}{comment.body} {url}")})
     document = json.dumps(
         {
             "event": COMMENTED,
@@ -171,17 +170,13 @@ def _notify(comment: DeploymentComment) -> list[int]:
         },
         sort_keys=True,
     )
-    now = timezone.now()
-    return webhooks.queue_deliveries(
-        [
-            WebhookDelivery(
-                webhook=webhook,
-                deployment=deployment,
-                event=COMMENTED,
-                body=chat if webhook.format == WebhookFormat.CHAT else document,
-                next_attempt_at=now,
-            )
-            for webhook in tree.active_webhooks(project)
-            if not webhook.statuses
-        ]
+    # Comments go only to the webhooks that send every event: one limited to some statuses asked for those.
+    return webhooks.queue_event(
+        tree,
+        project,
+        COMMENTED,
+        document,
+        f"{text}{comment.body} {url}",
+        deployment=deployment,
+        only_to_every_event=True,
     )

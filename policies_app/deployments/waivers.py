@@ -41,11 +41,11 @@ from django.utils import timezone
 
 from policies_app import access, audit
 from policies_app.access import Grants
-from policies_app.choices import WAIVED_MARK, Capability, Decision, DeploymentStatus, WebhookFormat
+from policies_app.choices import WAIVED_MARK, Capability, Decision, DeploymentStatus
 from policies_app.deployments import lifecycle
 from policies_app.errors import Conflict, DomainError, Forbidden, Invalid
 from policies_app.guards.names import refusal_of_line
-from policies_app.models import ApprovalPolicy, Deployment, Environment, Project, Waiver, WebhookDelivery
+from policies_app.models import ApprovalPolicy, Deployment, Environment, Project, Waiver
 from policies_app.notifications import webhooks
 from policies_app.projects.tree import ProjectTree, tree_for
 from policies_app.rego.decisions import combine_decisions, policy_decision
@@ -258,20 +258,7 @@ def _notify(waiver: Waiver, event: str) -> list[int]:
         },
         sort_keys=True,
     )
-    now = timezone.now()
-    return webhooks.queue_deliveries(
-        [
-            WebhookDelivery(
-                webhook=webhook,
-                event=event,
-                body=json.dumps({"text": webhooks.escape_chat(text)})
-                if webhook.format == WebhookFormat.CHAT
-                else document,
-                next_attempt_at=now,
-            )
-            for webhook in tree.active_webhooks(project)
-        ]
-    )
+    return webhooks.queue_event(tree, project, event, document, text)
 
 
 # --- what an evaluation makes of them -----------------------------------------------------------------

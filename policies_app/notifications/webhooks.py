@@ -305,6 +305,36 @@ def queue_status_change(
     return queue_deliveries(deliveries)
 
 
+def queue_event(
+    tree: ProjectTree,
+    project: Project,
+    event: str,
+    document: str,
+    chat_text: str,
+    *,
+    deployment: Deployment | None = None,
+    only_to_every_event: bool = False,
+) -> list[int]:
+    """In the caller's transaction: one delivery of ``event`` per active webhook of the project's chain,
+    ``document`` (JSON) to JSON webhooks and ``chat_text`` (escaped here) to chat ones.
+    ``only_to_every_event``: leave out the webhooks that asked for some statuses only."""
+    chat = json.dumps({"text": escape_chat(chat_text)})
+    now = timezone.now()
+    return queue_deliveries(
+        [
+            WebhookDelivery(
+                webhook=webhook,
+                deployment=deployment,
+                event=event,
+                body=chat if webhook.format == WebhookFormat.CHAT else document,
+                next_attempt_at=now,
+            )
+            for webhook in tree.active_webhooks(project)
+            if not (only_to_every_event and webhook.statuses)
+        ]
+    )
+
+
 def queue_deliveries(deliveries: list[WebhookDelivery]) -> list[int]:
     """Write the deliveries (in the caller's transaction) and wake a sender for each after commit."""
     if not deliveries:
