@@ -43,7 +43,8 @@ def test_a_deployer_posts_and_a_viewer_reads_the_thread_oldest_first(world, api,
     read = api(world.vera).get(thread_url(deployment))
 
     assert read.status_code == 200
-    assert [(c["author"], c["body"]) for c in read.json()] == [
+    assert read.json()["count"] == 2
+    assert [(c["author"], c["body"]) for c in read.json()["results"]] == [
         ("bob", "plan looks big\nwhy?"),
         ("alice", "a rename"),
     ]
@@ -96,7 +97,7 @@ def test_only_the_author_or_an_organisation_admin_removes_a_comment(world, api, 
     assert refused.status_code == 403
     assert refused.json()["code"] == "not_own_comment"
     assert api(world.bob).delete(url).status_code == 204
-    shown = api(world.vera).get(thread_url(deployment)).json()
+    shown = api(world.vera).get(thread_url(deployment)).json()["results"]
     assert shown == [
         {
             "id": comment.pk,

@@ -247,10 +247,12 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     @extend_schema(methods=["post"], request=PostCommentSerializer, responses={201: CommentSerializer})
     @action(detail=True, methods=["get", "post"])
     def comments(self, request: Request, pk: str | None = None) -> Response:
-        """The thread, oldest first (whoever may see the deployment); posting needs the deploy capability."""
+        """The thread, oldest first, paginated like every list (whoever may see the deployment); posting
+        needs the deploy capability."""
         deployment = self.get_object()
         if request.method == "GET":
-            return Response(CommentSerializer(comments.thread(deployment), many=True).data)
+            page = self.paginate_queryset(comments.thread(deployment))
+            return self.get_paginated_response(CommentSerializer(page, many=True).data)
         serializer = PostCommentSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         comment = comments.post_comment(request.user, deployment, serializer.validated_data["body"])
