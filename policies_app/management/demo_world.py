@@ -255,6 +255,8 @@ DEPLOYMENTS = [
         "plan": demo_plan("aws_instance.legacy"),
         "total_monthly_cost": 812.40,
         "monthly_cost_diff": 42.50,
+        # The deployer's note to the approvers, posted on the deployment's thread when it is created.
+        "comment": "aws_instance.legacy goes: its traffic moved to the new cluster last week (change CHG-1042).",
     },
     {
         "idempotency_key": "demo-over-budget",

@@ -123,6 +123,8 @@ def test_the_demo_queue_has_a_deployment_pending_for_the_right_reasons(load_demo
     assert over_budget.status == "denied"
     alice = User.objects.get(username="alice")
     assert access.visible_deployments(alice).filter(status="pending_approval").exists()
+    [note] = pending.comments.all()  # the deployer's note to the approvers, on the deployment's thread
+    assert (note.author.username, "CHG-1042" in note.body) == ("bob", True)
 
 
 def configuration_seen(deployment: Deployment) -> dict:

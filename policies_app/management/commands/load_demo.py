@@ -22,6 +22,7 @@ from django.utils.crypto import salted_hmac
 
 from policies_app.accounts import tokens
 from policies_app.choices import TriggerName
+from policies_app.deployments.comments import post_comment
 from policies_app.deployments.lifecycle import trigger_deployment
 from policies_app.management.demo_world import (
     ARCHIVE_NAME,
@@ -177,10 +178,13 @@ class Command(BaseCommand):
         for spec in DEPLOYMENTS:
             spec = dict(spec)
             environment = environments[spec.pop("environment")]
+            note = spec.pop("comment", None)
             deployment, created = trigger_deployment(
                 environment, deployer, type="deploy", trigger_name=TriggerName.CD, **spec
             )
             if created:
+                if note:
+                    post_comment(deployer, deployment, note)
                 deployment.refresh_from_db()
                 self.stdout.write(
                     f"Triggered deployment #{deployment.pk} of {environment}: {deployment.status}"
