@@ -10,6 +10,12 @@ so one trigger call does everything; the figures are taken from the rows:
 - explained: from the trigger until its explanations are stored too (the end of the call).
 Run it on a checkout before the explanations left the decision path to compare (the "before" figure:
 decision and explained are then the same moment). Medians of --runs rounds, in one run.
+
+With --api the trigger is the pipeline's request through the whole Django stack (POST
+/api/v1/environments/{id}/deployments/ with a token, on the embedded default: SQLite, the tasks run in the
+request's process once it commits), and its decision is printed against a bare authenticated GET (GET
+/api/v1/me/, same token) in the same run: issue 17's target is at most 4x, with 10 policies and 200
+resources (``--api --policies 10 --resources 200``).
 """
 
 from __future__ import annotations
@@ -60,6 +66,7 @@ def main() -> int:
     parser.add_argument("--policies", type=int, default=1)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--smoke", action="store_true", help="30 resources, one round: proves it runs")
+    parser.add_argument("--api", action="store_true", help="trigger through the API, against GET /api/v1/me/")
     arguments = parser.parse_args()
     if arguments.smoke:
         arguments.resources, arguments.runs = 30, 1
@@ -70,7 +77,7 @@ def main() -> int:
 
     from policies_app.deployments import lifecycle
     from policies_app.models import Deployment
-    from tests.builders import World, make_policy
+    from tests.builders import World, api_client_for, make_policy
 
     settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
     world = World.create()
@@ -78,10 +85,18 @@ def main() -> int:
     for number in range(arguments.policies):
         world.platform.approval_policies.add(make_policy(f"public buckets {number}", PUBLIC_BUCKETS))
     the_plan = plan(arguments.resources)
+    client = api_client_for(world.bob)
 
     def trigger() -> tuple[float, float, str]:
         began = time.time()
-        deployment, _ = lifecycle.trigger_deployment(world.environment, world.bob, plan=the_plan)
+        if arguments.api:
+            response = client.post(
+                f"/api/v1/environments/{world.environment.pk}/deployments/", {"plan": the_plan}, format="json"
+            )
+            assert response.status_code in (200, 201), response.content
+            deployment = Deployment(pk=response.json()["id"])
+        else:
+            deployment, _ = lifecycle.trigger_deployment(world.environment, world.bob, plan=the_plan)
         ended = time.time()
         deployment = Deployment.objects.get(pk=deployment.pk)
         evaluation = deployment.evaluations.last()
@@ -107,6 +122,16 @@ def main() -> int:
     )
     print(f"  trigger -> decision   {statistics.median(decided) * 1000:8.1f}")
     print(f"  trigger -> explained  {statistics.median(explained) * 1000:8.1f}")
+    if arguments.api:
+        bare = []
+        for _ in range(max(arguments.runs * 10, 20)):
+            began = time.time()
+            assert client.get("/api/v1/me/").status_code == 200
+            bare.append(time.time() - began)
+        floor = statistics.median(bare)
+        ratio = statistics.median(decided) / floor
+        print(f"  GET /api/v1/me/       {floor * 1000:8.1f}")
+        print(f"trigger to decision through the API: {ratio:.1f}x a bare authenticated GET (target <= 4x)")
     seeded.finish(postgres_name)
     return 0 if len(statuses) == 1 else 1
 

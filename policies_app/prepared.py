@@ -80,27 +80,46 @@ class PreparedQuery:
                 self._compiled[using] = (sql, params, positions, converters)
         return self._compiled[using]
 
-    def _execute(self, cursor: Any, connection: Any, sql: str, params: list[Any]) -> None:
+    def _execute(
+        self, cursor: Any, connection: Any, compiled: tuple, params: list[Any], values: Sequence[Any]
+    ) -> None:
+        sql, template, positions, _ = compiled
         if not (self._server_side and connection.vendor == "postgresql"):
             cursor.execute(sql, params)
             return
         raw = connection.connection
         if raw not in self._prepared_on:
-            numbers = itertools.count(1)
-            numbered = re.sub(r"%%|%s", lambda m: "%" if m[0] == "%%" else f"${next(numbers)}", sql)
-            cursor.execute(f"PREPARE {self._name} AS {numbered}")
+            # The statement's parameters are the placeholders only ($1 the first, wherever it occurs);
+            # the query's constants are written into it. Each run then sends two values, not the
+            # twenty-odd the SQL repeats, which the client would quote and the server parse every time.
+            slots = {place: number for number, places in enumerate(positions, 1) for place in places}
+            occurrence, constants = itertools.count(), []
+            bound = len(template) > len(slots)  # constants to bind: "%%" stays escaped for the client
+
+            def numbered(match: re.Match) -> str:
+                if match[0] == "%%":
+                    return "%%" if bound else "%"
+                place = next(occurrence)
+                if place in slots:
+                    return f"${slots[place]}"
+                constants.append(template[place])
+                return "%s"
+
+            statement = re.sub(r"%%|%s", numbered, sql)
+            cursor.execute(f"PREPARE {self._name} AS {statement}", constants if bound else None)
             self._prepared_on.add(raw)
-        cursor.execute(f"EXECUTE {self._name} ({', '.join(['%s'] * len(params))})", params)
+        cursor.execute(f"EXECUTE {self._name} ({', '.join(['%s'] * len(values))})", list(values))
 
     def rows(self, *values: Any, using: str = "default") -> list[Sequence[Any]]:
-        sql, template, positions, converters = self._compiled.get(using) or self._compile(using)
+        compiled = self._compiled.get(using) or self._compile(using)
+        sql, template, positions, converters = compiled
         params = list(template)
         for places, value in zip(positions, values, strict=True):
             for place in places:
                 params[place] = value
         connection = connections[using]
         with connection.cursor() as cursor:
-            self._execute(cursor, connection, sql, params)
+            self._execute(cursor, connection, compiled, params, values)
             rows = cursor.fetchall()
         if not converters:
             return rows

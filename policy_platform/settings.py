@@ -205,7 +205,7 @@ REST_FRAMEWORK = {
 # (CACHE_URL, e.g. redis://localhost:6379/1), this process's memory in the embedded default.
 CACHE_URL = os.environ.get("CACHE_URL", "")
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    "default": {"BACKEND": "policy_platform.redis_cache.KeptClientRedisCache", "LOCATION": CACHE_URL}
     if CACHE_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }

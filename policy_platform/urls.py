@@ -19,11 +19,12 @@ def healthz(request: HttpRequest) -> HttpResponse:
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    # Second: waiting pipelines poll here (policies_app/api/urls.py puts their route first within).
+    path("api/v1/", include("policies_app.api.urls")),
     # Readiness: the database, the broker and an engine worker answer (policies_app/ops/readiness.py).
     path("readyz", readiness.readyz, name="readyz"),
     path("metrics", metrics_view.metrics, name="metrics"),
     path("admin/", admin.site.urls),
-    path("api/v1/", include("policies_app.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("accounts/login/", signin.SignInView.as_view(), name="login"),

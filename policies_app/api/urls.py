@@ -32,9 +32,16 @@ router.register("service-accounts", service_accounts.ServiceAccountViewSet, base
 router.register("audit", audit.AuditEntryViewSet, basename="audit")
 router.register("waivers", waivers.WaiverViewSet, basename="waiver")
 
+# The route every waiting pipeline polls comes first of all (before the API root and the deployments'
+# list, detail and other actions with their format-suffixed twins: twenty patterns tried per poll).
+routes = router.urls
+polled = [
+    route for route in routes if route.name == "deployment-status" and "format" not in str(route.pattern)
+]
 urlpatterns = [
+    *polled,
     path("me/", accounts.MeView.as_view(), name="me"),
-    *router.urls,
+    *[route for route in routes if route not in polled],
     # Triggering by path (project/environment, "/" included): ids and one-segment keys take the route above.
     path(
         "environments/<path:pk>/deployments/",

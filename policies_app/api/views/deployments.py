@@ -4,7 +4,7 @@ and plan summary, its comments, and approving, rejecting, cancelling, completing
 from typing import Any
 
 from django.db.models import Prefetch
-from django.http import HttpResponse
+from django.http import HttpResponse, HttpResponseNotModified
 from django_filters import rest_framework as filters
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -138,7 +138,7 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
                 request._authenticator = TokenAuthentication()  # what authenticated it (DRF asks)
         super().initial(request, *args, **kwargs)
 
-    def retrieve(self, request: Request, *args, **kwargs) -> Response:
+    def retrieve(self, request: Request, *args, **kwargs) -> HttpResponse:
         """The full representation, tagged. A client that sends the current tag gets 304 and no body,
         decided by one small query (waiting.full_tag) instead of reading evaluations and approvals."""
         if_none_match = request.META.get("HTTP_IF_NONE_MATCH", "")
@@ -169,7 +169,7 @@ class DeploymentViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         renderer_classes=[JSONRenderer],
         content_negotiation_class=JsonOnly,
     )
-    def poll_status(self, request: Request, pk: str | None = None) -> Response:
+    def poll_status(self, request: Request, pk: str | None = None) -> HttpResponse:
         poll = getattr(self, "poll", None)
         shown = poll.shown if poll else waiting.slim_status(request.user, requested_id(pk))
         if shown is None:
@@ -316,12 +316,15 @@ def requested_id(pk: str | None) -> int:
     return number
 
 
-def tagged(response: Response, tag: str) -> Response:
+def tagged(response: HttpResponse, tag: str) -> HttpResponse:
     response["ETag"] = tag
     # Each caller's own: no shared cache keeps it, and every use asks the platform again (with the tag).
     response["Cache-Control"] = "private, no-cache"
     return response
 
 
-def not_modified(tag: str) -> Response:
-    return tagged(Response(status=status.HTTP_304_NOT_MODIFIED), tag)
+def not_modified(tag: str) -> HttpResponseNotModified:
+    # No body to render: Django's own 304, which DRF passes through with the headers it adds to every
+    # answer, not a Response that runs the JSON renderer on nothing (what DRF answers is the same: no
+    # body, no Content-Type).
+    return tagged(HttpResponseNotModified(), tag)
