@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from policies_app.rego import ENGINES  # noqa: E402
-from tests.engine.rego_differential import REFERENCE, compare, generated_case  # noqa: E402
+from tests.engine.rego_differential import REFERENCE, generated_case, tally  # noqa: E402
 
 
 def main() -> int:
@@ -34,30 +34,21 @@ def main() -> int:
     status = 0
     for engine in (engine for engine in ENGINES if engine != REFERENCE):
         started = time.monotonic()
-        refused = evaluations = 0
-        differences: list[str] = []
-        failed_closed: list[str] = []
-        for seed in range(args.first_seed, args.first_seed + args.cases):
-            case = generated_case(seed)
-            comparison = compare(case, engine)
-            if comparison.refused:
-                refused += 1
-                continue
-            evaluations += len(case.inputs)
-            differences.extend(comparison.differences)
-            failed_closed.extend(comparison.failed_closed)
-        agreed = evaluations - len(differences) - len(failed_closed)
+        total = tally(
+            (generated_case(seed) for seed in range(args.first_seed, args.first_seed + args.cases)), engine
+        )
         print(
-            f"{engine} vs {REFERENCE}: {args.cases} policies ({refused} refused by OPA), {evaluations} evaluations: "
-            f"{agreed} agreed, {len(differences)} disagreed, {len(failed_closed)} failed closed "
+            f"{engine} vs {REFERENCE}: {total.cases} policies ({total.refused} refused by OPA), {total.evaluations} "
+            f"evaluations: {total.agreed} agreed, {len(total.differences)} disagreed, {len(total.failed_closed)} "
+            "failed closed "
             f"({time.monotonic() - started:.0f} s)",
             flush=True,
         )
-        for line in differences[: args.show]:
+        for line in total.differences[: args.show]:
             print("  disagreement:", line)
-        for line in failed_closed[: min(args.show, 2)]:
+        for line in total.failed_closed[: min(args.show, 2)]:
             print("  failed closed:", line)
-        status = status or (1 if differences else 0)
+        status = status or (1 if total.differences else 0)
     return status
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from policies_app.rego import ENGINES, PolicyCompileError, check_policy  # noqa: E402
-from tests.engine.rego_differential import ENV0_INPUTS, REFERENCE, Case, compare  # noqa: E402
+from tests.engine.rego_differential import ENV0_INPUTS, REFERENCE, Case, tally  # noqa: E402
 
 
 def rego_versions(git_dir: str) -> list[tuple[str, str]]:
@@ -100,30 +100,19 @@ def compare_all(policies: list[tuple[str, str]], show: int) -> int:
     status = 0
     for engine in (engine for engine in ENGINES if engine != REFERENCE):
         started = time.monotonic()
-        refused = evaluations = 0
-        differences: list[str] = []
-        failed_closed: list[str] = []
-        for case in cases:
-            comparison = compare(case, engine)
-            if comparison.refused:
-                refused += 1
-                continue
-            evaluations += len(case.inputs)
-            differences.extend(comparison.differences)
-            failed_closed.extend(comparison.failed_closed)
-        decided = len(cases) - refused
-        agreed = evaluations - len(differences) - len(failed_closed)
+        total = tally(cases, engine)
         print(
-            f"{engine} vs {REFERENCE}: {len(cases)} policy versions ({refused} refused by OPA as v1 and v0, "
-            f"{decided} compiled), {evaluations} evaluations: {agreed} agreed, {len(differences)} disagreed, "
-            f"{len(failed_closed)} failed closed ({time.monotonic() - started:.0f} s)",
+            f"{engine} vs {REFERENCE}: {total.cases} policy versions ({total.refused} refused by OPA as v1 and "
+            f"v0, {total.cases - total.refused} compiled), {total.evaluations} evaluations: {total.agreed} agreed, "
+            f"{len(total.differences)} disagreed, {len(total.failed_closed)} failed closed "
+            f"({time.monotonic() - started:.0f} s)",
             flush=True,
         )
-        for line in differences[:show]:
+        for line in total.differences[:show]:
             print("  disagreement:", line[:2000])
-        for line in failed_closed[:show]:
+        for line in total.failed_closed[:show]:
             print("  failed closed:", line[:2000])
-        status = status or (1 if differences or failed_closed else 0)
+        status = status or (1 if total.differences or total.failed_closed else 0)
     return status
 
 

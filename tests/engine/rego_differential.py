@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from policies_app.rego import PolicyCompileError, PolicyModule, PolicySource, check_policy, evaluate_policies
@@ -79,6 +80,36 @@ def compare(case: Case, engine: str) -> Comparison:
         elif (found.decision, found.messages) != (expected.decision, expected.messages):
             comparison.differences.append(described)  # message text included: it is what users read
     return comparison
+
+
+@dataclass
+class Tally:
+    """How an engine decided against OPA over many cases (the benches print it)."""
+
+    cases: int = 0
+    refused: int = 0  # by OPA: refused on save everywhere, not evaluated
+    evaluations: int = 0
+    differences: list[str] = field(default_factory=list)
+    failed_closed: list[str] = field(default_factory=list)
+
+    @property
+    def agreed(self) -> int:
+        return self.evaluations - len(self.differences) - len(self.failed_closed)
+
+
+def tally(cases: Iterable[Case], engine: str) -> Tally:
+    """``compare`` over every case, added up."""
+    total = Tally()
+    for case in cases:
+        total.cases += 1
+        comparison = compare(case, engine)
+        if comparison.refused:
+            total.refused += 1
+            continue
+        total.evaluations += len(case.inputs)
+        total.differences.extend(comparison.differences)
+        total.failed_closed.extend(comparison.failed_closed)
+    return total
 
 
 # ------------------------------------------------------------------------------------------- corpus
