@@ -40,7 +40,7 @@ def build(deployment_count: int) -> dict:
 
     from policies_app.accounts import tokens
     from policies_app.deployments.stored_inputs import store_plan
-    from policies_app.models import Deployment, ProjectMembership
+    from policies_app.models import ProjectMembership
     from policies_app.policies.authoring import create_policy
 
     User = get_user_model()
@@ -57,19 +57,12 @@ def build(deployment_count: int) -> dict:
         keys[name] = tokens.create_token(user, "bench")[1]
     plan_key = store_plan(seeded.updated_instances())
     admin = User.objects.create_superuser("admin", "admin@example.com", "pw")
-    Deployment.objects.bulk_create(
-        [
-            Deployment(
-                environment=environments[n % len(environments)],
-                deployer=admin,
-                status="succeeded",
-                decision="allow",
-                plan_document_id=plan_key,
-                messages={"deny": [], "pending": [], "warn": [], "allow": ["approved"]},
-            )
-            for n in range(deployment_count)
-        ],
-        batch_size=1000,
+    seeded.finished_deployments(
+        environments,
+        admin,
+        plan_key,
+        deployment_count,
+        {"deny": [], "pending": [], "warn": [], "allow": ["approved"]},
     )
     return {"keys": keys, "environments": [environment.pk for environment in environments]}
 

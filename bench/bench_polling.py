@@ -106,20 +106,7 @@ def build(deployment_count: int, pipelines: int) -> list[tuple[int, str]]:
         Approval.objects.create(deployment=deployment, user=approvers[0], decision="approve", comment="ok")
         waiting.append((deployment.pk, key))
     others = max(0, deployment_count - pipelines)
-    Deployment.objects.bulk_create(
-        [
-            Deployment(
-                environment=environments[n % len(environments)],
-                deployer=admin,
-                status="succeeded",
-                decision="allow",
-                plan_document_id=plan_key,
-                messages=messages,
-            )
-            for n in range(others)
-        ],
-        batch_size=1000,
-    )
+    seeded.finished_deployments(environments, admin, plan_key, others, messages)
     return waiting
 
 

@@ -112,3 +112,24 @@ def updated_instances(count: int = 30) -> dict:
             for i in range(count)
         ],
     }
+
+
+def finished_deployments(environments: list, deployer, plan_key: str, count: int, messages: dict) -> None:
+    """``count`` succeeded deployments spread over ``environments``, all of one stored plan: the history
+    an organisation's tables hold beside what a bench measures."""
+    from policies_app.models import Deployment
+
+    Deployment.objects.bulk_create(
+        [
+            Deployment(
+                environment=environments[n % len(environments)],
+                deployer=deployer,
+                status="succeeded",
+                decision="allow",
+                plan_document_id=plan_key,
+                messages=messages,
+            )
+            for n in range(count)
+        ],
+        batch_size=1000,
+    )
