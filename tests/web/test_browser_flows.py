@@ -113,6 +113,12 @@ def page_for(browser, site):
 
 
 def sign_in(page, username: str) -> None:
+    try:
+        page.wait_for_selector("#id_username")
+    except Exception as error:  # Playwright's TimeoutError: say what the browser got instead of the form
+        raise AssertionError(
+            f"no sign-in form at {page.url}: {page.evaluate('document.body && document.body.innerText')!r:.2000}"
+        ) from error
     page.fill("#id_username", username)
     page.fill("#id_password", "pw")
     page.click("button[type=submit]")
