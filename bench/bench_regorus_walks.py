@@ -1,6 +1,7 @@
 """What a policy that walks every resource change costs in regorus itself, without our adapter (not a test).
 
     .venv/bin/python bench/bench_regorus_walks.py [--resources 10000] [--runs 9]
+    .venv/bin/python bench/bench_regorus_walks.py --smoke     # 100 resource changes, one run: seconds
 
 bench_rego.py --cpu measures regorus's part of an evaluation against its floor (the input read into the
 engine once). This takes that part apart, in CPU time of this process, medians of ``--runs``:
@@ -75,7 +76,10 @@ def main() -> int:
     )
     parser.add_argument("--resources", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--smoke", action="store_true", help="100 resource changes, one run (CI)")
     args = parser.parse_args()
+    if args.smoke:
+        args.resources, args.runs = 100, 1
     import regorus
 
     input_json = make_input(args.resources)
