@@ -5,10 +5,11 @@ Each adapter evaluates every policy in its own namespace:
   (the input is shared, not copied) plus its own modules and data. Only a policy that may read the shared
   library (``reaches_library``) is cloned from a second base that has it: compiling the library's
   modules again with every policy cost about a millisecond per policy, as much as a trivial policy's
-  whole evaluation. Each decision rule
-  is queried on its own (``data.env0.deny``...): regorus fails open when the whole package is queried
-  and a module imports its own package. That alone is not enough (a single module importing its own
-  package still failed open), so references.py also rewrites such imports beforehand.
+  whole evaluation. The four decision rules are read by one query, so that a helper they share is
+  evaluated once, each rule by its own reference (``deny := [value | value := data.env0.deny]; ...``),
+  never the whole package: regorus fails open when the whole package is queried and a module imports
+  its own package. That alone is not enough (a single module importing its own package still failed
+  open), so references.py also rewrites such imports beforehand.
 - opa: OPA 1.20's Go library (opa-golib-python-bindings). Each policy is compiled once into its own
   OpaEngine (cached); OPA takes the input with each query, so the four rules are read in one query.
   The bindings cannot keep an input between queries: OPA parses and converts the input it is given on
@@ -129,18 +130,21 @@ class RegorusAdapter:
             ) from None
 
     def _rules(self, engine: Any, policy: PreparedPolicy) -> RuleValues:
-        values: dict[str, Any] = {}
-        for rule in DECISION_RULES:
-            try:
-                # As JSON: the Python conversion fails on a set of objects ("unhashable type: 'dict'").
-                result = json.loads(engine.eval_query_as_json(rule_ref(policy.package, rule)))
-            except Exception as error:
-                parsed = parse_regorus_error(str(error))
-                file, line = policy.locate(parsed.file, parsed.line)
-                raise PolicyRuntimeError(parsed.message, file=file, line=line, column=parsed.column) from None
-            rows = result.get("result") or []
-            values[rule] = rows[0]["expressions"][0]["value"] if rows else None
-        return _messages(values)
+        # The four rules in ONE query, as OPA reads them: a helper two rules share (a walk over every
+        # resource change) is evaluated once, where four queries evaluated it once each.
+        query = "; ".join(
+            f"{rule} := [value | value := {rule_ref(policy.package, rule)}]" for rule in DECISION_RULES
+        )
+        try:
+            # As JSON: the Python conversion fails on a set of objects ("unhashable type: 'dict'").
+            result = json.loads(engine.eval_query_as_json(query))
+        except Exception as error:
+            parsed = parse_regorus_error(str(error))
+            file, line = policy.locate(parsed.file, parsed.line)
+            raise PolicyRuntimeError(parsed.message, file=file, line=line, column=parsed.column) from None
+        [row] = result.get("result") or [{}]
+        bindings = row.get("bindings") or {}
+        return _messages({rule: (bindings.get(rule) or [None])[0] for rule in DECISION_RULES})
 
     def check(self, policy: PreparedPolicy) -> None:
         """Parse and compile (regorus compiles lazily: the rules are evaluated on an empty input)."""

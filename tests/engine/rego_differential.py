@@ -413,6 +413,24 @@ CORPUS = [
             'deny contains "expensive" if { expensive }\n',
         ),
     ),
+    Case(
+        # regorus reads the four rules in one query (engines.py): a helper they share is evaluated once,
+        # and the one read under `with` must not leak its value into the others, nor theirs into it.
+        "helper shared by the four rules",
+        (
+            (
+                "p.rego",
+                "package env0\nchanged contains rc.address if {\n"
+                '  some rc in input.plan.resource_changes\n  rc.change.actions != ["no-op"]\n}\n'
+                'deny contains sprintf("%d changed", [count(changed)]) if count(changed) > 1\n'
+                'pending contains "one changed" if count(changed) == 1\n'
+                'warn contains a if { some a in changed with input.plan.resource_changes as [{"address": "x", '
+                '"change": {"actions": ["create"]}}] }\n'
+                'allow contains "nothing changed" if count(changed) == 0\n',
+            ),
+        ),
+        INPUTS + ENV0_INPUTS,
+    ),
     _case(
         "cross-type comparisons",
         (
