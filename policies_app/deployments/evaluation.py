@@ -118,7 +118,7 @@ def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevis
     """Build the input once, run every pinned policy revision over it, and combine their decisions."""
     started = time.perf_counter()
     built = build_policy_input(deployment, request_type)
-    input_json, spans = encode_input(built.document)
+    input_json, spans = encode_input(built.document, built.written)
     if not revisions:
         verdict = _verdict_without_policies(deployment, request_type, input_json)
         verdict.template_commit = built.template_commit
