@@ -205,9 +205,6 @@ class EngineWorker:
             raise self._crashed() from None
         while True:
             message = self._receive(deadline, activity, timeout_s, memory_mb)
-            if message.get("type") == "batch":  # several messages sent as one (worker.py)
-                yield from message["messages"]
-                continue
             if message.get("type") == "done":
                 # Killed before the answer is handed over: the caller stops reading at ``done``, so code
                 # after that yield would never run and a worker asking to be replaced would be reused.
