@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from django.db.models import prefetch_related_objects
 
 from policies_app.choices import ApprovalDecision, Decision, RequestType
 from policies_app.deployments.explanations import explanations_due
@@ -17,7 +18,7 @@ from policies_app.deployments.waivers import waive
 from policies_app.guards.masking import scrub, scrubbed, secrets_of
 from policies_app.models import ApprovalPolicy, Deployment, Environment, PolicyRevision
 from policies_app.policies.engine import evaluator_for, revision_key
-from policies_app.projects.tree import ProjectTree
+from policies_app.projects.tree import effective_policies_filter
 
 logger = logging.getLogger(__name__)
 
@@ -44,27 +45,50 @@ def active_revisions(policies: list[ApprovalPolicy]) -> list[PolicyRevision]:
         .prefetch_related("modules")
         .order_by("policy__name")
     )
+    _require_active_revisions(policies, revisions)
+    return revisions
+
+
+def effective_revisions(environment: Environment) -> list[PolicyRevision]:
+    """``active_revisions`` of the environment's effective policies (environment loaded with its project),
+    in two queries and no project tree: the policies with their revisions in force, then the modules."""
+    policies = list(
+        ApprovalPolicy.objects.filter(effective_policies_filter(environment))
+        .select_related("active_revision")
+        .order_by("name")
+    )
+    revisions = []
+    for policy in policies:
+        revision = policy.active_revision
+        if revision is not None:
+            if revision.policy_id == policy.pk:
+                revision.policy = policy  # read in the same row: not read again
+            revisions.append(revision)
+    prefetch_related_objects(revisions, "modules")
+    _require_active_revisions(policies, revisions)
+    return revisions
+
+
+def _require_active_revisions(policies: list[ApprovalPolicy], revisions: list[PolicyRevision]) -> None:
     covered = {revision.policy_id for revision in revisions}
     missing = sorted(policy.name for policy in policies if policy.pk not in covered)
     if missing:
         raise PolicyWithoutActiveRevision(
             f"policy {', '.join(missing)} applies but has no active revision (its tests have never passed)"
         )
-    return revisions
 
 
-def pinned_revisions(deployment: Deployment, tree: ProjectTree | None) -> list[PolicyRevision]:
+def pinned_revisions(deployment: Deployment) -> list[PolicyRevision]:
     """The revisions a deployment is judged by: those pinned at its first evaluation, else the ones in
-    force now, pinned so that later edits to a policy do not change a running deployment. ``tree``: its
-    project's tree, needed only while nothing is pinned."""
+    force now (its environment's effective policies'), pinned so that later edits to a policy do not
+    change a running deployment."""
     if deployment.policies_pinned:
         return list(
             deployment.policy_revisions.select_related("policy")
             .prefetch_related("modules")
             .order_by("policy__name")
         )
-    assert tree is not None, "an unpinned deployment is judged by its project tree's policies"
-    revisions = active_revisions(tree.effective_policies(deployment.environment))
+    revisions = effective_revisions(deployment.environment)
     with transaction.atomic():
         pin = Deployment.policy_revisions.through
         pin.objects.bulk_create(
@@ -118,7 +142,7 @@ def judge(deployment: Deployment, request_type: str, revisions: list[PolicyRevis
     """Build the input once, run every pinned policy revision over it, and combine their decisions."""
     started = time.perf_counter()
     built = build_policy_input(deployment, request_type)
-    input_json, spans = encode_input(built.document)
+    input_json, spans = encode_input(built.document, built.written)
     if not revisions:
         verdict = _verdict_without_policies(deployment, request_type, input_json)
         verdict.template_commit = built.template_commit

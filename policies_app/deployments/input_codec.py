@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import zstandard
@@ -50,14 +51,17 @@ def decompress(body: bytes) -> str:
 Span = tuple[int, int]  # [start, end) of a shared piece in the input text
 
 
-def encode_input(document: dict[str, Any]) -> tuple[str, list[Span]]:
-    """The input text (exactly ``dumps(document)``) and the spans of its shared pieces."""
+def encode_input(
+    document: dict[str, Any], written: Mapping[str, str] | None = None
+) -> tuple[str, list[Span]]:
+    """The input text (exactly ``dumps(document)``) and the spans of its shared pieces. ``written``: the
+    text ``dumps`` gives for some members, known beforehand (a stored plan's text), not written again."""
     parts: list[str] = []
     spans: list[Span] = []
     position = 1  # after "{"
     for index, (name, value) in enumerate(document.items()):
         head = ("," if index else "") + json.dumps(name) + ":"
-        body = dumps(value)
+        body = written[name] if written and name in written else dumps(value)
         position += len(head)
         if name in SHARED_MEMBERS and len(body) >= MIN_SHARED_CHARS:
             spans.append((position, position + len(body)))

@@ -183,7 +183,8 @@ def trigger_deployment(
     try:
         with transaction.atomic():
             # Triggers of one environment are serialised: each sees the one before it.
-            Environment.objects.select_for_update().filter(pk=environment.pk).first()
+            # Its id alone: the lock is what is wanted, not the row (read by the caller already).
+            Environment.objects.select_for_update().filter(pk=environment.pk).values_list("pk").first()
             now = timezone.now()
             # The deployments the new one may wait behind (a release) or replace (older waiting ones).
             earlier = list(

@@ -22,6 +22,7 @@ resource shape; split apart they would share most of this file's names.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -193,13 +194,12 @@ def summarise_plan(
     if not isinstance(plan, dict):
         return PlanSummary("")
     reader = _Reader(secrets, attributes)
-    if plan.get("is_run_all") and isinstance(plan.get("modules"), dict):
+    terraform = _terraform_plans(plan)
+    if terraform is not None:
         changes = []
-        for path, module_plan in sorted(plan["modules"].items()):
-            changes += reader.terraform_changes(module_plan, prefix=f"{path}: ")
-        return _summary("terragrunt", changes)
-    if "format_version" in plan:
-        return _summary("terraform", reader.terraform_changes(plan))
+        for prefix, module_plan in terraform:
+            changes += reader.terraform_changes(module_plan, prefix=prefix)
+        return _summary(_terraform_format(plan), changes)
     if "steps" in plan or "changeSummary" in plan:
         return _summary("pulumi", reader.pulumi_preview_changes(plan))
     if "resourcePlans" in plan or "manifest" in plan:
@@ -213,17 +213,55 @@ def summarise_plan(
 
 def plan_counts(plan: Any) -> dict[str, int] | None:
     """The counts by action alone (None without a plan), as the queue shows them."""
+    terraform = _terraform_plans(plan)
+    if terraform is not None:
+        # Counted at every trigger, before the decision: each change's action alone, no resource built
+        # (what summarise_plan counts, in a fifth of the time).
+        return _counts(action for _, module_plan in terraform for *_, action in _terraform_items(module_plan))
     summary = summarise_plan(plan, attributes=False)
     return dict(summary.counts) if summary.has_plan else None
+
+
+def _terraform_plans(plan: Any) -> list[tuple[str, Any]] | None:
+    """The Terraform plans in ``plan``, each with the prefix of its addresses: a Terragrunt run-all's
+    modules, or the plan itself; None when it is not in Terraform's format."""
+    if not isinstance(plan, dict):
+        return None
+    if plan.get("is_run_all") and isinstance(plan.get("modules"), dict):
+        return [(f"{path}: ", module_plan) for path, module_plan in sorted(plan["modules"].items())]
+    return [("", plan)] if "format_version" in plan else None
+
+
+def _terraform_format(plan: dict) -> str:
+    return "terragrunt" if plan.get("is_run_all") and isinstance(plan.get("modules"), dict) else "terraform"
+
+
+def _terraform_items(plan: Any) -> Iterator[tuple[dict, dict, Any, str]]:
+    """Each change of a Terraform plan that is shown: (the item, its change, its actions, the action)."""
+    if not isinstance(plan, dict):
+        return
+    for item in plan.get("resource_changes") or []:
+        if not isinstance(item, dict):
+            continue
+        body = item.get("change") if isinstance(item.get("change"), dict) else {}
+        actions = body.get("actions") or []
+        action = terraform_action(actions)
+        if action is None or (item.get("mode") == "data" and action != "read"):
+            continue
+        yield item, body, actions, action
+
+
+def _counts(actions: Iterable[str]) -> dict[str, int]:
+    counts = dict.fromkeys(ACTIONS, 0)
+    for action in actions:
+        counts[action] += 1
+    return counts
 
 
 def _summary(format: str, changes: list[ResourceChange]) -> PlanSummary:
     order = {action: position for position, action in enumerate(ACTIONS)}
     changes.sort(key=lambda change: (order[change.action], change.type, change.address))
-    counts = dict.fromkeys(ACTIONS, 0)
-    for change in changes:
-        counts[change.action] += 1
-    return PlanSummary(format, tuple(changes), counts)
+    return PlanSummary(format, tuple(changes), _counts(change.action for change in changes))
 
 
 def terraform_action(actions: list[str]) -> str | None:
@@ -300,17 +338,8 @@ class _Reader:
         return text
 
     def terraform_changes(self, plan: Any, prefix: str = "") -> list[ResourceChange]:
-        if not isinstance(plan, dict):
-            return []
         changes = []
-        for item in plan.get("resource_changes") or []:
-            if not isinstance(item, dict):
-                continue
-            body = item.get("change") if isinstance(item.get("change"), dict) else {}
-            actions = body.get("actions") or []
-            action = terraform_action(actions)
-            if action is None or (item.get("mode") == "data" and action != "read"):
-                continue
+        for item, body, actions, action in _terraform_items(plan):
             replace_paths = [
                 tuple(path) for path in body.get("replace_paths") or [] if isinstance(path, list)
             ]

@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 
 from policies_app.choices import TERRAFORM_LIKE_TYPES, ApprovalDecision, RequestType
-from policies_app.deployments.stored_inputs import plan_of
+from policies_app.deployments.stored_inputs import plan_json_of, plan_of
 from policies_app.guards import file_sandbox
 from policies_app.guards.masking import Sensitivity
 from policies_app.guards.sensitive_marks import state_view_paths
@@ -102,6 +102,8 @@ class PolicyInput:
     template_commit: str  # the commit the configuration view was read at ("" when none was)
     # How the document is shown (guards/masking.py): what is sensitive beyond what the document says.
     sensitivity: Sensitivity
+    # Members whose text (as input_codec.dumps writes it) is known already: the stored plan's.
+    written: dict[str, str]
 
 
 def build_policy_input(deployment: Deployment, request_type: str) -> PolicyInput:
@@ -153,4 +155,6 @@ def build_policy_input(deployment: Deployment, request_type: str) -> PolicyInput
         # env0 leaves policyData undefined when there is none.
         document["policyData"] = deployment.policy_data
     sensitivity = Sensitivity(environment.sensitive_variables or {}, configuration_paths + state_paths)
-    return PolicyInput(document, template_commit, sensitivity)
+    plan_json = plan_json_of(deployment)
+    written = {} if plan_json is None else {"plan": plan_json}
+    return PolicyInput(document, template_commit, sensitivity, written)

@@ -88,8 +88,18 @@ def load_plan(key: str | None) -> Any:
 def plan_of(deployment: Deployment) -> Any:
     """A deployment's plan (None when it sent none or the plan was purged), read once per object."""
     if not hasattr(deployment, "_plan"):
-        deployment._plan = load_plan(deployment.plan_document_id)
+        key = deployment.plan_document_id
+        deployment._plan_json = None if key is None else _texts([key])[key]
+        deployment._plan = None if deployment._plan_json is None else json.loads(deployment._plan_json)
     return deployment._plan
+
+
+def plan_json_of(deployment: Deployment) -> str | None:
+    """The text ``input_codec.dumps`` writes for ``plan_of(deployment)``, without writing it again: the
+    stored text itself. It is the plan's canonical text (keys sorted, no spaces), which ``plan_of`` decodes
+    with its keys in that order, so writing the decoded plan gives the same text back."""
+    plan_of(deployment)
+    return deployment._plan_json
 
 
 @dataclass(frozen=True)

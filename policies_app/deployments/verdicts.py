@@ -153,8 +153,11 @@ def evaluate_deployment(deployment_id: int, resume: bool = False) -> None:
     held = deployment.status == DeploymentStatus.QUEUED and deployment.evaluation_due_at is None
     if held and not resume:
         return  # held behind an unfinished release: evaluated when that one is done
-    # Loaded once for the pinning below and every status change (None: loaded by a change if one needs it).
-    tree = None if deployment.policies_pinned else tree_for(deployment.environment.project)
+    # Loaded once for every status change (None: loaded by a change if one needs it); its projects alone,
+    # the policies to pin are read with their revisions (evaluation.effective_revisions).
+    tree = (
+        None if deployment.policies_pinned else tree_for(deployment.environment.project, with_policies=False)
+    )
     if not resume:
         # A deployment found already "evaluating" is one whose worker died mid-way and whose task was
         # delivered again: it is evaluated again.
@@ -172,7 +175,7 @@ def evaluate_deployment(deployment_id: int, resume: bool = False) -> None:
     ).update(evaluation_started_at=started_at):
         return  # already evaluated, or cancelled meanwhile
     try:
-        revisions = pinned_revisions(deployment, tree)
+        revisions = pinned_revisions(deployment)
         # Approvals carried over from an identical earlier release are judged as after an approval.
         carried = not resume and carry_over_approvals(deployment, revisions, tree) is not None
         verdict = judge(deployment, request_type_for(deployment, resume or carried), revisions)

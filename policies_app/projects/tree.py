@@ -148,8 +148,7 @@ def effective_policies_query(environment: Environment) -> QuerySet[ApprovalPolic
     chain (0 the project itself, 1 its parent, ...) of the nearest project it is attached to. Sorted by
     (effective_rank, name) they are in ``effective_policies``'s order (``in_effective_order``)."""
     chain = [environment.project_id, *environment.project.ancestor_ids]
-    of_template = Template.approval_policies.through.objects.filter(template_id=environment.template_id)
-    attached = ProjectPolicy.objects.filter(project_id__in=chain)
+    of_template, attached = _effective_attachments(environment)
     position = Case(
         *(When(project_id=pk, then=Value(index)) for index, pk in enumerate(chain)),
         output_field=IntegerField(),
@@ -160,15 +159,27 @@ def effective_policies_query(environment: Environment) -> QuerySet[ApprovalPolic
         .order_by("position")
         .values("position")
     )
-    return ApprovalPolicy.objects.filter(
-        Q(pk__in=of_template.values("approvalpolicy_id")) | Q(pk__in=attached.values("policy_id"))
-    ).annotate(
+    return ApprovalPolicy.objects.filter(effective_policies_filter(environment)).annotate(
         effective_rank=Case(
             When(Exists(of_template.filter(approvalpolicy_id=OuterRef("pk"))), then=Value(-1)),
             default=Subquery(nearest[:1]),
             output_field=IntegerField(),
         )
     )
+
+
+def _effective_attachments(environment: Environment) -> tuple[QuerySet, QuerySet]:
+    """The template's policies and the attachments along the project's chain (its own, its ancestors')."""
+    chain = [environment.project_id, *environment.project.ancestor_ids]
+    of_template = Template.approval_policies.through.objects.filter(template_id=environment.template_id)
+    return of_template, ProjectPolicy.objects.filter(project_id__in=chain)
+
+
+def effective_policies_filter(environment: Environment) -> Q:
+    """Which policies ``ProjectTree.effective_policies`` gives for ``environment`` (loaded with its
+    project), as a condition on ApprovalPolicy: no tree loaded, no order."""
+    of_template, attached = _effective_attachments(environment)
+    return Q(pk__in=of_template.values("approvalpolicy_id")) | Q(pk__in=attached.values("policy_id"))
 
 
 def in_effective_order(policies: Iterable[ApprovalPolicy]) -> list[ApprovalPolicy]:

@@ -189,6 +189,10 @@ def _run_evaluation(
         return None
 
     def on_message(message: dict[str, Any]) -> None:
+        if message.get("type") == "batch":  # several messages sent as one (worker.py)
+            for one in message["messages"]:
+                on_message(one)
+            return
         if "index" in message:
             message = {**message, "index": positions[message["index"]]}
         collector.on_message(message)

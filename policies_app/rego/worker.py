@@ -81,6 +81,11 @@ class Worker:
         limits = MessageLimits(**request.get("limits", {}))
         remaining = [limits.per_evaluation]  # messages this evaluation may still send
 
+        # A policy's outcome crosses the pipe with the "started" of the next one (one message, not two
+        # per policy): "started" must be sent before its policy runs (a crash or timeout is blamed on the
+        # policy announced last); an outcome may wait, as nothing runs between it and the next start.
+        held: list[dict[str, Any]] = []
+
         def report(position: int, kind: str, **fields: Any) -> None:
             # Cut messages here, before they cross the pipe: a policy can build a 100 MB message.
             if fields.get("messages") is not None:
@@ -88,7 +93,9 @@ class Worker:
                 remaining[0] = max(remaining[0] - used, 0)
             if fields.get("error") is not None:
                 fields["error"] = _limited_error(fields["error"], limits)
-            self.send({"type": kind, "index": runnable[position], **fields})
+            held.append({"type": kind, "index": runnable[position], **fields})
+            if kind == "started":
+                self._send_held(held)
 
         for index, error in failures.items():
             self.send({"type": "outcome", "index": index, "error": _limited_error(error, limits)})
@@ -101,9 +108,19 @@ class Worker:
             else:
                 self.regorus.evaluate(policies, request["input_json"], report)
         except PolicyRuntimeError as error:
+            self._send_held(held)
             message = truncate_message(error.message, limits.characters)
             return {"type": "done", "error": {"file": None, "line": None, "column": None, "message": message}}
+        self._send_held(held)
         return {"type": "done", "error": None}
+
+    def _send_held(self, held: list[dict[str, Any]]) -> None:
+        """Send the messages held, in order, in one message (``batch``: the supervisor unpacks it)."""
+        if len(held) == 1:
+            self.send(held[0])
+        elif held:
+            self.send({"type": "batch", "messages": list(held)})
+        held.clear()
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")

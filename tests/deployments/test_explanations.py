@@ -199,7 +199,7 @@ def test_the_decision_is_recorded_before_its_explanation_which_a_worker_adds_and
 
     # Judging alone decides without explaining: the explanation is due work, not part of the decision.
     row = Deployment.objects.get(pk=deployment["id"])
-    verdict = judge(row, evaluation.request_type, pinned_revisions(row, None))
+    verdict = judge(row, evaluation.request_type, pinned_revisions(row))
     assert verdict.decision == "deny" and verdict.explanations_due
     assert all("explanation" not in outcome for outcome in verdict.outcomes)
 

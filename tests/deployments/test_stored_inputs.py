@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from policies_app import rego
 from policies_app.deployments import input_codec, stored_inputs
+from policies_app.deployments.policy_input import build_policy_input
 from policies_app.models import Deployment, Evaluation, InputPiece, StoredDocument
 from policies_app.policies import replay
 from tests.builders import make_policy, plan_with
@@ -103,6 +104,20 @@ def test_every_evaluation_input_is_rebuilt_byte_for_byte_and_the_plan_is_stored_
     assert set(InputPiece.objects.values_list("document_id", flat=True)) == {stored.key}
     assert len(stored.body) < stored.size / 5
     assert all(len(e.input_json) < len(seen) / 3 for e, seen in zip(evaluations, engine_inputs, strict=True))
+
+
+def test_the_input_takes_the_stored_plan_text_as_writing_the_plan_again_would_give_it(
+    world, api, engine_inputs
+):
+    # The plan is not written again for the engine: its stored text is the same bytes.
+    world.platform.approval_policies.add(make_policy("two approvers", TWO_APPROVERS))
+    deployment_id = trigger(api(world.bob), world.environment, plan=big_plan())
+    deployment = Deployment.objects.select_related("environment__project", "environment__template").get(
+        pk=deployment_id
+    )
+    assert stored_inputs.plan_json_of(deployment) == input_codec.dumps(stored_inputs.plan_of(deployment))
+    document = build_policy_input(deployment, "deploy").document
+    assert engine_inputs == [json.dumps(document, separators=(",", ":"))]
 
 
 def test_identical_plans_share_one_document(world, api):
