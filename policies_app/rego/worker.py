@@ -108,10 +108,10 @@ class Worker:
             else:
                 self.regorus.evaluate(policies, request["input_json"], report)
         except PolicyRuntimeError as error:
-            self._send_held(held)
             message = truncate_message(error.message, limits.characters)
             return {"type": "done", "error": {"file": None, "line": None, "column": None, "message": message}}
-        self._send_held(held)
+        finally:  # whatever ends the evaluation, the outcomes already decided cross the pipe first
+            self._send_held(held)
         return {"type": "done", "error": None}
 
     def _send_held(self, held: list[dict[str, Any]]) -> None:
