@@ -87,7 +87,11 @@ def _single_flight(key: str) -> Iterator[None]:
     """Held by one computation of the view ``key`` at a time, across threads and processes; a
     transaction whose commit (at the end, or the caller's) publishes the view before another holder
     looks for it again."""
-    with _stripe(key), transaction.atomic(), connection.cursor() as cursor:
+    # The stripe is taken inside the transaction and let go before it commits: the commit runs its
+    # callbacks, and in the embedded mode a callback is a whole task that may compute a view on the same
+    # stripe in this thread (a template's views, due after a new commit was seen). Taken outside, it
+    # waited for itself. Entering an outermost transaction asks nothing of the database yet.
+    with transaction.atomic(), _stripe(key), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             # Held until the transaction ends, so a waiter finds the view committed.
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [int(key[:15], 16)])

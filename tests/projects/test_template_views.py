@@ -137,6 +137,56 @@ def test_views_still_due_long_after_are_sent_again_by_the_sweeper(
     assert template_views.resend_due_template_views() == []
 
 
+class _Stripe:
+    """One stripe for every key, that fails instead of waiting for ever when it is taken twice."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        assert self.lock.acquire(timeout=5), "the view's computation waited for a stripe it holds itself"
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("commits_run_on_commit_callbacks", "template_dirs")
+def test_a_view_computed_by_a_callback_of_the_commit_that_publishes_another_does_not_wait_for_itself(
+    tmp_path, monkeypatch
+):
+    """In the embedded mode a commit's callbacks run whole tasks in the committing thread: the template's
+    views, due after the evaluation saw a new commit, are computed as the evaluation's own view is
+    published. CI hung there when both keys fell on one stripe."""
+    from django.db import transaction
+
+    directory = tmp_path / "checkouts" / "web"
+    directory.mkdir(parents=True)
+    (directory / "main.tf").write_text(CONFIGURATION)
+    stripe = _Stripe()
+    monkeypatch.setattr(configuration_cache, "_stripe", lambda key: stripe)
+
+    def view(replicas: int) -> dict:
+        return configuration_cache.configuration_view(
+            str(directory), {"replicas": replicas}, source_root=str(directory), provider_schema=None
+        )
+
+    real = configuration_cache.evaluate_configuration_isolated
+    later, computed = [], []
+
+    def computing_and_due_another(*args, **kwargs):
+        computed.append(kwargs["variables"])
+        if len(computed) == 1:
+            transaction.on_commit(lambda: later.append(view(3)))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(configuration_cache, "evaluate_configuration_isolated", computing_and_due_another)
+    assert view(2)["outputs"]["replicas"]["value"] == 2
+    assert [document["outputs"]["replicas"]["value"] for document in later] == [3]
+    assert computed == [{"replicas": 2}, {"replicas": 3}]
+    assert ConfigurationView.objects.count() == 2
+
+
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("template_dirs")
