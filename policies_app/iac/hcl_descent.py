@@ -31,6 +31,8 @@ from policies_app.iac.template_syntax import (
     unescape_quoted,
 )
 
+Pos = syntax_nodes.Pos
+
 
 class Unsupported(Exception):
     """This parser does not handle the text (or it is not valid): parse it with the LALR parser."""
@@ -269,7 +271,7 @@ class _Parser:
     def __init__(self, text: str, file: str, line: int, column: int) -> None:
         self.text = text
         self.file = file
-        self.line_offset = line - 1
+        self.first_line = line
         self.col_offset = column - 1
         self.kinds, self.values, self.starts = tokenize(text)
         self.i = 0
@@ -278,10 +280,11 @@ class _Parser:
 
     # ---- helpers ----
     def pos(self, offset: int) -> syntax_nodes.Pos:
-        n = bisect_left(self.newlines, offset)
-        if n == 0:
-            return syntax_nodes.Pos(self.file, 1 + self.line_offset, offset + 1 + self.col_offset)
-        return syntax_nodes.Pos(self.file, n + 1 + self.line_offset, offset - self.newlines[n - 1])
+        newlines = self.newlines
+        n = bisect_left(newlines, offset)
+        if n:
+            return Pos(self.file, n + self.first_line, offset - newlines[n - 1])
+        return Pos(self.file, self.first_line, offset + 1 + self.col_offset)
 
     def skip_newlines(self) -> None:
         kinds = self.kinds
@@ -618,27 +621,38 @@ class _Parser:
 
     def tuple(self, start: int) -> syntax_nodes.Expr:
         items = []
-        while not self.at("]"):
+        kinds, values = self.kinds, self.values
+        while kinds[self.i] != OP or values[self.i] != "]":
             items.append(self.expression())
-            self.skip_newlines()
-            if self.at(","):
-                self.i += 1
-                self.skip_newlines()
-            elif not self.at("]"):
+            i = self.i
+            while kinds[i] == NL:
+                i += 1
+            if kinds[i] == OP and values[i] == ",":
+                i += 1
+                while kinds[i] == NL:
+                    i += 1
+            elif kinds[i] != OP or values[i] != "]":
                 raise Unsupported("expected ',' or ']'")
+            self.i = i
         self.i += 1
         return syntax_nodes.TupleExpr(items, self.pos(start))
 
     def object(self, start: int) -> syntax_nodes.Expr:
         items = []
         kinds, values = self.kinds, self.values
-        while not self.at("}"):
+        while kinds[self.i] != OP or values[self.i] != "}":
             i = self.i
-            if kinds[i] == NAME and values[i] in _KEYWORDS:
-                if kinds[i + 1] != OP or values[i + 1] not in ("=", ":"):
-                    raise Unsupported("a keyword starting an object key")
-                key: syntax_nodes.Expr = syntax_nodes.Literal(values[i], self.pos(self.starts[i]))
+            k = kinds[i]
+            if k == NAME and kinds[i + 1] == OP and values[i + 1] in ("=", ":"):
+                # a bare name as a key (most keys) is its text: what expression() would return, a
+                # Reference turned into a Literal below, without making the Reference
+                value = values[i]
+                key: syntax_nodes.Expr = syntax_nodes.Literal(
+                    _LITERAL_WORDS[value] if value in _LITERAL_WORDS else value, self.pos(self.starts[i])
+                )
                 self.i = i + 1
+            elif k == NAME and values[i] in _KEYWORDS:
+                raise Unsupported("a keyword starting an object key")
             else:
                 key = self.expression()
                 if type(key) is syntax_nodes.Reference and id(key) not in self.parenthesized:
@@ -647,10 +661,14 @@ class _Parser:
                 raise Unsupported("expected '=' or ':'")
             self.i += 1
             items.append((key, self.expression()))
-            self.skip_newlines()
-            if self.at(","):
-                self.i += 1
-                self.skip_newlines()
+            i = self.i
+            while kinds[i] == NL:
+                i += 1
+            if kinds[i] == OP and values[i] == ",":
+                i += 1
+                while kinds[i] == NL:
+                    i += 1
+            self.i = i
         self.i += 1
         return syntax_nodes.ObjectExpr(items, self.pos(start))
 
