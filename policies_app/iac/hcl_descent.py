@@ -92,14 +92,15 @@ def heredoc_expr(
 # Tokenizer
 # --------------------------------------------------------------------------------------------------
 
-END, NL, NAME, NUM, STR, TSTR, OP, QUOTE, HEREDOC = 0, 1, 2, 3, 4, 5, 6, 7, 8
+# Token kinds; NAME..TSTR are also the tokenizer's group numbers (see _CODE_RE).
+END, NAME, OP, NL, STR, NUM, TSTR, QUOTE, HEREDOC = 0, 1, 2, 3, 4, 5, 6, 7, 8
 CHARS, ESC, INTERP, DIRECTIVE, QEND = 10, 11, 12, 13, 14
 
 # Between tokens: the grammar's ignored blanks, then one token. The patterns are the grammar's terminals
 # (NAME, the operators longest first, NL_OR_COMMENT, a quoted string without interpolation,
 # INT_LITERAL|FLOAT_LITERAL without their sign, TEMPLATE_STRING), the most frequent first: the regular
 # expression engine tries them in order. Groups 1-6 are tokens that need no context (most tokens: the
-# tokenizer appends them at once, of kind _KIND_OF[group]); the operators are split in three groups so
+# tokenizer appends them at once, their group number being their kind); the operators are split in three groups so
 # that only braces (outside strings they need no context either) and the operators that need a look
 # around (a newline before a continuing operator, ``<<``, ``//``) take the slow path.
 _CODE_RE = re.compile(
@@ -116,7 +117,6 @@ _CODE_RE = re.compile(
     r"|(.)"  # anything else: not a token here (and finditer cannot skip over it)
     r")"
 )
-_KIND_OF = (None, NAME, OP, NL, STR, NUM, TSTR)
 _NO_CONTEXT, _BRACE, _CONTEXT_OP, _QUOTE, _OTHER = 6, 7, 8, 9, 10
 # Inside a quoted string that has interpolations or directives.
 _STRING_RE = re.compile(
@@ -168,7 +168,6 @@ def tokenize(text: str) -> tuple[list[int], list[str], list[int]]:
     append_kind, append_value, append_start = kinds.append, values.append, starts.append
     code_scan = _CODE_RE.finditer
     string_match = _STRING_RE.match
-    kind_of = _KIND_OF
     pos = 0
     in_code = True
     depth = 0  # open braces of the current code context
@@ -179,8 +178,8 @@ def tokenize(text: str) -> tuple[list[int], list[str], list[int]]:
             for m in code_scan(text, pos):
                 kind = m.lastindex
                 if kind <= _NO_CONTEXT:  # a name, operator, newline, string or number (most tokens)
-                    append_kind(kind_of[kind])
-                    append_value(m.group(kind))
+                    append_kind(kind)
+                    append_value(m[kind])
                     append_start(m.start(kind))
                     continue
                 if kind == _BRACE and not stack:  # outside strings, nothing needs to count braces
