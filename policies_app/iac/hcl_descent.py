@@ -384,13 +384,27 @@ class _Parser:
         kinds = self.kinds
         i = self.i
         k = kinds[i]
+        values = self.values
         if k == NAME or k == STR or k == NUM:
             # A lone name, string or number (most expressions): binary, unary and term would each
             # look at the next token and return it unchanged, so go straight to it.
             k = kinds[i + 1]
-            if k == NL or k == END or (k == OP and self.values[i + 1] in _EXPRESSION_ENDS):
+            if k == NL or k == END or (k == OP and values[i + 1] in _EXPRESSION_ENDS):
                 return self.primary()
-        condition = self.binary(1)
+            first = self.term()
+        elif k == QUOTE or (k == OP and (values[i] == "{" or values[i] == "[")):
+            first = self.term()
+        else:
+            first = None
+        if first is None:
+            condition = self.binary(1)
+        else:
+            # What unary() would return here (no operator before it): when nothing follows that
+            # continues it, that is the whole expression; else binary() goes on from it.
+            k = kinds[self.i]
+            if k == NL or k == END or (k == OP and values[self.i] in _EXPRESSION_ENDS):
+                return first
+            condition = self.binary(1, first)
         if self.at("?"):
             self.i += 1
             self.skip_newlines()
@@ -402,9 +416,11 @@ class _Parser:
             return syntax_nodes.Conditional(condition, true_expr, false_expr, condition.pos)
         return condition
 
-    def binary(self, min_precedence: int) -> syntax_nodes.Expr:
+    def binary(self, min_precedence: int, left: syntax_nodes.Expr | None = None) -> syntax_nodes.Expr:
+        """Operations of at least ``min_precedence``; ``left``: their first operand, already parsed."""
         kinds, values = self.kinds, self.values
-        left = self.unary()
+        if left is None:
+            left = self.unary()
         limit = None  # after newlines, only operators of this level or lower may continue
         while kinds[self.i] == OP:
             op = values[self.i]
