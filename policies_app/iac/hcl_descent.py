@@ -100,15 +100,17 @@ CHARS, ESC, INTERP, DIRECTIVE, QEND = 10, 11, 12, 13, 14
 # (NAME, the operators longest first, NL_OR_COMMENT, a quoted string without interpolation,
 # INT_LITERAL|FLOAT_LITERAL without their sign, TEMPLATE_STRING), the most frequent first: the regular
 # expression engine tries them in order. Groups 1-6 are tokens that need no context (most tokens: the
-# tokenizer appends them at once, their group number being their kind); the operators are split in three groups so
-# that only braces (outside strings they need no context either) and the operators that need a look
-# around (a newline before a continuing operator, ``<<``, ``//``) take the slow path.
+# tokenizer appends them at once, their group number being their kind); the operators are split in
+# three groups so that only braces (outside strings they need no context either) and the operators that
+# need a look around (a newline before a continuing operator, ``<<``, ``//``) take the slow path. In
+# strings, runs of plain characters are taken by one possessive repeat (not one alternation per
+# character; possessive: a string that turns out to have an interpolation is not backtracked into).
 _CODE_RE = re.compile(
     r"[ \t\r]*(?:"
     r"([a-zA-Z_][a-zA-Z0-9_-]*)"
     r"|(\.\.\.|\[\*\]|\.\*|=>|::|=(?!=)|!(?!=)|[:()\[\],.\-~])"  # no context needed
     r"|(/\*(?:.|\n)*?\*/|//.*\n|#.*\n|\n[ \t]*)"
-    r'|("(?:[^"\\$%]|\\.|\$(?!\$?\{)|%(?!%?\{))*")'
+    r'|("[^"\\$%]*+(?:(?:\\.|\$(?!\$?\{)|%(?!%?\{))[^"\\$%]*+)*+")'
     r"|([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
     r'|(\\"(?:[^"\\\\]|\\\\.)*\\")'
     r"|([{}])"
@@ -121,7 +123,7 @@ _NO_CONTEXT, _BRACE, _CONTEXT_OP, _QUOTE, _OTHER = 6, 7, 8, 9, 10
 # Inside a quoted string that has interpolations or directives.
 _STRING_RE = re.compile(
     r"(\")|(\$\$\{[^}]*\}|%%\{[^}]*\})|(\$\{)|(%\{)"
-    r'|((?:(?!\$\$\{)(?!\$\{)(?!%%\{)(?!%\{)[^"\\]|\\.|(?:\$(?!\$?\{))|(?:%(?!%?\{)))+)'
+    r'|((?:[^"\\$%]++|\\.|\$(?!\$?\{)|%(?!%?\{))++)'
 )
 _STRING_KINDS = (None, QEND, ESC, INTERP, DIRECTIVE, CHARS)
 # The patterns of rare tokens are compiled on first use (through re's own cache): compiling them costs
