@@ -31,6 +31,8 @@ from policies_app.iac.template_syntax import (
     unescape_quoted,
 )
 
+Pos = syntax_nodes.Pos
+
 
 class Unsupported(Exception):
     """This parser does not handle the text (or it is not valid): parse it with the LALR parser."""
@@ -90,41 +92,50 @@ def heredoc_expr(
 # Tokenizer
 # --------------------------------------------------------------------------------------------------
 
-END, NL, NAME, NUM, STR, TSTR, OP, QUOTE, HEREDOC = 0, 1, 2, 3, 4, 5, 6, 7, 8
+# Token kinds; NAME..TSTR are also the tokenizer's group numbers (see _CODE_RE).
+END, NAME, OP, NL, STR, NUM, TSTR, QUOTE, HEREDOC = 0, 1, 2, 3, 4, 5, 6, 7, 8
 CHARS, ESC, INTERP, DIRECTIVE, QEND = 10, 11, 12, 13, 14
 
-# Between tokens: the grammar's ignored blanks, then one token (group number = kind). The patterns are
-# the grammar's terminals (NL_OR_COMMENT, NAME, INT_LITERAL|FLOAT_LITERAL without their sign, a quoted
-# string without interpolation, TEMPLATE_STRING, the operators longest first).
+# Between tokens: the grammar's ignored blanks, then one token. The patterns are the grammar's terminals
+# (NAME, the operators longest first, NL_OR_COMMENT, a quoted string without interpolation,
+# INT_LITERAL|FLOAT_LITERAL without their sign, TEMPLATE_STRING), the most frequent first: the regular
+# expression engine tries them in order. Groups 1-6 are tokens that need no context (most tokens: the
+# tokenizer appends them at once, their group number being their kind); the operators are split in
+# three groups so that only braces (outside strings they need no context either) and the operators that
+# need a look around (a newline before a continuing operator, ``<<``, ``//``) take the slow path. In
+# strings, runs of plain characters are taken by one possessive repeat (not one alternation per
+# character; possessive: a string that turns out to have an interpolation is not backtracked into).
 _CODE_RE = re.compile(
     r"[ \t\r]*(?:"
-    r"(/\*(?:.|\n)*?\*/|//.*\n|#.*\n|\n[ \t]*)"
-    r"|([a-zA-Z_][a-zA-Z0-9_-]*)"
+    r"([a-zA-Z_][a-zA-Z0-9_-]*)"
+    r"|(\.\.\.|\[\*\]|\.\*|=>|::|=(?!=)|!(?!=)|[:()\[\],.\-~])"  # no context needed
+    r"|(/\*(?:.|\n)*?\*/|//.*\n|#.*\n|\n[ \t]*)"
+    r'|("[^"\\$%]*+(?:(?:\\.|\$(?!\$?\{)|%(?!%?\{))[^"\\$%]*+)*+")'
     r"|([0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
-    r'|("(?:[^"\\$%]|\\.|\$(?!\$?\{)|%(?!%?\{))*")'
     r'|(\\"(?:[^"\\\\]|\\\\.)*\\")'
-    r"|(\.\.\.|\[\*\]|\.\*|=>|==|!=|<=|>=|&&|\|\||::|[=:?(){}\[\],.<>+\-*/%!~])"
+    r"|([{}])"
+    r"|(==|!=|<=|>=|&&|\|\||[?<>+*/%])"
     r'|(")'
     r"|(.)"  # anything else: not a token here (and finditer cannot skip over it)
     r")"
 )
-_OTHER = 8
+_NO_CONTEXT, _BRACE, _CONTEXT_OP, _QUOTE, _OTHER = 6, 7, 8, 9, 10
 # Inside a quoted string that has interpolations or directives.
 _STRING_RE = re.compile(
     r"(\")|(\$\$\{[^}]*\}|%%\{[^}]*\})|(\$\{)|(%\{)"
-    r'|((?:(?!\$\$\{)(?!\$\{)(?!%%\{)(?!%\{)[^"\\]|\\.|(?:\$(?!\$?\{))|(?:%(?!%?\{)))+)'
+    r'|((?:[^"\\$%]++|\\.|\$(?!\$?\{)|%(?!%?\{))++)'
 )
 _STRING_KINDS = (None, QEND, ESC, INTERP, DIRECTIVE, CHARS)
-_HEREDOC_RE = re.compile(r"<<(?P<h>[a-zA-Z][a-zA-Z0-9._-]*)\r?\n(?:(?:.|\n)*?\r?\n)??\s*(?P=h)[ \t]*\r?\n")
-_HEREDOC_TRIM_RE = re.compile(
-    r"<<-(?P<h>[a-zA-Z][a-zA-Z0-9._-]*)\r?\n(?:(?:.|\n)*?\r?\n)??\s*(?P=h)[ \t]*\r?\n"
-)
+# The patterns of rare tokens are compiled on first use (through re's own cache): compiling them costs
+# every cold run ~0.6 ms, as much as parsing 70 lines.
+_HEREDOC = r"<<(?P<h>[a-zA-Z][a-zA-Z0-9._-]*)\r?\n(?:(?:.|\n)*?\r?\n)??\s*(?P=h)[ \t]*\r?\n"
+_HEREDOC_TRIM = r"<<-(?P<h>[a-zA-Z][a-zA-Z0-9._-]*)\r?\n(?:(?:.|\n)*?\r?\n)??\s*(?P=h)[ \t]*\r?\n"
 # The grammar's signed literals, tried where an expression starts (as its contextual lexer does).
-_FLOAT_RE = re.compile(
+_FLOAT = (
     r"(?:(?:\-[0-9])+|(?:\-[0-9])?(?:[0-9])+)\.(?:[0-9])+(?:(?:e|E)(?:(?:\+|\-))?(?:[0-9])+)?"
     r"|(?:(?:\-[0-9])+|(?:\-[0-9])?(?:[0-9])+)(?:e|E)(?:(?:\+|\-))?(?:[0-9])+"
 )
-_INT_RE = re.compile(r"(?:\-[0-9])?(?:[0-9])+")
+_INT = r"(?:\-[0-9])?(?:[0-9])+"
 # A newline or comment before these operators continues the expression (hcl_native._PostLexer).
 _CONTINUING_OPERATORS = frozenset({"==", "!=", "<", ">", "<=", ">=", "*", "/", "%", "&&", "||", "+", "?"})
 # Tokens after an operand that end the expression whatever the operand (none continues a traversal,
@@ -168,32 +179,38 @@ def tokenize(text: str) -> tuple[list[int], list[str], list[int]]:
             # One match per token, contiguous: the last alternative takes any other character.
             for m in code_scan(text, pos):
                 kind = m.lastindex
-                if kind < OP:  # a newline, name, number or string (most tokens): no context to keep
+                if kind <= _NO_CONTEXT:  # a name, operator, newline, string or number (most tokens)
                     append_kind(kind)
+                    append_value(m[kind])
+                    append_start(m.start(kind))
+                    continue
+                if kind == _BRACE and not stack:  # outside strings, nothing needs to count braces
+                    append_kind(OP)
                     append_value(m.group(kind))
                     append_start(m.start(kind))
                     continue
                 value = m.group(kind)
                 pos = m.end()
                 start = pos - len(value)
-                if kind == OP:
+                if kind == _BRACE:
+                    if value == "{":
+                        depth += 1
+                    elif depth == 0 and stack[-1] == "S":
+                        stack.pop()
+                        append_kind(OP)
+                        append_value(value)
+                        append_start(start)
+                        in_code = False
+                        break
+                    else:
+                        depth -= 1
+                elif kind == _CONTEXT_OP:
                     if value in _CONTINUING_OPERATORS and kinds and kinds[-1] == NL:
                         kinds.pop()
                         values.pop()
                         starts.pop()
-                    if value == "{":
-                        depth += 1
-                    elif value == "}":
-                        if depth == 0 and stack and stack[-1] == "S":
-                            stack.pop()
-                            append_kind(OP)
-                            append_value(value)
-                            append_start(start)
-                            in_code = False
-                            break
-                        depth -= 1
-                    elif value == "<" and text.startswith("<<", start):
-                        h = (_HEREDOC_TRIM_RE if text.startswith("<<-", start) else _HEREDOC_RE).match(
+                    if value == "<" and text.startswith("<<", start):
+                        h = re.compile(_HEREDOC_TRIM if text.startswith("<<-", start) else _HEREDOC).match(
                             text, start
                         )
                         if h is None:
@@ -207,7 +224,7 @@ def tokenize(text: str) -> tuple[list[int], list[str], list[int]]:
                         break  # scan again after the heredoc
                     elif value == "/" and text.startswith(("/", "*"), pos):
                         raise Unsupported("an unterminated comment")
-                elif kind == QUOTE:
+                elif kind == _QUOTE:
                     stack.append(depth)
                     append_kind(QUOTE)
                     append_value(value)
@@ -216,7 +233,7 @@ def tokenize(text: str) -> tuple[list[int], list[str], list[int]]:
                     break
                 else:  # _OTHER
                     raise Unsupported("unexpected character")
-                append_kind(kind)
+                append_kind(OP)
                 append_value(value)
                 append_start(start)
             else:
@@ -255,7 +272,7 @@ class _Parser:
     def __init__(self, text: str, file: str, line: int, column: int) -> None:
         self.text = text
         self.file = file
-        self.line_offset = line - 1
+        self.first_line = line
         self.col_offset = column - 1
         self.kinds, self.values, self.starts = tokenize(text)
         self.i = 0
@@ -264,10 +281,11 @@ class _Parser:
 
     # ---- helpers ----
     def pos(self, offset: int) -> syntax_nodes.Pos:
-        n = bisect_left(self.newlines, offset)
-        if n == 0:
-            return syntax_nodes.Pos(self.file, 1 + self.line_offset, offset + 1 + self.col_offset)
-        return syntax_nodes.Pos(self.file, n + 1 + self.line_offset, offset - self.newlines[n - 1])
+        newlines = self.newlines
+        n = bisect_left(newlines, offset)
+        if n:
+            return Pos(self.file, n + self.first_line, offset - newlines[n - 1])
+        return Pos(self.file, self.first_line, offset + 1 + self.col_offset)
 
     def skip_newlines(self) -> None:
         kinds = self.kinds
@@ -368,13 +386,27 @@ class _Parser:
         kinds = self.kinds
         i = self.i
         k = kinds[i]
+        values = self.values
         if k == NAME or k == STR or k == NUM:
             # A lone name, string or number (most expressions): binary, unary and term would each
             # look at the next token and return it unchanged, so go straight to it.
             k = kinds[i + 1]
-            if k == NL or k == END or (k == OP and self.values[i + 1] in _EXPRESSION_ENDS):
+            if k == NL or k == END or (k == OP and values[i + 1] in _EXPRESSION_ENDS):
                 return self.primary()
-        condition = self.binary(1)
+            first = self.term()
+        elif k == QUOTE or (k == OP and (values[i] == "{" or values[i] == "[")):
+            first = self.term()
+        else:
+            first = None
+        if first is None:
+            condition = self.binary(1)
+        else:
+            # What unary() would return here (no operator before it): when nothing follows that
+            # continues it, that is the whole expression; else binary() goes on from it.
+            k = kinds[self.i]
+            if k == NL or k == END or (k == OP and values[self.i] in _EXPRESSION_ENDS):
+                return first
+            condition = self.binary(1, first)
         if self.at("?"):
             self.i += 1
             self.skip_newlines()
@@ -386,9 +418,11 @@ class _Parser:
             return syntax_nodes.Conditional(condition, true_expr, false_expr, condition.pos)
         return condition
 
-    def binary(self, min_precedence: int) -> syntax_nodes.Expr:
+    def binary(self, min_precedence: int, left: syntax_nodes.Expr | None = None) -> syntax_nodes.Expr:
+        """Operations of at least ``min_precedence``; ``left``: their first operand, already parsed."""
         kinds, values = self.kinds, self.values
-        left = self.unary()
+        if left is None:
+            left = self.unary()
         limit = None  # after newlines, only operators of this level or lower may continue
         while kinds[self.i] == OP:
             op = values[self.i]
@@ -437,7 +471,7 @@ class _Parser:
     def signed_number_here(self) -> bool:
         """Whether the grammar reads a signed literal at this '-' (``-12``, ``-1.5``; ``-1`` is not one)."""
         start = self.starts[self.i]
-        m = _FLOAT_RE.match(self.text, start) or _INT_RE.match(self.text, start)
+        m = re.compile(_FLOAT).match(self.text, start) or re.compile(_INT).match(self.text, start)
         if m is None:
             return False
         j = self.i + 1
@@ -604,27 +638,38 @@ class _Parser:
 
     def tuple(self, start: int) -> syntax_nodes.Expr:
         items = []
-        while not self.at("]"):
+        kinds, values = self.kinds, self.values
+        while kinds[self.i] != OP or values[self.i] != "]":
             items.append(self.expression())
-            self.skip_newlines()
-            if self.at(","):
-                self.i += 1
-                self.skip_newlines()
-            elif not self.at("]"):
+            i = self.i
+            while kinds[i] == NL:
+                i += 1
+            if kinds[i] == OP and values[i] == ",":
+                i += 1
+                while kinds[i] == NL:
+                    i += 1
+            elif kinds[i] != OP or values[i] != "]":
                 raise Unsupported("expected ',' or ']'")
+            self.i = i
         self.i += 1
         return syntax_nodes.TupleExpr(items, self.pos(start))
 
     def object(self, start: int) -> syntax_nodes.Expr:
         items = []
         kinds, values = self.kinds, self.values
-        while not self.at("}"):
+        while kinds[self.i] != OP or values[self.i] != "}":
             i = self.i
-            if kinds[i] == NAME and values[i] in _KEYWORDS:
-                if kinds[i + 1] != OP or values[i + 1] not in ("=", ":"):
-                    raise Unsupported("a keyword starting an object key")
-                key: syntax_nodes.Expr = syntax_nodes.Literal(values[i], self.pos(self.starts[i]))
+            k = kinds[i]
+            if k == NAME and kinds[i + 1] == OP and values[i + 1] in ("=", ":"):
+                # a bare name as a key (most keys) is its text: what expression() would return, a
+                # Reference turned into a Literal below, without making the Reference
+                value = values[i]
+                key: syntax_nodes.Expr = syntax_nodes.Literal(
+                    _LITERAL_WORDS[value] if value in _LITERAL_WORDS else value, self.pos(self.starts[i])
+                )
                 self.i = i + 1
+            elif k == NAME and values[i] in _KEYWORDS:
+                raise Unsupported("a keyword starting an object key")
             else:
                 key = self.expression()
                 if type(key) is syntax_nodes.Reference and id(key) not in self.parenthesized:
@@ -633,10 +678,14 @@ class _Parser:
                 raise Unsupported("expected '=' or ':'")
             self.i += 1
             items.append((key, self.expression()))
-            self.skip_newlines()
-            if self.at(","):
-                self.i += 1
-                self.skip_newlines()
+            i = self.i
+            while kinds[i] == NL:
+                i += 1
+            if kinds[i] == OP and values[i] == ",":
+                i += 1
+                while kinds[i] == NL:
+                    i += 1
+            self.i = i
         self.i += 1
         return syntax_nodes.ObjectExpr(items, self.pos(start))
 

@@ -129,11 +129,26 @@ FAST = [
     "a = 1 /* c */\n",
     '\r\na = 1\r\nb = "x"\r\n',
     'a = "multi\nline"\n',
+    # braces: counted only inside interpolations (where a "}" may end one), whatever strings hold
+    'a = "${ {a = 1}.a }"\n',
+    'a = "${jsonencode({a = "x${b}", c = {d = "}"}})}"\n',
+    'a = "%{ for k, v in {x = "{"} }${k}%{ endfor }"\n',
+    'a = {\n  b = "${c}"\n  d = { e = "}}{{" }\n}\n',
+    'x {\n  y = "a${b["}"]}c"\n}\n',
+    'a = <<EOT\n${ {b = 1}.b } }\nEOT\nc = "}"\n',
+    'a = "${"${"${x}"}"}"\n',
+    # plain characters of strings, next to what is not plain
+    'a = "$${x} %%{y} $x %z \\" "\n',
+    'a = "plain $ and % chars"\nb = "trailing $"\nc = "100%"\nd = "\\u0041"\n',
+    'a = "x${y}$"\nb = "x${y}%"\n',
+    # operators: a newline before a continuing one joins the lines; "=" and "==", "!" and "!="
+    "a = 1\n  + 2\nb = x\n  == y\nc = !x\nd = x != y\ne = {for k, v in m: k => v}\n",
 ]
 
 # Texts the fast path may leave to the LALR parser (valid or not): the result must be the LALR
 # parser's either way.
 ANY = [
+    'c = "$${"\n',  # an escape the grammar's string terminal does not take
     "a = x -1\n",
     "a = f(x)-1\n",
     "a = -1-2.5\n",
