@@ -641,18 +641,23 @@ class _Parser:
         kinds, values = self.kinds, self.values
         while kinds[self.i] != OP or values[self.i] != "]":
             items.append(self.expression())
-            i = self.i
-            while kinds[i] == NL:
-                i += 1
-            if kinds[i] == OP and values[i] == ",":
-                i += 1
-                while kinds[i] == NL:
-                    i += 1
-            elif kinds[i] != OP or values[i] != "]":
+            if not self.separator() and (kinds[self.i] != OP or values[self.i] != "]"):
                 raise Unsupported("expected ',' or ']'")
-            self.i = i
         self.i += 1
         return syntax_nodes.TupleExpr(items, self.pos(start))
+
+    def separator(self) -> bool:
+        """Past the newlines after an item, and a comma with the newlines after it: whether one was."""
+        kinds, i = self.kinds, self.i
+        while kinds[i] == NL:
+            i += 1
+        comma = kinds[i] == OP and self.values[i] == ","
+        if comma:
+            i += 1
+            while kinds[i] == NL:
+                i += 1
+        self.i = i
+        return comma
 
     def object(self, start: int) -> syntax_nodes.Expr:
         items = []
@@ -678,14 +683,7 @@ class _Parser:
                 raise Unsupported("expected '=' or ':'")
             self.i += 1
             items.append((key, self.expression()))
-            i = self.i
-            while kinds[i] == NL:
-                i += 1
-            if kinds[i] == OP and values[i] == ",":
-                i += 1
-                while kinds[i] == NL:
-                    i += 1
-            self.i = i
+            self.separator()
         self.i += 1
         return syntax_nodes.ObjectExpr(items, self.pos(start))
 
