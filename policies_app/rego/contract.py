@@ -15,6 +15,9 @@ ENGINES = ("regorus", "opa")
 DEFAULT_ENGINE = "regorus"
 REGO_VERSIONS = ("v1", "v0")
 
+# The environment variable that tells a worker its supervisor's pid (it ends with that process).
+SUPERVISOR_PID_VARIABLE = "POLICY_ENGINE_SUPERVISOR_PID"
+
 # The four rules env0 reads from a policy, strictest first.
 DECISION_RULES = ("deny", "pending", "warn", "allow")
 # "error" is stricter than anything a policy can say: an evaluation that failed never lets a deployment through.

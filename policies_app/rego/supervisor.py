@@ -17,11 +17,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from policies_app.rego.contract import EngineBusyError, EngineUnavailableError
+from policies_app.rego.contract import SUPERVISOR_PID_VARIABLE, EngineBusyError, EngineUnavailableError
 
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _START_TIMEOUT_S = 60.0
@@ -48,6 +49,26 @@ def _worker_ended(engine: str, reason: str) -> None:
             observer(engine, reason)
         except Exception:  # noqa: BLE001 - an observer never stops the engine's work
             pass
+
+
+# The worker ends with the process that supervises it (worker.py asks the kernel for SIGKILL when its
+# parent ends, and leaves at once if that parent is already gone). Without it, a supervisor killed
+# mid-evaluation (an OOM kill, a SIGKILLed Celery child) left its worker computing a long policy to the
+# end: minutes of a core, with no one to read the answer.
+_spawn_thread: ThreadPoolExecutor | None = None
+_spawn_lock = threading.Lock()
+
+
+def _spawner() -> ThreadPoolExecutor:
+    """The one thread of this process that starts workers. Linux sends the parent-death signal when the
+    *thread* that forked the worker ends, and the threads that ask for workers do end (runserver's and
+    the live server's thread per request): started from them, a healthy worker would be killed after
+    its first request. This thread lives as long as the process."""
+    global _spawn_thread
+    with _spawn_lock:
+        if _spawn_thread is None:
+            _spawn_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine-worker-spawner")
+        return _spawn_thread
 
 
 class WorkerFailure(Exception):
@@ -94,8 +115,11 @@ class EngineWorker:
         from_worker_read, from_worker_write = os.pipe()
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")]))
+        env[SUPERVISOR_PID_VARIABLE] = str(os.getpid())
         try:
-            self.process = subprocess.Popen(
+            # Started by the spawning thread, never by this one (see _spawner).
+            started = _spawner().submit(
+                subprocess.Popen,
                 [sys.executable, "-m", "policies_app.rego.worker", engine],
                 stdin=to_worker_read,
                 stdout=from_worker_write,
@@ -103,6 +127,7 @@ class EngineWorker:
                 cwd=str(_PROJECT_ROOT),
                 start_new_session=True,  # a Ctrl-C or SIGTERM to the caller's group is the caller's business
             )
+            self.process = started.result()
         except BaseException:
             os.close(to_worker_write)
             os.close(from_worker_read)
@@ -374,9 +399,12 @@ def pool(engine: str, name: str | None = None, size: int | None = None) -> Worke
 
 def _forget_pools_after_fork() -> None:
     # The child must not talk to its parent's workers; it starts its own when it first needs one.
-    global _pools, _pools_lock
+    # Nor use its spawning thread, which did not survive the fork.
+    global _pools, _pools_lock, _spawn_thread, _spawn_lock
     _pools = {}
     _pools_lock = threading.Lock()
+    _spawn_thread = None
+    _spawn_lock = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_pools_after_fork)

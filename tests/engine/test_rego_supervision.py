@@ -3,8 +3,11 @@
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -114,6 +117,73 @@ def test_it_fails_closed_when_the_worker_is_killed_mid_evaluation(engine):
         assert result.error.message == "engine crashed (signal 11, SIGSEGV)"
     assert_still_works(engine)
     assert not set(worker_pids(engine)) & pids_before
+
+
+# A supervising process with one evaluation of LOOPS under way: it prints its worker's pid and waits.
+SUPERVISOR = """
+import sys, threading, time
+from policies_app.rego import PolicyModule, PolicySource, evaluate_policies
+from policies_app.rego.supervisor import worker_pids
+
+engine, source = sys.argv[1], sys.stdin.read()
+loops = PolicySource("loops@1", "loops", "v1", (PolicyModule("loops.rego", source),))
+threading.Thread(target=evaluate_policies, args=([loops], "{}", engine), kwargs={"timeout_s": 600}).start()
+while not worker_pids(engine):
+    time.sleep(0.02)
+print(worker_pids(engine)[0], flush=True)
+time.sleep(600)
+"""
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie no init has reaped yet does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_worker_ends_with_the_process_that_supervises_it(engine):
+    # A Celery child or gunicorn worker killed mid-evaluation (SIGKILL, the OOM killer) cannot stop its
+    # worker: the worker must not go on computing the policy, minutes of a core, for no one.
+    supervisor = subprocess.Popen(
+        [sys.executable, "-c", SUPERVISOR, engine],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        supervisor.stdin.write(LOOPS.modules[0].source)
+        supervisor.stdin.close()
+        worker = int(supervisor.stdout.readline())
+        time.sleep(0.5)  # the loop is running by now
+        assert running(worker)
+    finally:
+        supervisor.kill()
+        supervisor.wait(10)
+    deadline = time.monotonic() + 10
+    while running(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not running(worker), "the worker outlived its supervisor"
+
+
+def test_a_worker_started_for_a_thread_that_has_ended_goes_on_serving(engine, monkeypatch):
+    # Linux's parent-death signal follows the thread that started the worker: request threads end
+    # (runserver's, one per request), so workers are started by one thread that lives with the process.
+    from policies_app.rego import supervisor
+
+    monkeypatch.setattr(supervisor, "_pools", {})
+    request = threading.Thread(target=assert_still_works, args=(engine,))
+    request.start()
+    request.join(60)
+    [pid] = worker_pids(engine)
+    time.sleep(0.3)
+    assert running(pid)
+    assert_still_works(engine)
+    assert worker_pids(engine) == [pid]
+    supervisor.pool(engine).shutdown()
 
 
 def test_it_replaces_a_worker_that_died_while_idle(engine):
