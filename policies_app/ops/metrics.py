@@ -69,6 +69,6 @@ def engine_worker_ended(engine: str, reason: str) -> None:
 
 def observe_engine() -> None:
     """Hear of engine workers' ends (called once per process, from apps.py)."""
-    from policies_app.rego.supervisor import observe_worker_ends
+    from policies_app.rego.worker_process import observe_worker_ends
 
     observe_worker_ends(engine_worker_ended)

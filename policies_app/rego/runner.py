@@ -28,7 +28,8 @@ from policies_app.rego.contract import (
 )
 from policies_app.rego.decisions import MessageLimits, combine_decisions, policy_decision
 from policies_app.rego.prepare import policy_payload
-from policies_app.rego.supervisor import WorkerFailure, pool
+from policies_app.rego.supervisor import pool
+from policies_app.rego.worker_process import WorkerFailure
 
 
 def _check_engine(engine: str) -> None:

@@ -35,9 +35,10 @@ from policies_app.rego.contract import (
 from policies_app.rego.errors import parse_opa_error
 from policies_app.rego.prepare import PreparedPolicy, library_modules, policy_payload, rule_ref
 from policies_app.rego.reads import fired_with_reads
-from policies_app.rego.supervisor import WorkerFailure, pool
+from policies_app.rego.supervisor import pool
 from policies_app.rego.syntax_tree import kind_of, package_path, parse_module, rule_name
 from policies_app.rego.v1_syntax import to_rego_v1
+from policies_app.rego.worker_process import WorkerFailure
 
 TEST_PREFIX = "test_"
 TODO_PREFIX = "todo_test_"

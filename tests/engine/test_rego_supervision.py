@@ -147,7 +147,7 @@ def running(pid: int) -> bool:
 def test_a_worker_ends_with_the_process_that_supervises_it(engine):
     # A Celery child or gunicorn worker killed mid-evaluation (SIGKILL, the OOM killer) cannot stop its
     # worker: the worker must not go on computing the policy, minutes of a core, for no one.
-    supervisor = subprocess.Popen(
+    supervising = subprocess.Popen(
         [sys.executable, "-c", SUPERVISOR, engine],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -155,14 +155,14 @@ def test_a_worker_ends_with_the_process_that_supervises_it(engine):
         cwd=Path(__file__).resolve().parents[2],
     )
     try:
-        supervisor.stdin.write(LOOPS.modules[0].source)
-        supervisor.stdin.close()
-        worker = int(supervisor.stdout.readline())
+        supervising.stdin.write(LOOPS.modules[0].source)
+        supervising.stdin.close()
+        worker = int(supervising.stdout.readline())
         time.sleep(0.5)  # the loop is running by now
         assert running(worker)
     finally:
-        supervisor.kill()
-        supervisor.wait(10)
+        supervising.kill()
+        supervising.wait(10)
     deadline = time.monotonic() + 10
     while running(worker) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -236,10 +236,10 @@ def test_a_forked_child_uses_its_own_workers(engine):
 
 @pytest.mark.parametrize("executable", ["/nonexistent/python3", "/bin/false"])
 def test_it_fails_closed_when_no_worker_can_start(engine, executable, monkeypatch):
-    from policies_app.rego import EngineUnavailableError, supervisor
+    from policies_app.rego import EngineUnavailableError, supervisor, worker_process
 
     monkeypatch.setattr(supervisor, "_pools", {})
-    monkeypatch.setattr(supervisor.sys, "executable", executable)
+    monkeypatch.setattr(worker_process.sys, "executable", executable)
     result = evaluate_policies([FINE], "{}", engine)
     assert result.decision == "error"
     assert result.error.message.startswith(f"cannot start the {engine} engine worker")
